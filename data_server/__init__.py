@@ -1,0 +1,1 @@
+"""The vault and yield data server: pipeline, write store, search store and MCP tools."""

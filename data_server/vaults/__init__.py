@@ -1,0 +1,1 @@
+"""Vault records: the one normalised shape every processor produces."""

@@ -1,0 +1,1 @@
+"""The tool layer: one interface for local functions and remote MCP tools."""

@@ -1,0 +1,124 @@
+"""The one tool interface: a named operation with a JSON schema and an async execute."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class TextPart(BaseModel):
+    """One text content part of a tool result."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolResult(BaseModel):
+    """What a tool returns: content parts for the model, optional structured data."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: list[TextPart]
+    is_error: bool = False
+    structured: dict[str, Any] | None = None
+
+    @classmethod
+    def text(cls, text: str, *, structured: dict[str, Any] | None = None) -> ToolResult:
+        """A single-part successful result."""
+        return cls(content=[TextPart(text=text)], structured=structured)
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        """A short error result the model can read and recover from."""
+        return cls(content=[TextPart(text=f"Error: {message}")], is_error=True)
+
+    def joined_text(self) -> str:
+        """All text parts joined, as the model sees them."""
+        return "\n\n".join(part.text for part in self.content)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A named operation the model can call."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """JSON Schema of the arguments, exactly as the model will see it."""
+        ...
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult: ...
+
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+class ToolInput(BaseModel):
+    """Base for tool input models: unknown fields are refused, so typos surface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One readable line per invalid field, for the model to fix its call."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+class LocalTool(Generic[InputT]):
+    """A tool implemented by a Python function taking a validated pydantic model."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        input_model: type[InputT],
+        run: Callable[[InputT], Awaitable[ToolResult]],
+    ) -> None:
+        self._name = name
+        self._description = description
+        self._input_model = input_model
+        self._run = run
+        self._schema = input_model.model_json_schema()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            parsed = self._input_model.model_validate(arguments)
+        except ValidationError as exc:
+            return ToolResult.error(f"invalid arguments for {self._name}: {validation_message(exc)}")
+        return await self._run(parsed)
+
+
+class ToolSpec(BaseModel):
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(description="JSON Schema of the arguments")
+
+
+def spec_of(tool: Tool) -> ToolSpec:
+    """The model-facing description of a tool, schema untouched."""
+    return ToolSpec(name=tool.name, description=tool.description, parameters=tool.input_schema)
