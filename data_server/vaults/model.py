@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Exposure = Literal["single", "multi"]
 RiskRating = Literal["low", "medium", "high", "very_high"]
+VaultStatus = Literal["active", "paused", "eol"]
 
 
 class SecurityInputs(BaseModel):
@@ -54,6 +55,9 @@ class Vault(BaseModel):
     security_inputs: SecurityInputs | None = None
     risk_rating: RiskRating | None = None
     url: str | None = None
+    status: VaultStatus = Field(
+        "active", description="active, paused, or eol (retired: deposits closed, withdraw only)"
+    )
     updated_at: int = Field(description="Unix seconds of the source data")
 
 

@@ -1,0 +1,241 @@
+"""DefiLlama yields: ``GET https://yields.llama.fi/pools`` and ``/chart/{pool}``.
+
+DefiLlama reports APY in **percent** already, so values pass through unchanged.
+
+``parse`` accepts the rows as the API serves them (camelCase, ``pool``) and as common
+exporters store them (snake_case such as ``tvl_usd``/``il_risk``, ``poolId`` or
+``pool_id_defillama`` for the id), because recorded responses come in both spellings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from data_server.processors.base import (
+    ProcessorResult,
+    RawBatch,
+    chain_slug,
+    day_start,
+    describe_error,
+    get_json,
+    parse_time,
+    to_float,
+    vault_id,
+)
+from data_server.security import apply_security, inputs_for
+from data_server.vaults.model import HistoryPoint, Vault
+
+SOURCE = "defillama"
+YIELDS_URL = "https://yields.llama.fi"
+
+
+def _alias(*names: str) -> Any:
+    return Field(None, validation_alias=AliasChoices(*names))
+
+
+class PoolRow(BaseModel):
+    """One /pools row in either spelling."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    pool: str = Field(validation_alias=AliasChoices("pool", "poolId", "pool_id_defillama"))
+    chain: str
+    project: str = Field(validation_alias=AliasChoices("project", "protocol_slug"))
+    symbol: str = ""
+    tvl_usd: float | None = _alias("tvlUsd", "tvl_usd")
+    apy: float | None = _alias("apy")
+    apy_base: float | None = _alias("apyBase", "apy_base")
+    apy_reward: float | None = _alias("apyReward", "apy_reward")
+    stablecoin: bool | None = _alias("stablecoin")
+    il_risk: str | None = _alias("ilRisk", "il_risk")
+    exposure: str | None = _alias("exposure")
+    underlying_tokens: list[str] | None = _alias("underlyingTokens", "underlying_tokens")
+    pool_meta: str | None = _alias("poolMeta", "pool_meta")
+    url: str | None = _alias("url", "defiLlamaUrl")
+    timestamp: str | None = _alias("timestamp")
+    count: int | None = _alias("count")
+    outlier: bool | None = _alias("outlier")
+    pool_old: str | None = _alias("pool_old", "poolOld")
+
+    @field_validator("tvl_usd", "apy", "apy_base", "apy_reward", mode="before")
+    @classmethod
+    def _finite(cls, value: Any) -> float | None:
+        return to_float(value)
+
+
+class ChartRow(BaseModel):
+    """One /chart/{pool} row (``timestamp`` as ISO time or as a plain date)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    timestamp: str
+    tvl_usd: float | None = _alias("tvlUsd", "tvl_usd")
+    apy: float | None = _alias("apy")
+
+    @field_validator("tvl_usd", "apy", mode="before")
+    @classmethod
+    def _finite(cls, value: Any) -> float | None:
+        return to_float(value)
+
+
+def _rows(body: Any) -> list[Any]:
+    """The row list of a response: ``{"data": [...]}``, ``{"pools": [...]}`` or a bare list."""
+    if isinstance(body, list):
+        return body
+    if isinstance(body, dict):
+        for key in ("data", "pools"):
+            if isinstance(body.get(key), list):
+                return body[key]
+    return []
+
+
+def _symbols(symbol: str) -> list[str]:
+    return [part.strip().upper() for part in symbol.split("-") if part.strip()]
+
+
+def _address(row: PoolRow) -> str | None:
+    for candidate in (row.pool_old, row.pool):
+        if candidate and candidate.startswith("0x") and len(candidate) >= 42:
+            return candidate[:42].lower()
+    return None
+
+
+class DefiLlamaProcessor:
+    """Pools from DefiLlama yields, with daily history for a chosen set of pools."""
+
+    name: ClassVar[str] = SOURCE
+
+    def __init__(
+        self,
+        *,
+        base_url: str = YIELDS_URL,
+        chart_pools: list[str] | None = None,
+        chart_limit: int = 10,
+        chart_concurrency: int = 4,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.chart_pools = chart_pools
+        self.chart_limit = chart_limit
+        self.chart_concurrency = chart_concurrency
+
+    def _chart_targets(self, rows: list[Any]) -> list[str]:
+        if self.chart_pools is not None:
+            return list(self.chart_pools)
+        parsed = []
+        for row in rows:
+            try:
+                parsed.append(PoolRow.model_validate(row))
+            except ValueError:
+                continue
+        parsed.sort(key=lambda r: r.tvl_usd or 0.0, reverse=True)
+        return [r.pool for r in parsed[: self.chart_limit]]
+
+    async def fetch(self, client: httpx.AsyncClient) -> RawBatch:
+        """GET /pools (required), then /chart/{pool} for the chart targets (each optional)."""
+        batch = RawBatch(source=SOURCE)
+        batch.responses["pools"] = await get_json(client, f"{self.base_url}/pools")
+        targets = self._chart_targets(_rows(batch.body("pools")))
+        limiter = asyncio.Semaphore(self.chart_concurrency)
+
+        async def one(pool: str) -> None:
+            async with limiter:
+                try:
+                    batch.responses[f"chart:{pool}"] = await get_json(
+                        client, f"{self.base_url}/chart/{pool}"
+                    )
+                except (httpx.HTTPError, ValueError) as exc:
+                    batch.warnings.append(f"chart {pool}: {describe_error(exc)}")
+
+        await asyncio.gather(*(one(pool) for pool in targets))
+        return batch
+
+    def parse(self, raw: RawBatch) -> ProcessorResult:
+        """Normalise pools (percent APY as reported) and chart rows into records."""
+        result = ProcessorResult(source=SOURCE)
+        fallback_time = raw.received_at("pools") or 0
+        rows: list[PoolRow] = []
+        for index, item in enumerate(_rows(raw.body("pools"))):
+            try:
+                rows.append(PoolRow.model_validate(item))
+            except ValueError as exc:
+                result.warnings.append(f"pool row {index}: {exc.__class__.__name__}")
+
+        # Days of history of a project's longest-listed pool: a lower bound of its age.
+        project_days: dict[str, int] = {}
+        for row in rows:
+            if row.count:
+                project_days[row.project] = max(project_days.get(row.project, 0), row.count)
+
+        by_id: dict[str, Vault] = {}
+        pool_to_id: dict[str, str] = {}
+        for row in rows:
+            vault = self._vault(row, fallback_time, project_days.get(row.project))
+            pool_to_id[row.pool] = vault.id
+            current = by_id.get(vault.id)
+            if current is None or vault.updated_at >= current.updated_at:
+                by_id[vault.id] = vault
+        result.vaults = list(by_id.values())
+
+        points: dict[tuple[str, int], HistoryPoint] = {}
+        for name, response in raw.responses.items():
+            if not name.startswith("chart:"):
+                continue
+            pool = name.removeprefix("chart:")
+            vid = pool_to_id.get(pool)
+            if vid is None:
+                result.warnings.append(f"chart {pool}: pool not in /pools, skipped")
+                continue
+            for item in _rows(response.body):
+                try:
+                    chart = ChartRow.model_validate(item)
+                except ValueError:
+                    continue
+                ts = parse_time(chart.timestamp)
+                if ts is None:
+                    continue
+                point = HistoryPoint(
+                    vault_id=vid, timestamp=day_start(ts), apy=chart.apy, tvl_usd=chart.tvl_usd
+                )
+                points[(vid, point.timestamp)] = point
+        for vault in result.vaults:
+            key = (vault.id, day_start(vault.updated_at))
+            points.setdefault(
+                key,
+                HistoryPoint(
+                    vault_id=vault.id, timestamp=key[1], apy=vault.apy, tvl_usd=vault.tvl_usd
+                ),
+            )
+        result.history = sorted(points.values(), key=lambda p: (p.vault_id, p.timestamp))
+        return result
+
+    def _vault(self, row: PoolRow, fallback_time: int, project_days: int | None) -> Vault:
+        chain = chain_slug(row.chain)
+        updated = parse_time(row.timestamp) or fallback_time
+        name = row.symbol if not row.pool_meta else f"{row.symbol} ({row.pool_meta})"
+        vault = Vault(
+            id=vault_id(SOURCE, chain, row.pool),
+            source=SOURCE,
+            name=name or row.pool,
+            protocol=row.project.lower(),
+            chain=chain,
+            address=_address(row),
+            asset_symbols=_symbols(row.symbol),
+            underlying_tokens=[t.lower() for t in row.underlying_tokens or []],
+            apy=row.apy,
+            apy_base=row.apy_base,
+            apy_reward=row.apy_reward,
+            tvl_usd=row.tvl_usd,
+            stablecoin=bool(row.stablecoin),
+            il_risk=(row.il_risk or "").lower() == "yes",
+            exposure="single" if (row.exposure or "").lower() == "single" else "multi",
+            url=row.url or f"https://defillama.com/yields/pool/{row.pool}",
+            updated_at=updated,
+        )
+        flags = ["defillama:outlier"] if row.outlier else []
+        return apply_security(
+            vault, inputs_for(vault, protocol_age_days=project_days, source_flags=flags)
+        )

@@ -1,0 +1,19 @@
+"""Security scores of vaults: the formula, its inputs and its explanation."""
+
+from data_server.security.scoring import (
+    ScoreBreakdown,
+    apply_security,
+    explain,
+    inputs_for,
+    rating_for,
+    score_inputs,
+)
+
+__all__ = [
+    "ScoreBreakdown",
+    "apply_security",
+    "explain",
+    "inputs_for",
+    "rating_for",
+    "score_inputs",
+]

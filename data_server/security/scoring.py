@@ -1,0 +1,195 @@
+"""The vault security score: 0 (worst) to 100 (best), explainable from its inputs.
+
+Formula
+-------
+The score is a weighted sum of seven component scores, each in [0, 1], minus penalties
+for risk flags reported by the source, clamped to [0, 100]:
+
+=================  ======  =====================================================
+component          weight  component score
+=================  ======  =====================================================
+audits             20      unknown 0.4; 0 → 0; 1 → 0.6; 2 → 0.8; 3 or more → 1
+protocol age       20      unknown 0.3; else min(age_days / 730, 1)
+TVL                20      unknown 0.2; else (log10(tvl) − 5) / 4 clamped (1e5 → 0, 1e9 → 1)
+exploit history    15      0 → 1; 1 → 0.4; 2 or more → 0
+chain              10      tier table (ethereum 1.0, major L2s and L1s 0.8, other 0.6)
+impermanent loss   10      no IL risk → 1; IL risk → 0
+exposure            5      single asset → 1; multi asset → 0.5
+=================  ======  =====================================================
+
+``score = clamp(Σ weight·component − Σ flag_penalty, 0, 100)``, rounded to one decimal.
+
+Flag penalties (points) come from the sources' own risk checklists: Beefy's vault risks
+(``beefy:notAudited`` 10, ``beefy:notVerified`` 10, ``beefy:notBattleTested`` 5,
+``beefy:complex`` 5, ``beefy:notTimelocked`` 5, ``beefy:synthAsset`` 5, ``beefy:curated`` 2)
+and platform tags (``beefy-platform:NO_TIMELOCK`` 5, ``…:HIGHLY_COMPLEX`` 5,
+``…:NOT_BATTLE_TESTED`` 5), Yearn's ``yearn:risk_level_N`` (4·(N−1), N = 1…5), and
+status flags (``status:eol`` 10, ``status:paused`` 10, ``yearn:emergency_shutdown`` 25).
+Unknown flags cost nothing but stay in the inputs.
+
+Risk rating from the score: ≥ 75 low, ≥ 55 medium, ≥ 35 high, else very_high.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from data_server.vaults.model import RiskRating, SecurityInputs, Vault
+
+WEIGHTS: dict[str, float] = {
+    "audits": 20.0,
+    "protocol_age": 20.0,
+    "tvl": 20.0,
+    "exploits": 15.0,
+    "chain": 10.0,
+    "il_risk": 10.0,
+    "exposure": 5.0,
+}
+
+CHAIN_TIERS: dict[str, float] = {
+    "ethereum": 1.0,
+    "arbitrum": 0.8,
+    "base": 0.8,
+    "optimism": 0.8,
+    "polygon": 0.8,
+    "bsc": 0.8,
+    "avalanche": 0.8,
+    "gnosis": 0.8,
+    "linea": 0.7,
+    "zksync": 0.7,
+    "sonic": 0.7,
+}
+DEFAULT_CHAIN_TIER = 0.6
+
+FLAG_PENALTIES: dict[str, float] = {
+    "beefy:notAudited": 10.0,
+    "beefy:notVerified": 10.0,
+    "beefy:notBattleTested": 5.0,
+    "beefy:complex": 5.0,
+    "beefy:notTimelocked": 5.0,
+    "beefy:synthAsset": 5.0,
+    "beefy:curated": 2.0,
+    "beefy-platform:NO_TIMELOCK": 5.0,
+    "beefy-platform:HIGHLY_COMPLEX": 5.0,
+    "beefy-platform:NOT_BATTLE_TESTED": 5.0,
+    "status:eol": 10.0,
+    "status:paused": 10.0,
+    "yearn:emergency_shutdown": 25.0,
+}
+FLAG_PENALTIES.update({f"yearn:risk_level_{n}": 4.0 * (n - 1) for n in range(1, 6)})
+
+RATING_THRESHOLDS: list[tuple[float, RiskRating]] = [
+    (75.0, "low"),
+    (55.0, "medium"),
+    (35.0, "high"),
+]
+
+
+class ScoreBreakdown(BaseModel):
+    """A score with every component and penalty that made it."""
+
+    score: float = Field(ge=0, le=100)
+    risk_rating: RiskRating
+    components: dict[str, float] = Field(description="Points earned per component")
+    penalties: dict[str, float] = Field(description="Points lost per source flag")
+    inputs: SecurityInputs
+
+
+def _audits_component(audits: int | None) -> float:
+    if audits is None:
+        return 0.4
+    return {0: 0.0, 1: 0.6, 2: 0.8}.get(audits, 1.0)
+
+
+def _age_component(days: int | None) -> float:
+    if days is None:
+        return 0.3
+    return max(0.0, min(days / 730.0, 1.0))
+
+
+def _tvl_component(tvl: float | None) -> float:
+    if tvl is None:
+        return 0.2
+    if tvl <= 0:
+        return 0.0
+    return max(0.0, min((math.log10(tvl) - 5.0) / 4.0, 1.0))
+
+
+def _exploits_component(exploits: int) -> float:
+    return {0: 1.0, 1: 0.4}.get(exploits, 0.0)
+
+
+def rating_for(score: float) -> RiskRating:
+    """Map a 0–100 score to a risk rating."""
+    for threshold, rating in RATING_THRESHOLDS:
+        if score >= threshold:
+            return rating
+    return "very_high"
+
+
+def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
+    """Compute the score, its rating and its explanation from the inputs."""
+    parts = {
+        "audits": _audits_component(inputs.audits),
+        "protocol_age": _age_component(inputs.protocol_age_days),
+        "tvl": _tvl_component(inputs.tvl_usd),
+        "exploits": _exploits_component(inputs.exploits),
+        "chain": CHAIN_TIERS.get(inputs.chain, DEFAULT_CHAIN_TIER),
+        "il_risk": 0.0 if inputs.il_risk else 1.0,
+        "exposure": 1.0 if inputs.exposure == "single" else 0.5,
+    }
+    components = {name: round(WEIGHTS[name] * value, 3) for name, value in parts.items()}
+    penalties = {
+        flag: FLAG_PENALTIES[flag] for flag in inputs.source_flags if flag in FLAG_PENALTIES
+    }
+    raw = sum(components.values()) - sum(penalties.values())
+    score = round(max(0.0, min(raw, 100.0)), 1)
+    return ScoreBreakdown(
+        score=score,
+        risk_rating=rating_for(score),
+        components=components,
+        penalties=penalties,
+        inputs=inputs,
+    )
+
+
+def inputs_for(
+    vault: Vault,
+    *,
+    audits: int | None = None,
+    protocol_age_days: int | None = None,
+    exploits: int = 0,
+    source_flags: list[str] | None = None,
+) -> SecurityInputs:
+    """Security inputs of a vault: its own TVL, chain, IL and exposure plus protocol facts."""
+    return SecurityInputs(
+        audits=audits,
+        protocol_age_days=protocol_age_days,
+        tvl_usd=vault.tvl_usd,
+        exploits=exploits,
+        chain=vault.chain,
+        il_risk=vault.il_risk,
+        exposure=vault.exposure,
+        source_flags=sorted(set(source_flags or [])),
+    )
+
+
+def apply_security(vault: Vault, inputs: SecurityInputs) -> Vault:
+    """A copy of the vault carrying the inputs, the score and the rating."""
+    breakdown = score_inputs(inputs)
+    return vault.model_copy(
+        update={
+            "security_inputs": inputs,
+            "security_score": breakdown.score,
+            "risk_rating": breakdown.risk_rating,
+        }
+    )
+
+
+def explain(vault: Vault) -> ScoreBreakdown | None:
+    """Recompute the breakdown of a stored vault's score, or None when it has no inputs."""
+    if vault.security_inputs is None:
+        return None
+    return score_inputs(vault.security_inputs)

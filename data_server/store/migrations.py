@@ -1,0 +1,143 @@
+"""Schema migrations of the write store: a versioned list, applied in order, recorded once.
+
+Append new migrations at the end with the next version number; never edit an applied one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step."""
+
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "vaults and history",
+        """
+        CREATE TABLE vaults (
+            id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            protocol TEXT NOT NULL,
+            chain TEXT NOT NULL,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            apy REAL,
+            tvl_usd REAL,
+            security_score REAL,
+            risk_rating TEXT,
+            stablecoin INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            first_seen_at REAL NOT NULL,
+            changed_at REAL NOT NULL
+        );
+        CREATE INDEX vaults_protocol ON vaults (protocol);
+        CREATE INDEX vaults_chain ON vaults (chain);
+        CREATE INDEX vaults_revision ON vaults (revision);
+        CREATE TABLE history (
+            vault_id TEXT NOT NULL,
+            timestamp INTEGER NOT NULL,
+            apy REAL,
+            tvl_usd REAL,
+            PRIMARY KEY (vault_id, timestamp)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        2,
+        "run log",
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            status TEXT NOT NULL
+        );
+        CREATE TABLE run_sources (
+            run_id TEXT NOT NULL REFERENCES runs (id),
+            source TEXT NOT NULL,
+            ok INTEGER NOT NULL,
+            vaults INTEGER NOT NULL DEFAULT 0,
+            history_points INTEGER NOT NULL DEFAULT 0,
+            inserted INTEGER NOT NULL DEFAULT 0,
+            updated INTEGER NOT NULL DEFAULT 0,
+            unchanged INTEGER NOT NULL DEFAULT 0,
+            warnings TEXT NOT NULL DEFAULT '[]',
+            error TEXT,
+            duration_s REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, source)
+        );
+        """,
+    ),
+    Migration(
+        3,
+        "publications",
+        """
+        CREATE TABLE publications (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT,
+            collection TEXT NOT NULL,
+            published_at REAL NOT NULL,
+            count INTEGER NOT NULL,
+            newest_updated_at INTEGER,
+            revision INTEGER NOT NULL,
+            checksum TEXT NOT NULL,
+            sample TEXT NOT NULL DEFAULT '[]',
+            error TEXT
+        );
+        CREATE INDEX publications_collection ON publications (collection, id);
+        """,
+    ),
+)
+
+
+def applied_versions(conn: sqlite3.Connection) -> list[int]:
+    """Versions already recorded in the database, ascending."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
+    return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[int]:
+    """Apply every migration not yet recorded, in order, each in its own transaction.
+
+    Returns the versions applied by this call (empty when the schema was current).
+    """
+    versions = [m.version for m in migrations]
+    if versions != sorted(set(versions)):
+        raise ValueError("migration versions must be unique and ascending")
+    done = set(applied_versions(conn))
+    applied: list[int] = []
+    for migration in migrations:
+        if migration.version in done:
+            continue
+        # executescript commits first; the explicit BEGIN keeps each step all-or-nothing.
+        script = (
+            "BEGIN;\n"
+            + migration.sql
+            + "\nINSERT INTO schema_migrations (version, name, applied_at) VALUES "
+            + f"({migration.version}, '{migration.name.replace(chr(39), '')}', {time.time()});"
+            + "\nCOMMIT;"
+        )
+        try:
+            conn.executescript(script)
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        applied.append(migration.version)
+    return applied

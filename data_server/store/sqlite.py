@@ -1,0 +1,519 @@
+"""The relational write store: vaults, their daily history, the run log and publications.
+
+One SQLite file (stdlib ``sqlite3``, WAL mode so readers are not blocked by the pipeline).
+Vaults are upserted by their stable id; a row changes only when its content changes, and
+each changing write takes the next store *revision*, so "what changed since the last
+publish" is a single comparison. History points are keyed by ``(vault_id, timestamp)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from data_server.store.migrations import migrate
+from data_server.vaults.model import HistoryPoint, Vault
+
+RunStatus = Literal["running", "ok", "partial", "failed"]
+
+
+class UpsertCounts(BaseModel):
+    """What an upsert did."""
+
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class SourceRun(BaseModel):
+    """One source's part of a pipeline run."""
+
+    source: str
+    ok: bool
+    vaults: int = 0
+    history_points: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+class Publication(BaseModel):
+    """What was pushed to the serving index, and a fingerprint to check it against later."""
+
+    id: int | None = None
+    run_id: str | None = None
+    collection: str
+    published_at: float
+    count: int
+    newest_updated_at: int | None
+    revision: int = Field(description="Store revision the publish started from")
+    checksum: str
+    sample: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+
+
+class RunRecord(BaseModel):
+    """A pipeline run with its per-source results and its publication."""
+
+    id: str
+    started_at: float
+    finished_at: float | None
+    status: RunStatus
+    sources: list[SourceRun] = Field(default_factory=list)
+    publication: Publication | None = None
+
+
+class StoreCounts(BaseModel):
+    """Sizes of the store."""
+
+    vaults: int
+    history_points: int
+    by_source: dict[str, int]
+    by_chain: dict[str, int]
+    by_status: dict[str, int]
+
+
+class ProtocolSummary(BaseModel):
+    """One protocol across its vaults."""
+
+    protocol: str
+    vaults: int
+    chains: list[str]
+    sources: list[str]
+    tvl_usd: float | None = Field(description="Sum of known vault TVLs")
+    median_apy: float | None = Field(description="Percent, over vaults with an APY")
+    max_apy: float | None
+    mean_security_score: float | None
+
+
+class StoreFingerprint(BaseModel):
+    """Count, newest data time, revision and checksum of the vaults table."""
+
+    count: int
+    newest_updated_at: int | None
+    revision: int
+    checksum: str
+
+
+def content_hash(vault: Vault) -> str:
+    """Hash of a vault's full normalised content (deterministic field order)."""
+    return hashlib.sha256(vault.model_dump_json().encode()).hexdigest()
+
+
+class VaultStore:
+    """The SQLite write store; create with a path, it migrates itself on open."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection shared under a lock: the pipeline and the MCP server may use the
+        # store from different threads (e.g. asyncio.to_thread).
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self.applied_migrations = migrate(self._conn)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> VaultStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    # -- writes -------------------------------------------------------------------------
+
+    def revision(self) -> int:
+        """The store revision: it grows with every write that changes a vault."""
+        row = self._rows("SELECT COALESCE(MAX(revision), 0) FROM vaults")[0]
+        return int(row[0])
+
+    def upsert_vaults(self, vaults: Iterable[Vault]) -> UpsertCounts:
+        """Insert new vaults and update changed ones, in one transaction."""
+        counts = UpsertCounts()
+        now = time.time()
+        batch = list(vaults)
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                existing = {
+                    row[0]: row[1] for row in conn.execute("SELECT id, content_hash FROM vaults")
+                }
+                revision = int(
+                    conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults").fetchone()[0]
+                )
+                next_revision = revision + 1
+                for vault in batch:
+                    digest = content_hash(vault)
+                    old = existing.get(vault.id)
+                    if old == digest:
+                        counts.unchanged += 1
+                        continue
+                    values = (
+                        vault.id,
+                        vault.source,
+                        vault.protocol,
+                        vault.chain,
+                        vault.name,
+                        vault.status,
+                        vault.apy,
+                        vault.tvl_usd,
+                        vault.security_score,
+                        vault.risk_rating,
+                        int(vault.stablecoin),
+                        vault.updated_at,
+                        vault.model_dump_json(),
+                        digest,
+                        next_revision,
+                        now,
+                        now,
+                    )
+                    conn.execute(
+                        """
+                        INSERT INTO vaults (id, source, protocol, chain, name, status, apy,
+                            tvl_usd, security_score, risk_rating, stablecoin, updated_at, record,
+                            content_hash, revision, first_seen_at, changed_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET
+                            source = excluded.source, protocol = excluded.protocol,
+                            chain = excluded.chain, name = excluded.name,
+                            status = excluded.status, apy = excluded.apy,
+                            tvl_usd = excluded.tvl_usd,
+                            security_score = excluded.security_score,
+                            risk_rating = excluded.risk_rating,
+                            stablecoin = excluded.stablecoin,
+                            updated_at = excluded.updated_at, record = excluded.record,
+                            content_hash = excluded.content_hash,
+                            revision = excluded.revision, changed_at = excluded.changed_at
+                        """,
+                        values,
+                    )
+                    existing[vault.id] = digest
+                    if old is None:
+                        counts.inserted += 1
+                    else:
+                        counts.updated += 1
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return counts
+
+    def upsert_history(self, points: Iterable[HistoryPoint]) -> int:
+        """Insert or replace history points keyed by (vault_id, timestamp); returns how many."""
+        rows = [(p.vault_id, p.timestamp, p.apy, p.tvl_usd) for p in points]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO history (vault_id, timestamp, apy, tvl_usd) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (vault_id, timestamp) DO UPDATE SET"
+                    " apy = excluded.apy, tvl_usd = excluded.tvl_usd",
+                    rows,
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    # -- run log ------------------------------------------------------------------------
+
+    def start_run(self) -> str:
+        """Open a run in the log and return its id."""
+        run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO runs (id, started_at, status) VALUES (?, ?, 'running')",
+                (run_id, time.time()),
+            )
+        return run_id
+
+    def record_source(self, run_id: str, result: SourceRun) -> None:
+        """Record one source's outcome within a run."""
+        with self._lock:
+            self._conn.execute(
+                """
+                INSERT OR REPLACE INTO run_sources (run_id, source, ok, vaults, history_points,
+                    inserted, updated, unchanged, warnings, error, duration_s)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (
+                    run_id,
+                    result.source,
+                    int(result.ok),
+                    result.vaults,
+                    result.history_points,
+                    result.inserted,
+                    result.updated,
+                    result.unchanged,
+                    json.dumps(result.warnings),
+                    result.error,
+                    result.duration_s,
+                ),
+            )
+
+    def finish_run(self, run_id: str, status: RunStatus) -> None:
+        """Close a run with its final status."""
+        with self._lock:
+            self._conn.execute(
+                "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?",
+                (time.time(), status, run_id),
+            )
+
+    def record_publication(self, publication: Publication) -> Publication:
+        """Store what a publish pushed; returns it with its id."""
+        with self._lock:
+            cursor = self._conn.execute(
+                """
+                INSERT INTO publications (run_id, collection, published_at, count,
+                    newest_updated_at, revision, checksum, sample, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (
+                    publication.run_id,
+                    publication.collection,
+                    publication.published_at,
+                    publication.count,
+                    publication.newest_updated_at,
+                    publication.revision,
+                    publication.checksum,
+                    json.dumps(publication.sample),
+                    publication.error,
+                ),
+            )
+        return publication.model_copy(update={"id": cursor.lastrowid})
+
+    def last_publication(self, collection: str, *, successful: bool = True) -> Publication | None:
+        """The newest publication to a collection (by default only one without error)."""
+        sql = "SELECT * FROM publications WHERE collection = ?"
+        if successful:
+            sql += " AND error IS NULL"
+        rows = self._rows(sql + " ORDER BY id DESC LIMIT 1", (collection,))
+        return _publication(rows[0]) if rows else None
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run with its sources and its publication."""
+        rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            return None
+        run = rows[0]
+        sources = [
+            SourceRun(
+                source=r["source"],
+                ok=bool(r["ok"]),
+                vaults=r["vaults"],
+                history_points=r["history_points"],
+                inserted=r["inserted"],
+                updated=r["updated"],
+                unchanged=r["unchanged"],
+                warnings=json.loads(r["warnings"]),
+                error=r["error"],
+                duration_s=r["duration_s"],
+            )
+            for r in self._rows(
+                "SELECT * FROM run_sources WHERE run_id = ? ORDER BY source", (run_id,)
+            )
+        ]
+        pubs = self._rows(
+            "SELECT * FROM publications WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,)
+        )
+        return RunRecord(
+            id=run["id"],
+            started_at=run["started_at"],
+            finished_at=run["finished_at"],
+            status=run["status"],
+            sources=sources,
+            publication=_publication(pubs[0]) if pubs else None,
+        )
+
+    def runs(self, limit: int = 20) -> list[RunRecord]:
+        """The newest runs, newest first."""
+        ids = [
+            r[0]
+            for r in self._rows(
+                "SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,)
+            )
+        ]
+        return [run for run_id in ids if (run := self.get_run(run_id)) is not None]
+
+    # -- queries ------------------------------------------------------------------------
+
+    def get_vault(self, vault_id: str) -> Vault | None:
+        """One vault by its stable id."""
+        rows = self._rows("SELECT record FROM vaults WHERE id = ?", (vault_id,))
+        return Vault.model_validate_json(rows[0][0]) if rows else None
+
+    def get_vaults(self, vault_ids: Iterable[str]) -> list[Vault]:
+        """Vaults by id (missing ids are skipped), in the order asked."""
+        ids = list(dict.fromkeys(vault_ids))
+        found: dict[str, Vault] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(f"SELECT record FROM vaults WHERE id IN ({marks})", chunk):
+                vault = Vault.model_validate_json(row[0])
+                found[vault.id] = vault
+        return [found[i] for i in ids if i in found]
+
+    def iter_vaults(
+        self, *, source: str | None = None, since_revision: int | None = None
+    ) -> Iterator[Vault]:
+        """Every vault (optionally of one source, or changed after a revision), by id."""
+        sql, params = "SELECT record FROM vaults WHERE 1 = 1", []
+        if source is not None:
+            sql += " AND source = ?"
+            params.append(source)
+        if since_revision is not None:
+            sql += " AND revision > ?"
+            params.append(since_revision)
+        for row in self._rows(sql + " ORDER BY id", params):
+            yield Vault.model_validate_json(row[0])
+
+    def vault_ids(self) -> list[str]:
+        """All vault ids, sorted."""
+        return [r[0] for r in self._rows("SELECT id FROM vaults ORDER BY id")]
+
+    def history(
+        self,
+        vault_id: str,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        limit: int | None = None,
+    ) -> list[HistoryPoint]:
+        """Daily points of one vault, oldest first (``limit`` keeps the newest N)."""
+        sql, params = "SELECT * FROM history WHERE vault_id = ?", [vault_id]
+        if since is not None:
+            sql += " AND timestamp >= ?"
+            params.append(since)
+        if until is not None:
+            sql += " AND timestamp <= ?"
+            params.append(until)
+        sql += " ORDER BY timestamp DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        points = [
+            HistoryPoint(
+                vault_id=r["vault_id"], timestamp=r["timestamp"], apy=r["apy"], tvl_usd=r["tvl_usd"]
+            )
+            for r in self._rows(sql, params)
+        ]
+        points.reverse()
+        return points
+
+    def protocols_summary(self, *, protocol: str | None = None) -> list[ProtocolSummary]:
+        """Per-protocol vault counts, chains, TVL and APY figures, largest TVL first."""
+        sql = "SELECT protocol, chain, source, apy, tvl_usd, security_score FROM vaults"
+        params: list[Any] = []
+        if protocol is not None:
+            sql += " WHERE protocol = ?"
+            params.append(protocol.lower())
+        groups: dict[str, list[sqlite3.Row]] = {}
+        for row in self._rows(sql, params):
+            groups.setdefault(row["protocol"], []).append(row)
+        out = []
+        for name, rows in groups.items():
+            apys = [r["apy"] for r in rows if r["apy"] is not None]
+            tvls = [r["tvl_usd"] for r in rows if r["tvl_usd"] is not None]
+            scores = [r["security_score"] for r in rows if r["security_score"] is not None]
+            out.append(
+                ProtocolSummary(
+                    protocol=name,
+                    vaults=len(rows),
+                    chains=sorted({r["chain"] for r in rows}),
+                    sources=sorted({r["source"] for r in rows}),
+                    tvl_usd=sum(tvls) if tvls else None,
+                    median_apy=statistics.median(apys) if apys else None,
+                    max_apy=max(apys) if apys else None,
+                    mean_security_score=round(statistics.fmean(scores), 1) if scores else None,
+                )
+            )
+        out.sort(key=lambda s: (-(s.tvl_usd or 0.0), s.protocol))
+        return out
+
+    def counts(self) -> StoreCounts:
+        """Vault and history counts, by source, chain and status."""
+
+        def grouped(column: str) -> dict[str, int]:
+            return {
+                r[0]: r[1]
+                for r in self._rows(
+                    f"SELECT {column}, COUNT(*) FROM vaults GROUP BY {column} ORDER BY {column}"
+                )
+            }
+
+        return StoreCounts(
+            vaults=int(self._rows("SELECT COUNT(*) FROM vaults")[0][0]),
+            history_points=int(self._rows("SELECT COUNT(*) FROM history")[0][0]),
+            by_source=grouped("source"),
+            by_chain=grouped("chain"),
+            by_status=grouped("status"),
+        )
+
+    def fingerprint(self) -> StoreFingerprint:
+        """Count, newest updated_at, revision and a checksum over (id, content hash)."""
+        digest = hashlib.sha256()
+        count = 0
+        for row in self._rows("SELECT id, content_hash FROM vaults ORDER BY id"):
+            digest.update(f"{row[0]}\t{row[1]}\n".encode())
+            count += 1
+        stats = self._rows("SELECT MAX(updated_at), COALESCE(MAX(revision), 0) FROM vaults")[0]
+        return StoreFingerprint(
+            count=count,
+            newest_updated_at=stats[0],
+            revision=int(stats[1]),
+            checksum=digest.hexdigest(),
+        )
+
+    def changed_since(self, revision: int) -> int:
+        """How many vaults changed after a given revision."""
+        return int(self._rows("SELECT COUNT(*) FROM vaults WHERE revision > ?", (revision,))[0][0])
+
+
+def _publication(row: sqlite3.Row) -> Publication:
+    return Publication(
+        id=row["id"],
+        run_id=row["run_id"],
+        collection=row["collection"],
+        published_at=row["published_at"],
+        count=row["count"],
+        newest_updated_at=row["newest_updated_at"],
+        revision=row["revision"],
+        checksum=row["checksum"],
+        sample=json.loads(row["sample"]),
+        error=row["error"],
+    )

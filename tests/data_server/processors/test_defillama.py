@@ -1,0 +1,110 @@
+"""DefiLlama processor: /pools and /chart/{pool} from recorded responses, percent APY."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from data_server.fixtures import load, recorded_chart_pools
+from data_server.processors import DefiLlamaProcessor
+from data_server.processors.base import DAY
+
+from .conftest import run_offline
+
+CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
+SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
+HISTORY = "defillama/pool_history_daily_6pools_PaulApivat.json"
+
+
+async def test_pools_keep_percent_apy_and_stable_ids() -> None:
+    result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
+    by_id = {v.id: v for v in result.vaults}
+    camel = load(CAMEL)["pools"]
+    row = next(r for r in camel if r["project"] == "falcon-finance")
+    vault = by_id[f"defillama:ethereum:{row['poolId']}"]
+    # DefiLlama already reports percent: the value passes through unchanged.
+    assert vault.apy == pytest.approx(row["apy"])
+    assert vault.apy_base == pytest.approx(row["apyBase"])
+    assert 5.0 <= vault.apy <= 10.0  # the export was filtered to 5–10 % pools
+    assert vault.tvl_usd == pytest.approx(row["tvlUsd"])
+    assert vault.stablecoin is True and vault.exposure == "single"
+    assert vault.protocol == "falcon-finance"
+    assert vault.security_score is not None and vault.risk_rating is not None
+
+
+async def test_snake_case_rows_are_normalised() -> None:
+    result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
+    by_id = {v.id: v for v in result.vaults}
+    snake = load(SNAKE)
+    row = next(r for r in snake if r["il_risk"] == "yes" and r["chain"] == "BSC")
+    vault = by_id[f"defillama:bsc:{row['pool']}"]
+    assert vault.apy == pytest.approx(row["apy"])
+    assert vault.il_risk is True
+    assert vault.asset_symbols == [s.upper() for s in row["symbol"].split("-")]
+    expected_time = datetime.fromisoformat(row["timestamp"].replace("Z", "+00:00"))
+    assert vault.updated_at == int(expected_time.timestamp())
+    # Every source row becomes one vault; pools present in both files are merged once.
+    camel_ids = {r["poolId"] for r in load(CAMEL)["pools"]}
+    snake_ids = {r["pool"] for r in snake}
+    assert len(result.vaults) == len(camel_ids | snake_ids)
+
+
+async def test_pool_in_both_recordings_keeps_the_newer_row() -> None:
+    camel = {r["poolId"]: r for r in load(CAMEL)["pools"]}
+    snake = {r["pool"]: r for r in load(SNAKE)}
+    shared = sorted(set(camel) & set(snake))
+    assert shared, "the two recordings overlap"
+    result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
+    by_pool = {v.id.rsplit(":", 1)[1]: v for v in result.vaults}
+    for pool in shared:
+        # The camelCase export (2025-12-24) is newer than the snake_case one (2025-08-31).
+        assert by_pool[pool].apy == pytest.approx(camel[pool]["apy"])
+
+
+async def test_chart_history_is_daily_percent() -> None:
+    pools = recorded_chart_pools()
+    result = await run_offline(DefiLlamaProcessor(chart_pools=pools))
+    rows = [r for r in load(HISTORY) if r["pool_id_defillama"] == pools[0]]
+    vid = next(v.id for v in result.vaults if v.id.endswith(pools[0]))
+    points = [p for p in result.history if p.vault_id == vid]
+    assert len(points) >= len(rows)
+    by_ts = {p.timestamp: p for p in points}
+    for row in rows[:50]:
+        ts = int(datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp())
+        assert ts % DAY == 0
+        assert by_ts[ts].apy == pytest.approx(row["apy"])
+        assert by_ts[ts].tvl_usd == pytest.approx(row["tvl_usd"])
+
+
+async def test_missing_chart_is_a_warning_not_a_failure() -> None:
+    result = await run_offline(DefiLlamaProcessor(chart_pools=["no-such-pool"]))
+    assert result.vaults
+    assert any("no-such-pool" in w for w in result.warnings)
+
+
+async def test_pools_endpoint_failure_raises() -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, text="upstream down")
+
+    with pytest.raises(httpx.HTTPStatusError):
+        await run_offline(DefiLlamaProcessor(), broken)
+
+
+async def test_top_tvl_pools_get_charts_by_default() -> None:
+    seen: list[str] = []
+
+    def spy(request: httpx.Request) -> httpx.Response:
+        from data_server.fixtures import fixture_handler
+
+        seen.append(request.url.path)
+        return fixture_handler(request)
+
+    await run_offline(DefiLlamaProcessor(chart_limit=3), spy)
+    charts = [p for p in seen if p.startswith("/chart/")]
+    assert len(charts) == 3
+    tvl = {r["pool"]: r["tvl_usd"] for r in load(SNAKE)}
+    tvl.update({r["poolId"]: r["tvlUsd"] for r in load(CAMEL)["pools"]})
+    top = sorted(tvl, key=lambda p: tvl[p] or 0, reverse=True)[:3]
+    assert sorted(p.removeprefix("/chart/") for p in charts) == sorted(top)

@@ -1,0 +1,149 @@
+"""The SQLite write store: migrations, idempotent upserts, history, run log, queries."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from data_server.store import MIGRATIONS, Migration, Publication, SourceRun, VaultStore, migrate
+from data_server.vaults.model import HistoryPoint, Vault
+
+
+def _vault(native: str, *, apy: float = 5.0, protocol: str = "aave-v3", **extra: object) -> Vault:
+    fields: dict[str, object] = {
+        "id": f"defillama:ethereum:{native}",
+        "source": "defillama",
+        "name": native.upper(),
+        "protocol": protocol,
+        "chain": "ethereum",
+        "apy": apy,
+        "tvl_usd": 1_000_000.0,
+        "security_score": 60.0,
+        "updated_at": 1_700_000_000,
+    }
+    fields.update(extra)
+    return Vault.model_validate(fields)
+
+
+def test_migrations_apply_once(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    first = VaultStore(db)
+    assert first.applied_migrations == [m.version for m in MIGRATIONS]
+    first.close()
+    second = VaultStore(db)
+    assert second.applied_migrations == []
+    second.close()
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+    assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+    conn.close()
+
+
+def test_new_migration_applies_in_order_and_failed_one_rolls_back(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    assert migrate(conn) == [m.version for m in MIGRATIONS]
+    extra = Migration(99, "extra", "CREATE TABLE extra (x INTEGER);")
+    assert migrate(conn, (*MIGRATIONS, extra)) == [99]
+    assert migrate(conn, (*MIGRATIONS, extra)) == []
+    broken = Migration(100, "broken", "CREATE TABLE half (x INTEGER); NOT SQL;")
+    with pytest.raises(sqlite3.Error):
+        migrate(conn, (*MIGRATIONS, extra, broken))
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "half" not in tables
+    assert 100 not in {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    with pytest.raises(ValueError):
+        migrate(conn, (extra, *MIGRATIONS))
+    conn.close()
+
+
+def test_upsert_is_idempotent_and_tracks_revisions(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        counts = store.upsert_vaults([_vault("a"), _vault("b")])
+        assert (counts.inserted, counts.updated, counts.unchanged) == (2, 0, 0)
+        rev = store.revision()
+        again = store.upsert_vaults([_vault("a"), _vault("b")])
+        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 2)
+        assert store.revision() == rev
+        changed = store.upsert_vaults([_vault("a", apy=7.5), _vault("b")])
+        assert (changed.inserted, changed.updated, changed.unchanged) == (0, 1, 1)
+        assert store.revision() == rev + 1
+        assert store.changed_since(rev) == 1
+        assert store.counts().vaults == 2
+        stored = store.get_vault("defillama:ethereum:a")
+        assert stored is not None and stored.apy == 7.5
+        assert store.get_vault("nope") is None
+        assert [v.id for v in store.get_vaults(["defillama:ethereum:b", "x"])] == [
+            "defillama:ethereum:b"
+        ]
+
+
+def test_fingerprint_changes_with_content(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        store.upsert_vaults([_vault("a"), _vault("b")])
+        before = store.fingerprint()
+        store.upsert_vaults([_vault("b")])
+        assert store.fingerprint() == before
+        store.upsert_vaults([_vault("b", apy=9.0, updated_at=1_800_000_000)])
+        after = store.fingerprint()
+        assert after.checksum != before.checksum
+        assert after.count == 2 and after.newest_updated_at == 1_800_000_000
+
+
+def test_history_is_keyed_by_vault_and_timestamp(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        vid = "defillama:ethereum:a"
+        points = [HistoryPoint(vault_id=vid, timestamp=86_400 * d, apy=float(d)) for d in range(5)]
+        store.upsert_history(points)
+        store.upsert_history([HistoryPoint(vault_id=vid, timestamp=86_400 * 2, apy=42.0)])
+        history = store.history(vid)
+        assert [p.timestamp for p in history] == [86_400 * d for d in range(5)]
+        assert history[2].apy == 42.0
+        assert [p.apy for p in store.history(vid, limit=2)] == [3.0, 4.0]
+        assert len(store.history(vid, since=86_400 * 1, until=86_400 * 3)) == 3
+        assert store.counts().history_points == 5
+
+
+def test_run_log_records_sources_and_publication(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        run_id = store.start_run()
+        store.record_source(run_id, SourceRun(source="beefy", ok=True, vaults=3, inserted=3))
+        store.record_source(run_id, SourceRun(source="yearn", ok=False, error="boom"))
+        pub = store.record_publication(
+            Publication(
+                run_id=run_id,
+                collection="vaults",
+                published_at=1.0,
+                count=3,
+                newest_updated_at=5,
+                revision=1,
+                checksum="abc",
+                sample=[{"id": "x"}],
+            )
+        )
+        store.finish_run(run_id, "partial")
+        run = store.get_run(run_id)
+        assert run is not None and run.status == "partial" and run.finished_at
+        assert {s.source: s.ok for s in run.sources} == {"beefy": True, "yearn": False}
+        assert run.sources[1].error == "boom"
+        assert run.publication is not None and run.publication.id == pub.id
+        assert store.last_publication("vaults") == pub
+        assert store.runs()[0].id == run_id
+
+
+def test_protocols_summary(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        store.upsert_vaults(
+            [
+                _vault("a", apy=2.0),
+                _vault("b", apy=4.0),
+                _vault("c", apy=10.0, protocol="curve-dex", tvl_usd=5e6),
+            ]
+        )
+        summary = {s.protocol: s for s in store.protocols_summary()}
+        assert summary["aave-v3"].vaults == 2
+        assert summary["aave-v3"].median_apy == 3.0
+        assert summary["curve-dex"].tvl_usd == 5e6
+        assert store.protocols_summary()[0].protocol == "curve-dex"
+        assert [s.protocol for s in store.protocols_summary(protocol="AAVE-V3")] == ["aave-v3"]
