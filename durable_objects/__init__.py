@@ -1,0 +1,1 @@
+"""Durable Object classes of the worker (thin platform glue over albert.chat)."""

@@ -7,6 +7,7 @@ the two cannot drift apart. The worker never imports the data server.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
@@ -270,8 +271,11 @@ class PlatformClient:
     ) -> ModelT:
         url = self._base + path
         try:
-            response = await self._http.get(url, params=params, timeout=self._timeout)
-        except httpx.TimeoutException as exc:
+            # httpx times each phase separately; the outer bound caps the whole call,
+            # so a server that trickles bytes cannot hold the tool past its budget.
+            async with asyncio.timeout(self._timeout):
+                response = await self._http.get(url, params=params, timeout=self._timeout)
+        except (TimeoutError, httpx.TimeoutException) as exc:
             raise PlatformError(f"platform service timed out after {self._timeout:g}s") from exc
         except httpx.HTTPError as exc:
             raise PlatformError(f"platform service unreachable ({type(exc).__name__})") from exc

@@ -1,0 +1,62 @@
+"""The `albert` command: `albert dev` runs the local stack, `albert serve` the worker alone."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from miniflare.server import run
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"--var expects NAME=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key] = value
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="albert", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (
+        ("serve", "serve the worker and its Durable Objects on loopback"),
+        ("dev", "run the local stack (worker, data server, Typesense, demo data, browser chat)"),
+    ):
+        cmd = sub.add_parser(name, help=helptext)
+        cmd.add_argument("--host", default="127.0.0.1")
+        cmd.add_argument("--port", type=int, default=8787)
+        cmd.add_argument("--state-dir", type=Path, default=PROJECT_DIR / ".state")
+        cmd.add_argument("--project-dir", type=Path, default=PROJECT_DIR)
+        cmd.add_argument(
+            "--var",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="override a var or secret of wrangler.toml/.dev.vars",
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `albert` command."""
+    args = _parser().parse_args(argv if argv is not None else sys.argv[1:])
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # One line per outbound request is noise in a chat server's log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if not (args.project_dir / "wrangler.toml").exists():
+        raise SystemExit(f"no wrangler.toml in {args.project_dir}")
+    overrides = _overrides(args.var)
+    if args.command == "dev":
+        from miniflare.stack import run_stack
+
+        run_stack(args.project_dir, args.state_dir, args.host, args.port, overrides)
+        return
+    print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
+    run(args.project_dir, args.state_dir, args.host, args.port, overrides)

@@ -1,0 +1,280 @@
+"""The local runtime: the worker and its Durable Objects behind a real ASGI server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import mimetypes
+import sys
+from collections.abc import Awaitable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+from miniflare import install_shims
+from miniflare.config import WorkerConfig
+from miniflare.http import Headers, Request, Response
+from miniflare.objects import DurableObjectNamespace, ObjectHost
+from miniflare.websockets import LocalWebSocket
+
+log = logging.getLogger(__name__)
+
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+
+class LocalEnv:
+    """`env`: vars, secrets and bindings as attributes; unknown names are absent."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+class LocalContext:
+    """The `ctx` a WorkerEntrypoint gets."""
+
+    def __init__(self, runtime: LocalRuntime) -> None:
+        self._runtime = runtime
+
+    def waitUntil(self, work: Awaitable[Any]) -> None:
+        self._runtime.wait_until(work)
+
+    def passThroughOnException(self) -> None:
+        """Nothing to pass through to locally."""
+
+
+class LocalRuntime:
+    """Loads the worker named in wrangler.toml and serves it as an ASGI app."""
+
+    def __init__(
+        self, config: WorkerConfig, state_dir: Path, overrides: Mapping[str, str] | None = None
+    ) -> None:
+        self.config = config
+        self.state_dir = state_dir
+        self._overrides = dict(overrides or {})
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.hosts: dict[str, ObjectHost] = {}
+        self.env: LocalEnv | None = None
+        self._entrypoint: Any = None
+
+    # --- start and stop ------------------------------------------------------------
+
+    def load(self) -> None:
+        """Import the worker's main module and build env and bindings."""
+        install_shims()
+        main = self.config.main_path
+        for path in (str(self.config.project_dir), str(main.parent)):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        module = importlib.import_module(main.stem)
+        values: dict[str, Any] = {**self.config.vars, **self.config.secrets, **self._overrides}
+        for binding in self.config.durable_objects:
+            cls = getattr(module, binding.class_name)
+            host = ObjectHost(self, binding.class_name, cls, self.state_dir / "do")
+            self.hosts[binding.name] = host
+            values[binding.name] = DurableObjectNamespace(host)
+        self.env = LocalEnv(values)
+        entry_cls = getattr(module, "Default", None)
+        if entry_cls is None:
+            raise NotImplementedError(
+                "the local runtime needs a WorkerEntrypoint class named Default"
+            )
+        self._entrypoint = entry_cls(LocalContext(self), self.env)
+
+    async def startup(self) -> None:
+        """Load the worker (if not yet) and re-arm persisted alarms."""
+        if self._entrypoint is None:
+            self.load()
+        for host in self.hosts.values():
+            host.restore_alarms()
+
+    async def shutdown(self, grace_seconds: float = 5.0) -> None:
+        """Let waitUntil work finish (bounded), then close storage."""
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=grace_seconds)
+            for task in still:
+                task.cancel()
+        for host in self.hosts.values():
+            host.close()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run work in the background, keeping a reference until it ends."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def wait_until(self, work: Awaitable[Any]) -> None:
+        """`ctx.waitUntil`: the work outlives the response."""
+
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("waitUntil work failed")
+
+        self.spawn(run())
+
+    # --- ASGI ----------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    log.exception("worker failed to start")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _request(self, scope: Scope, body: bytes = b"") -> Request:
+        headers = Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]])
+        host = headers.get("host") or "127.0.0.1"
+        scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+        query = scope.get("query_string", b"").decode()
+        url = f"{scheme}://{host}{scope['path']}" + (f"?{query}" if query else "")
+        return Request(url, method=scope.get("method", "GET"), headers=headers, body=body)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        asset = self._asset(scope)
+        if asset is not None:
+            response = asset
+        else:
+            try:
+                response = await self._entrypoint.fetch(self._request(scope, bytes(body)))
+            except Exception:
+                log.exception("worker raised")
+                response = Response("Internal Server Error", status=500)
+        headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        await send({"type": "http.response.body", "body": response.body})
+
+    def _asset(self, scope: Scope) -> Response | None:
+        """Static assets are served before the worker runs, as Workers assets are."""
+        root = self.config.assets_dir
+        if root is None or scope.get("method") not in ("GET", "HEAD"):
+            return None
+        path = scope["path"]
+        if path.startswith("/api/") or path == "/healthz":
+            return None
+        relative = "index.html" if path.endswith("/") else path.lstrip("/")
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return None
+        content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if content_type.startswith("text/") or content_type.endswith(("javascript", "json")):
+            content_type += "; charset=utf-8"
+        return Response(
+            target.read_bytes(), headers={"content-type": content_type, "cache-control": "no-cache"}
+        )
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        try:
+            response = await self._entrypoint.fetch(self._request(scope))
+        except Exception:
+            log.exception("worker raised on a WebSocket upgrade")
+            response = Response("Internal Server Error", status=500)
+        client: LocalWebSocket | None = response.web_socket
+        if response.status != 101 or client is None or client.peer is None:
+            await send(
+                {
+                    "type": "websocket.http.response.start",
+                    "status": response.status,
+                    "headers": [(k.encode(), v.encode()) for k, v in response.headers.items()],
+                }
+            )
+            await send({"type": "websocket.http.response.body", "body": response.body})
+            return
+        server = client.peer
+        owner = self._owner_of(server)
+        await send({"type": "websocket.accept"})
+        writer = asyncio.ensure_future(self._pump_out(server, send))
+        try:
+            await self._pump_in(server, owner, receive)
+        finally:
+            server.mark_closed()
+            await asyncio.wait([writer], timeout=2)
+            writer.cancel()
+
+    def _owner_of(self, server: LocalWebSocket) -> tuple[ObjectHost, Any]:
+        if server.owner is None:
+            raise NotImplementedError("only WebSockets accepted by a Durable Object are supported")
+        class_name, object_id = server.owner
+        host = next(h for h in self.hosts.values() if h.class_name == class_name)
+        return host, object_id
+
+    async def _pump_in(
+        self, server: LocalWebSocket, owner: tuple[ObjectHost, Any], receive: Receive
+    ) -> None:
+        host, object_id = owner
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.receive":
+                payload = message.get("text")
+                if payload is None:
+                    payload = message.get("bytes") or b""
+                # Each event is its own task: like workerd, a handler waiting on I/O
+                # does not hold back the next message (a cancel can reach a running turn).
+                instance = host.instance(object_id)
+                self.spawn(self._deliver(instance.webSocketMessage(server, payload)))
+            elif message["type"] == "websocket.disconnect":
+                code = int(message.get("code", 1005))
+                host.state(object_id).forget_socket(server)
+                server.closed = True
+                instance = host.instance(object_id)
+                handler = getattr(instance, "webSocketClose", None)
+                if handler is not None:
+                    self.spawn(
+                        self._deliver(
+                            handler(server, code, message.get("reason", ""), code == 1000)
+                        )
+                    )
+                return
+
+    async def _deliver(self, event: Awaitable[Any]) -> None:
+        try:
+            await event
+        except Exception:
+            log.exception("WebSocket handler raised")
+
+    async def _pump_out(self, server: LocalWebSocket, send: Send) -> None:
+        while True:
+            kind, value = await server.next_outgoing()
+            try:
+                if kind == "text":
+                    await send({"type": "websocket.send", "text": value})
+                elif kind == "bytes":
+                    await send({"type": "websocket.send", "bytes": value})
+                else:
+                    code, reason = value
+                    if code != 1006:
+                        await send({"type": "websocket.close", "code": code, "reason": reason})
+                    return
+            except Exception:
+                # The browser is gone; what the object sends now is dropped, as on the platform.
+                return

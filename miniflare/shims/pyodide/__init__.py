@@ -1,0 +1,1 @@
+"""Local stand-in for the parts of `pyodide` the project's adapters use."""

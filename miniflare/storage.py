@@ -1,0 +1,101 @@
+"""`ctx.storage` of a local Durable Object: SQL on one SQLite file, and alarms."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+class JsArray(list[Any]):
+    """A list that, like a Pyodide JsProxy array, converts with `to_py()`."""
+
+    def to_py(self) -> list[Any]:
+        return list(self)
+
+
+class SqlCursor:
+    """The result of `sql.exec`: rows plus the counters the platform reports."""
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self.columnNames = [d[0] for d in cursor.description or []]
+        self._rows = [dict(zip(self.columnNames, row, strict=True)) for row in cursor.fetchall()]
+        self.rowsRead = len(self._rows)
+        self.rowsWritten = max(cursor.rowcount, 0) if not self.columnNames else 0
+
+    def toArray(self) -> JsArray:
+        return JsArray(self._rows)
+
+    def one(self) -> dict[str, Any]:
+        if len(self._rows) != 1:
+            raise ValueError(f"Expected exactly one result from SQL query, got {len(self._rows)}")
+        return self._rows[0]
+
+    def raw(self) -> Iterator[list[Any]]:
+        return iter([list(r.values()) for r in self._rows])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows)
+
+
+class SqlStorage:
+    """`ctx.storage.sql`: synchronous, autocommit, one statement per call."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+
+    def exec(self, query: str, *bindings: Any) -> SqlCursor:
+        if query.strip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT")):
+            # The platform refuses explicit transactions (it makes each event atomic itself).
+            raise NotImplementedError("explicit transactions are not allowed in ctx.storage.sql")
+        return SqlCursor(self._db.execute(query, bindings))
+
+    @property
+    def databaseSize(self) -> int:
+        page_count = self._db.execute("PRAGMA page_count").fetchone()[0]
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        return int(page_count * page_size)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class DurableObjectStorage:
+    """`ctx.storage`: the SQL API and the alarm, nothing else (the project uses nothing else)."""
+
+    def __init__(self, path: Path, on_alarm_change: Callable[[int | None], None]) -> None:
+        self.sql = SqlStorage(path)
+        self._alarm_file = path.with_suffix(".alarm.json")
+        self._on_alarm_change = on_alarm_change
+
+    async def getAlarm(self) -> int | None:
+        return self.stored_alarm()
+
+    async def setAlarm(self, scheduled_time_ms: int | float) -> None:
+        when = int(scheduled_time_ms)
+        self._alarm_file.write_text(json.dumps({"at": when}))
+        self._on_alarm_change(when)
+
+    async def deleteAlarm(self) -> None:
+        self._alarm_file.unlink(missing_ok=True)
+        self._on_alarm_change(None)
+
+    def stored_alarm(self) -> int | None:
+        """The persisted alarm time (Unix ms), surviving restarts."""
+        try:
+            return int(json.loads(self._alarm_file.read_text())["at"])
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+
+    def clear_fired_alarm(self, when: int) -> None:
+        """Drop the alarm once it ran, unless the handler set a new one."""
+        if self.stored_alarm() == when:
+            self._alarm_file.unlink(missing_ok=True)
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotImplementedError(f"the local runtime does not implement ctx.storage.{name}")

@@ -1,0 +1,39 @@
+"""Composition root of one client's chat object: settings, model, tools, storage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from albert.ai.factory import model_client
+from albert.chat.ports import SocketHub
+from albert.chat.service import ChatService, LocalToolProvider
+from albert.clock import Clock, SystemClock
+from albert.settings import Settings
+from albert.storage.ports import SqlStorage
+from albert.tools.base import Tool
+from albert.tools.catalog import build_local_tools
+
+
+def build_chat_service(
+    *,
+    sql: SqlStorage,
+    hub: SocketHub,
+    env: Mapping[str, Any],
+    http: httpx.AsyncClient,
+    clock: Clock | None = None,
+    extra_tools: Sequence[Tool] = (),
+) -> ChatService:
+    """Wire a ChatService from the platform's ports and env."""
+    settings = Settings.from_env(env)
+    tools = [*build_local_tools(settings, http), *extra_tools]
+    return ChatService(
+        sql=sql,
+        clock=clock or SystemClock(),
+        settings=settings,
+        model=model_client(settings, http),
+        tools=LocalToolProvider(tools),
+        hub=hub,
+    )

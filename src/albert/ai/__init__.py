@@ -1,0 +1,1 @@
+"""The AI service: model clients behind one port, and the tool loop."""

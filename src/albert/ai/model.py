@@ -1,0 +1,112 @@
+"""The model port: a streaming chat-completions call with tools."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from albert.tools.base import ToolSpec
+
+
+class ChatToolCall(BaseModel):
+    """A tool call in OpenAI's message shape."""
+
+    id: str
+    name: str
+    arguments: str = Field(description="JSON text as produced by the model")
+
+
+class ChatMessage(BaseModel):
+    """A message of the conversation sent to the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ChatToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ModelRequest(BaseModel):
+    """One model step: the conversation so far and the tools it may call."""
+
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = Field(default_factory=list)
+
+
+class TextDelta(BaseModel):
+    """A piece of answer text."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallRequest(BaseModel):
+    """A complete tool call, emitted once its streamed arguments are assembled."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    call: ChatToolCall
+
+
+class StepFinished(BaseModel):
+    """The model finished this step."""
+
+    kind: Literal["finish"] = "finish"
+    reason: str = Field(description="OpenAI finish_reason: stop, tool_calls, length, …")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+ModelEvent = TextDelta | ToolCallRequest | StepFinished
+
+ModelErrorKind = Literal["http", "rate_limited", "timeout", "stream_cut", "bad_response", "network"]
+
+
+class ModelError(Exception):
+    """The model gateway failed; `kind` says how, `retryable` whether trying again may help."""
+
+    def __init__(
+        self,
+        kind: ModelErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        """Rate limits, timeouts, cut streams and 5xx may succeed on a retry."""
+        if self.kind in ("rate_limited", "timeout", "stream_cut", "network"):
+            return True
+        return self.status is not None and self.status >= 500
+
+
+class ModelClient(Protocol):
+    """Anything that streams a model step: OpenAI-compatible, Workers AI, the demo planner."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one step; raises ModelError on failure."""
+        ...
+
+
+def tool_payload(spec: ToolSpec) -> dict[str, Any]:
+    """The OpenAI `tools` entry for a tool spec (schema passed through untouched)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }

@@ -1,0 +1,180 @@
+"""OpenAI-compatible chat-completions client over httpx with real SSE parsing.
+
+Talks to AI Gateway, Workers AI's OpenAI endpoint, OpenAI, Ollama and vLLM alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from albert.ai.model import (
+    ChatMessage,
+    ChatToolCall,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+    tool_payload,
+)
+from albert.ai.sse import parse_sse
+
+
+def message_payload(message: ChatMessage) -> dict[str, Any]:
+    """A message in OpenAI's wire shape."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+        if not message.content:
+            out["content"] = None
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+class _CallBuffer:
+    """Assembles one streamed tool call from its deltas."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAICompatibleClient:
+    """A streaming chat-completions client; one instance per object, reusing its httpx client."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float = 60.0,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        self._http = http
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers.update(extra_headers or {})
+        self._model = model
+        self._timeout = timeout
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for a request."""
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [message_payload(m) for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [tool_payload(t) for t in request.tools]
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        body = self.build_body(request)
+        try:
+            async with self._http.stream(
+                "POST", self._url, json=body, headers=self._headers, timeout=self._timeout
+            ) as response:
+                if response.status_code != 200:
+                    await self._raise_for_status(response)
+                async for event in self._events(response):
+                    yield event
+        except httpx.TimeoutException as exc:
+            raise ModelError("timeout", "the model gateway did not answer in time") from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise ModelError("stream_cut", "the model stream was cut off") from exc
+        except httpx.TransportError as exc:
+            raise ModelError("network", f"cannot reach the model gateway ({exc})") from exc
+
+    async def _raise_for_status(self, response: httpx.Response) -> None:
+        text = (await response.aread()).decode(errors="replace")[:300]
+        detail = text
+        try:
+            payload = json.loads(text)
+            error = payload.get("error")
+            detail = error.get("message", text) if isinstance(error, dict) else str(error or text)
+        except (ValueError, AttributeError):
+            pass
+        if response.status_code == 429:
+            raise ModelError(
+                "rate_limited",
+                "the model gateway is rate limiting requests",
+                status=429,
+                retry_after=_retry_after(response),
+            )
+        raise ModelError(
+            "http",
+            f"the model gateway answered {response.status_code}: {detail}",
+            status=response.status_code,
+        )
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
+        calls: dict[int, _CallBuffer] = {}
+        finish_reason: str | None = None
+        usage: dict[str, Any] = {}
+        saw_done = False
+        async for sse in parse_sse(response.aiter_lines()):
+            if sse.data == "[DONE]":
+                saw_done = True
+                break
+            try:
+                chunk = json.loads(sse.data)
+            except ValueError as exc:
+                raise ModelError("bad_response", "the model sent a malformed stream chunk") from exc
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else str(error)
+                raise ModelError("http", f"the model gateway reported an error: {message}")
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text = delta.get("content")
+                if text:
+                    yield TextDelta(text=text)
+                for part in delta.get("tool_calls") or []:
+                    buf = calls.setdefault(int(part.get("index", 0)), _CallBuffer())
+                    buf.id = part.get("id") or buf.id
+                    fn = part.get("function") or {}
+                    buf.name = fn.get("name") or buf.name
+                    if fn.get("arguments"):
+                        buf.arguments.append(fn["arguments"])
+                if choice.get("finish_reason"):
+                    finish_reason = choice["finish_reason"]
+        if not saw_done and finish_reason is None:
+            raise ModelError("stream_cut", "the model stream ended before it finished")
+        for index in sorted(calls):
+            buf = calls[index]
+            call_id = buf.id or f"call_{index}"
+            yield ToolCallRequest(
+                call=ChatToolCall(id=call_id, name=buf.name, arguments="".join(buf.arguments))
+            )
+        yield StepFinished(
+            reason=finish_reason or ("tool_calls" if calls else "stop"),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )

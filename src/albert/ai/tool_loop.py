@@ -1,0 +1,200 @@
+"""The tool loop: stream a model step, run the tools it asks for, feed results back.
+
+At most `max_steps` model calls per turn. The last allowed call is made with
+tools disabled and a note to answer from what is known, so a turn that hits the
+cap still ends in an answer instead of silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from albert.ai.model import (
+    ChatMessage,
+    ChatToolCall,
+    ModelClient,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+)
+from albert.protocol.frames import Usage
+from albert.tools.base import ToolResult
+from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.registry import ToolRegistry
+
+STEP_CAP_NOTE = (
+    "You have used every tool step available for this answer. Do not call tools. "
+    "Answer now from the tool results above; say plainly what you could not check."
+)
+
+Outcome = Literal["stop", "step_limit", "length"]
+
+
+class TurnObserver(Protocol):
+    """Receives the turn as it happens: the chat service streams and persists from here."""
+
+    async def on_text(self, step: int, delta: str) -> None: ...
+
+    async def on_step_end(
+        self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
+    ) -> None:
+        """A model step finished; `calls` are the tools about to run (empty at the end)."""
+        ...
+
+    async def on_tool_call(
+        self, step: int, call: ChatToolCall, arguments: dict[str, Any]
+    ) -> None: ...
+
+    async def on_tool_result(
+        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+    ) -> None: ...
+
+
+class TurnResult(BaseModel):
+    """How a turn ended."""
+
+    finish_reason: Outcome
+    steps: int
+    usage: Usage
+    text: str
+
+
+class StepState:
+    """Text streamed so far in the current step, kept for partial saves."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.text: list[str] = []
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text)
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | str:
+    """Decode the model's argument JSON; a string return is the error to report."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "the arguments were not valid JSON"
+    if not isinstance(value, dict):
+        return "the arguments must be a JSON object"
+    return value
+
+
+class ToolLoop:
+    """Runs one turn of the agent against a model client and a tool registry."""
+
+    def __init__(self, model: ModelClient, guard: ToolGuard, *, max_steps: int) -> None:
+        self._model = model
+        self._guard = guard
+        self._max_steps = max_steps
+        self.state = StepState()
+
+    async def run(
+        self, messages: list[ChatMessage], registry: ToolRegistry, observer: TurnObserver
+    ) -> TurnResult:
+        """Run until the model answers without tools or the step cap is reached."""
+        conversation = list(messages)
+        usage = Usage()
+        hit_cap = False
+        step, text, finish = 0, "", "stop"
+        for step in range(1, self._max_steps + 1):
+            # Reaching the last step means every earlier step asked for tools: this
+            # call gets no tools and is told to answer from what it has.
+            last_step = step == self._max_steps
+            hit_cap = last_step and step > 1
+            request = ModelRequest(
+                messages=[*conversation, ChatMessage(role="system", content=STEP_CAP_NOTE)]
+                if hit_cap
+                else conversation,
+                tools=[] if last_step else registry.specs(),
+            )
+            text, calls, finish, step_usage = await self._stream_step(step, request, observer)
+            usage = Usage(
+                prompt_tokens=usage.prompt_tokens + step_usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens + step_usage.completion_tokens,
+            )
+            if last_step:
+                calls = []  # tools were off; calls made anyway are not run
+            await observer.on_step_end(step, text, calls, finish)
+            if not calls:
+                break
+            conversation.append(ChatMessage(role="assistant", content=text, tool_calls=calls))
+            conversation.extend(await self._run_tools(step, calls, registry, observer))
+        outcome: Outcome = "step_limit" if hit_cap else ("length" if finish == "length" else "stop")
+        return TurnResult(finish_reason=outcome, steps=step, usage=usage, text=text)
+
+    async def _stream_step(
+        self, step: int, request: ModelRequest, observer: TurnObserver
+    ) -> tuple[str, list[ChatToolCall], str, Usage]:
+        self.state = StepState()
+        self.state.step = step
+        calls: list[ChatToolCall] = []
+        finish = "stop"
+        usage = Usage()
+        async for event in self._model.stream(request):
+            if isinstance(event, TextDelta):
+                self.state.text.append(event.text)
+                await observer.on_text(step, event.text)
+            elif isinstance(event, ToolCallRequest):
+                calls.append(event.call)
+            elif isinstance(event, StepFinished):
+                finish = event.reason
+                usage = Usage(
+                    prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
+                )
+        return self.state.partial_text, calls, finish, usage
+
+    async def _run_tools(
+        self,
+        step: int,
+        calls: list[ChatToolCall],
+        registry: ToolRegistry,
+        observer: TurnObserver,
+    ) -> list[ChatMessage]:
+        async def one(call: ChatToolCall) -> ChatMessage:
+            arguments = parse_arguments(call.arguments)
+            tool = registry.get(call.name)
+            await observer.on_tool_call(
+                step, call, arguments if isinstance(arguments, dict) else {}
+            )
+            if isinstance(arguments, str):
+                outcome = _immediate(ToolResult.error(f"{call.name}: {arguments}"))
+            elif tool is None:
+                outcome = _immediate(
+                    ToolResult.error(
+                        f"no tool named {call.name!r} is available now; "
+                        "answer without it or use another tool"
+                    )
+                )
+            else:
+                outcome = await self._guard.run(tool, arguments)
+            await observer.on_tool_result(
+                step, call, outcome, registry.source_of(call.name) or "unknown"
+            )
+            return ChatMessage(
+                role="tool",
+                content=outcome.result.joined_text(),
+                tool_call_id=call.id,
+                name=call.name,
+            )
+
+        # Calls of one step are independent by contract, so they run side by side.
+        return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+def _immediate(result: ToolResult) -> GuardedResult:
+    return GuardedResult(
+        result=result,
+        duration_ms=0.0,
+        truncated=False,
+        original_chars=len(result.joined_text()),
+    )

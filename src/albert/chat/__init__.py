@@ -1,0 +1,1 @@
+"""The chat object's behaviour: thread HTTP API, socket frames, turns."""

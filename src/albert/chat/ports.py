@@ -1,0 +1,39 @@
+"""Ports the chat service reaches the platform through."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from albert.ai.prompt import ServerNote
+from albert.tools.registry import ToolRegistry
+
+
+class ChatSocket(Protocol):
+    """One accepted WebSocket of this client."""
+
+    def send(self, text: str) -> None:
+        """Queue a text frame; a closed socket drops it silently."""
+        ...
+
+    def close(self, code: int, reason: str) -> None: ...
+
+
+class SocketHub(Protocol):
+    """Every socket currently open on this object."""
+
+    def sockets(self) -> Sequence[ChatSocket]: ...
+
+
+class TurnTools(Protocol):
+    """What the tool layer offers for one turn."""
+
+    registry: ToolRegistry
+    server_notes: Sequence[ServerNote]
+    vault_data_available: bool
+
+
+class ToolProvider(Protocol):
+    """Supplies the tools of a turn: local ones, with remote ones merged over them."""
+
+    async def tools_for_turn(self) -> TurnTools: ...

@@ -1,0 +1,71 @@
+"""The chat object's core: one instance per client, behind the Durable Object glue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from albert.ai.model import ModelClient
+from albert.ai.prompt import ServerNote
+from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
+from albert.chat.threads_api import ThreadsApi
+from albert.chat.turns import ChatTurns
+from albert.clock import Clock
+from albert.settings import Settings
+from albert.storage.migrations import migrate
+from albert.storage.ports import SqlStorage
+from albert.storage.threads import ThreadStore
+from albert.tools.base import Tool
+from albert.tools.registry import ToolRegistry
+from albert.web import HttpRequest, HttpResponse
+
+
+@dataclass
+class StaticTurnTools:
+    """A turn's tools when nothing remote is involved."""
+
+    registry: ToolRegistry
+    server_notes: Sequence[ServerNote] = field(default_factory=tuple)
+    vault_data_available: bool = False
+
+
+class LocalToolProvider:
+    """Offers the same local tools every turn."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools = list(tools)
+
+    async def tools_for_turn(self) -> TurnTools:
+        return StaticTurnTools(registry=ToolRegistry(self._tools))
+
+
+class ChatService:
+    """Everything one client's object does: thread API over HTTP, chat over sockets."""
+
+    def __init__(
+        self,
+        *,
+        sql: SqlStorage,
+        clock: Clock,
+        settings: Settings,
+        model: ModelClient,
+        tools: ToolProvider,
+        hub: SocketHub,
+    ) -> None:
+        migrate(sql)
+        self.settings = settings
+        self.store = ThreadStore(sql, clock)
+        self._threads = ThreadsApi(self.store, settings)
+        self.turns = ChatTurns(
+            store=self.store, settings=settings, model=model, tools=tools, hub=hub
+        )
+
+    async def handle_http(self, request: HttpRequest) -> HttpResponse:
+        """Answer an HTTP request routed to this client's object."""
+        if self._threads.handles(request.path):
+            return await self._threads.handle(request)
+        return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
+
+    async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
+        """Handle one WebSocket frame from this client."""
+        await self.turns.on_frame(socket, raw)

@@ -1,0 +1,88 @@
+"""The object's thread HTTP API: list, create, load, rename, delete."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from albert.protocol.http import ThreadCreate, ThreadDetail, ThreadPage, ThreadUpdate
+from albert.settings import Settings
+from albert.storage.threads import NotFound, ThreadStore
+from albert.web import BadRequest, HttpRequest, HttpResponse, int_param, parse_body
+
+_THREAD_PATH = re.compile(r"^/api/threads/(?P<id>[A-Za-z0-9_-]{1,64})$")
+MAX_BODY_BYTES = 16_000
+
+
+def new_thread_id() -> str:
+    """A fresh, unguessable thread id."""
+    return "t_" + secrets.token_urlsafe(12)
+
+
+class ThreadsApi:
+    """Routes /api/threads requests to the thread store."""
+
+    def __init__(self, store: ThreadStore, settings: Settings) -> None:
+        self._store = store
+        self._settings = settings
+
+    def handles(self, path: str) -> bool:
+        """True for the paths this API owns."""
+        return path == "/api/threads" or path.startswith("/api/threads/")
+
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """Answer one request; every failure is a JSON error with a clear detail."""
+        try:
+            return self._route(request)
+        except BadRequest as exc:
+            return HttpResponse.error(exc.status, exc.error, exc.detail)
+        except NotFound:
+            return HttpResponse.error(404, "not_found", "no such thread")
+        except ValueError as exc:
+            return HttpResponse.error(400, "bad_request", str(exc))
+
+    def _route(self, request: HttpRequest) -> HttpResponse:
+        limit_cap = self._settings.max_page_size
+        if request.path == "/api/threads":
+            if request.method == "GET":
+                limit = int_param(request, "limit", 50, low=1, high=limit_cap)
+                threads, cursor = self._store.list_threads(limit, request.query.get("cursor"))
+                return HttpResponse.json(ThreadPage(threads=threads, next_cursor=cursor))
+            if request.method == "POST":
+                body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
+                title = self._title(body.title) if body.title is not None else None
+                thread = self._store.create_thread(new_thread_id(), title)
+                return HttpResponse.json(thread, status=201)
+            return HttpResponse.error(405, "method_not_allowed", "use GET or POST")
+        match = _THREAD_PATH.match(request.path)
+        if not match:
+            return HttpResponse.error(404, "not_found", "no such route")
+        thread_id = match["id"]
+        if request.method == "GET":
+            limit = int_param(request, "limit", 100, low=1, high=limit_cap)
+            thread = self._store.get_thread(thread_id)
+            messages, cursor = self._store.list_messages(
+                thread_id, limit, request.query.get("cursor")
+            )
+            return HttpResponse.json(
+                ThreadDetail(thread=thread, messages=messages, next_cursor=cursor)
+            )
+        if request.method == "PATCH":
+            body = parse_body(request, ThreadUpdate, MAX_BODY_BYTES)
+            return HttpResponse.json(self._store.rename_thread(thread_id, self._title(body.title)))
+        if request.method == "DELETE":
+            self._store.delete_thread(thread_id)
+            return HttpResponse(status=204)
+        return HttpResponse.error(405, "method_not_allowed", "use GET, PATCH or DELETE")
+
+    def _title(self, title: str) -> str:
+        title = " ".join(title.split())
+        if not title:
+            raise BadRequest("title must not be blank", status=422, error="invalid_body")
+        if len(title) > self._settings.max_title_chars:
+            raise BadRequest(
+                f"title longer than {self._settings.max_title_chars} characters",
+                status=422,
+                error="invalid_body",
+            )
+        return title

@@ -1,0 +1,443 @@
+"""Chat over the socket: frame validation, idempotent messages, and running turns.
+
+Persistence order is the reliability contract: the user's message is stored
+before the model is called; each step's assistant text and tool calls are
+stored when the step ends; each tool result as it completes; a cut stream
+keeps its partial text, marked incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from albert.ai.model import ChatMessage, ChatToolCall, ModelClient, ModelError
+from albert.ai.prompt import build_system_prompt
+from albert.ai.tool_loop import ToolLoop, TurnResult
+from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
+from albert.protocol.frames import (
+    AckFrame,
+    CancelFrame,
+    ChatFrame,
+    DoneFrame,
+    ErrorCode,
+    ErrorFrame,
+    PingFrame,
+    PongFrame,
+    StartFrame,
+    TextDeltaFrame,
+    ToolCallFrame,
+    ToolResultFrame,
+    Usage,
+    client_frame_adapter,
+)
+from albert.protocol.http import Message, ToolCallRecord
+from albert.settings import Settings
+from albert.storage.threads import DEFAULT_TITLE, ThreadStore
+from albert.tools.base import validation_message
+from albert.tools.guard import GuardedResult, ToolGuard
+
+log = logging.getLogger(__name__)
+
+ANSWERED = ("stop", "step_limit", "length", "cancelled")
+TOOL_PREVIEW_CHARS = 4_000
+HISTORY_MESSAGES = 200
+
+
+def history_for_model(messages: list[Message]) -> list[ChatMessage]:
+    """Stored messages in the model's shape.
+
+    Incomplete answers are left out (the model should not continue a cut text),
+    and a tool call whose result was never stored gets a stand-in result, since
+    model APIs reject a call without one.
+    """
+    out: list[ChatMessage] = []
+    answered_calls = {m.tool_call_id for m in messages if m.role == "tool"}
+    for m in messages:
+        if m.role == "assistant":
+            if m.status != "complete" and not m.tool_calls:
+                continue
+            calls = [
+                ChatToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls
+            ]
+            out.append(ChatMessage(role="assistant", content=m.content, tool_calls=calls))
+            out.extend(
+                ChatMessage(
+                    role="tool",
+                    content="No result: the turn was interrupted before this tool finished.",
+                    tool_call_id=c.id,
+                    name=c.name,
+                )
+                for c in calls
+                if c.id not in answered_calls
+            )
+        elif m.role == "tool":
+            out.append(
+                ChatMessage(
+                    role="tool", content=m.content, tool_call_id=m.tool_call_id, name=m.name
+                )
+            )
+        else:
+            out.append(ChatMessage(role="user", content=m.content))
+    return out
+
+
+class ChatTurns:
+    """Handles socket frames for one client and runs their turns."""
+
+    def __init__(
+        self,
+        *,
+        store: ThreadStore,
+        settings: Settings,
+        model: ModelClient,
+        tools: ToolProvider,
+        hub: SocketHub,
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._model = model
+        self._tools = tools
+        self._hub = hub
+        self._guard = ToolGuard(
+            timeout_seconds=settings.tool_timeout_seconds,
+            max_chars=settings.tool_result_max_chars,
+        )
+        self._running: dict[str, asyncio.Task[Any]] = {}
+
+    # --- frames ----------------------------------------------------------------------
+
+    async def on_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
+        """Validate one incoming frame and act on it; bad input gets an error frame."""
+        size = len(raw.encode() if isinstance(raw, str) else raw)
+        if size > self._settings.max_frame_bytes:
+            self._reply(
+                socket, "too_large", f"frame larger than {self._settings.max_frame_bytes} bytes"
+            )
+            return
+        try:
+            frame = client_frame_adapter.validate_json(raw)
+        except ValidationError as exc:
+            self._reply(socket, "bad_frame", validation_message(exc))
+            return
+        if isinstance(frame, PingFrame):
+            _send(socket, PongFrame())
+        elif isinstance(frame, CancelFrame):
+            self._cancel(socket, frame)
+        else:
+            await self._chat(socket, frame)
+
+    def _reply(
+        self,
+        socket: ChatSocket,
+        code: ErrorCode,
+        message: str,
+        *,
+        thread_id: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        _send(
+            socket, ErrorFrame(code=code, message=message, thread_id=thread_id, retryable=retryable)
+        )
+
+    def _cancel(self, socket: ChatSocket, frame: CancelFrame) -> None:
+        task = self._running.get(frame.thread_id)
+        if task is None:
+            self._reply(
+                socket, "bad_frame", "no turn is running in this thread", thread_id=frame.thread_id
+            )
+            return
+        task.cancel()
+
+    async def _chat(self, socket: ChatSocket, frame: ChatFrame) -> None:
+        if len(frame.text) > self._settings.max_message_chars:
+            self._reply(
+                socket,
+                "too_large",
+                f"message longer than {self._settings.max_message_chars} characters",
+                thread_id=frame.thread_id,
+            )
+            return
+        if not self._store.has_thread(frame.thread_id):
+            self._reply(socket, "unknown_thread", "no such thread", thread_id=frame.thread_id)
+            return
+        stored_in = self._store.message_thread(frame.message_id)
+        if stored_in is not None and stored_in != frame.thread_id:
+            self._reply(
+                socket,
+                "duplicate_id",
+                "message_id already used in another thread",
+                thread_id=frame.thread_id,
+            )
+            return
+        if frame.thread_id in self._running:
+            if stored_in is not None:
+                _send(
+                    socket,
+                    AckFrame(
+                        thread_id=frame.thread_id, message_id=frame.message_id, duplicate=True
+                    ),
+                )
+                return
+            self._reply(
+                socket,
+                "busy",
+                "a turn is still running in this thread; wait for it or cancel it",
+                thread_id=frame.thread_id,
+                retryable=True,
+            )
+            return
+        if stored_in is not None:
+            if self._answered(frame.thread_id, frame.message_id):
+                _send(
+                    socket,
+                    AckFrame(
+                        thread_id=frame.thread_id, message_id=frame.message_id, duplicate=True
+                    ),
+                )
+                return
+            # Same message again after a failed turn: a retry, without storing it twice.
+        else:
+            self._store_user_message(frame)
+        _send(socket, AckFrame(thread_id=frame.thread_id, message_id=frame.message_id))
+        task = asyncio.current_task()
+        if task is not None:
+            self._running[frame.thread_id] = task
+        try:
+            await self._run_turn(frame.thread_id, frame.message_id)
+        finally:
+            self._running.pop(frame.thread_id, None)
+
+    def _answered(self, thread_id: str, turn_id: str) -> bool:
+        messages = self._store.history(thread_id, HISTORY_MESSAGES)
+        return any(
+            m.turn_id == turn_id and m.role == "assistant" and m.finish_reason in ANSWERED
+            for m in messages
+        )
+
+    def _store_user_message(self, frame: ChatFrame) -> None:
+        thread = self._store.get_thread(frame.thread_id)
+        self._store.add_message(
+            message_id=frame.message_id,
+            thread_id=frame.thread_id,
+            turn_id=frame.message_id,
+            role="user",
+            content=frame.text,
+        )
+        if thread.title == DEFAULT_TITLE:
+            # First words of the first question make a better title than "New chat".
+            title = " ".join(frame.text.split())[:60]
+            self._store.rename_thread(frame.thread_id, title or DEFAULT_TITLE)
+
+    # --- turns -----------------------------------------------------------------------
+
+    def broadcast(self, frame: BaseModel) -> None:
+        """Send a frame to every socket of this client (all tabs see the turn)."""
+        text = frame.model_dump_json()
+        for socket in self._hub.sockets():
+            socket.send(text)
+
+    async def _run_turn(self, thread_id: str, turn_id: str) -> None:
+        self.broadcast(
+            StartFrame(thread_id=thread_id, turn_id=turn_id, model=self._model.model_name)
+        )
+        recorder = _TurnRecorder(self, thread_id, turn_id)
+        loop = ToolLoop(self._model, self._guard, max_steps=self._settings.max_model_steps)
+        try:
+            turn_tools = await self._tools.tools_for_turn()
+            system = build_system_prompt(
+                turn_tools.registry,
+                server_notes=turn_tools.server_notes,
+                vault_data_available=turn_tools.vault_data_available,
+            )
+            history = history_for_model(self._store.history(thread_id, HISTORY_MESSAGES))
+            messages = [ChatMessage(role="system", content=system), *history]
+            result = await loop.run(messages, turn_tools.registry, recorder)
+        except asyncio.CancelledError:
+            recorder.save_partial(loop, status="cancelled", finish_reason="cancelled")
+            self.broadcast(
+                DoneFrame(
+                    thread_id=thread_id,
+                    turn_id=turn_id,
+                    finish_reason="cancelled",
+                    steps=loop.state.step,
+                    usage=Usage(),
+                )
+            )
+            return
+        except ModelError as exc:
+            recorder.save_partial(loop, status="incomplete", finish_reason="error")
+            code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
+                exc.kind, "model_error"
+            )  # type: ignore[assignment]
+            self.broadcast(
+                ErrorFrame(
+                    code=code,
+                    message=str(exc),
+                    thread_id=thread_id,
+                    turn_id=turn_id,
+                    retryable=exc.retryable,
+                )
+            )
+            self._done_error(thread_id, turn_id, loop)
+            return
+        except Exception:
+            log.exception("turn %s failed", turn_id)
+            recorder.save_partial(loop, status="error", finish_reason="error")
+            self.broadcast(
+                ErrorFrame(
+                    code="internal",
+                    message="something went wrong on our side; your message is saved, try again",
+                    thread_id=thread_id,
+                    turn_id=turn_id,
+                    retryable=True,
+                )
+            )
+            self._done_error(thread_id, turn_id, loop)
+            return
+        recorder.finish(result)
+
+    def _done_error(self, thread_id: str, turn_id: str, loop: ToolLoop) -> None:
+        self.broadcast(
+            DoneFrame(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                finish_reason="error",
+                steps=loop.state.step,
+                usage=Usage(),
+            )
+        )
+
+
+class _TurnRecorder:
+    """The tool loop's observer: streams frames and persists each piece as it completes."""
+
+    def __init__(self, turns: ChatTurns, thread_id: str, turn_id: str) -> None:
+        self._turns = turns
+        self._store = turns._store
+        self._thread_id = thread_id
+        self._turn_id = turn_id
+        self._last_answer_id: str | None = None
+        self._step_saved = 0
+
+    def _message_id(self, step: int) -> str:
+        return f"{self._turn_id}:a{step}"
+
+    async def on_text(self, step: int, delta: str) -> None:
+        self._turns.broadcast(
+            TextDeltaFrame(thread_id=self._thread_id, turn_id=self._turn_id, step=step, delta=delta)
+        )
+
+    async def on_step_end(
+        self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
+    ) -> None:
+        message_id = self._message_id(step)
+        self._store.add_message(
+            message_id=message_id,
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="assistant",
+            content=text,
+            tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in calls],
+            finish_reason="tool_calls" if calls else finish_reason,
+        )
+        self._last_answer_id = message_id
+        self._step_saved = step
+
+    async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
+        self._turns.broadcast(
+            ToolCallFrame(
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                step=step,
+                call_id=call.id,
+                name=call.name,
+                arguments=arguments,
+            )
+        )
+
+    async def on_tool_result(
+        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+    ) -> None:
+        text = outcome.result.joined_text()
+        self._store.add_message(
+            message_id=f"{self._turn_id}:t{step}:{call.id}",
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="tool",
+            content=text,
+            tool_call_id=call.id,
+            name=call.name,
+            status="error" if outcome.result.is_error else "complete",
+            meta={
+                "duration_ms": round(outcome.duration_ms, 1),
+                "truncated": outcome.truncated,
+                "source": source,
+                "arguments": json.loads(call.arguments) if _is_json(call.arguments) else {},
+            },
+        )
+        self._turns.broadcast(
+            ToolResultFrame(
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                step=step,
+                call_id=call.id,
+                name=call.name,
+                ok=not outcome.result.is_error,
+                duration_ms=round(outcome.duration_ms, 1),
+                truncated=outcome.truncated,
+                content=text[:TOOL_PREVIEW_CHARS],
+            )
+        )
+
+    def save_partial(self, loop: ToolLoop, *, status: str, finish_reason: str) -> None:
+        """Keep what the interrupted step streamed so far."""
+        step = loop.state.step
+        # When the interrupted step was already saved (e.g. cancelled while tools ran),
+        # a closing marker records the outcome so the turn reads as ended.
+        saved = step == 0 or step <= self._step_saved
+        self._store.add_message(
+            message_id=f"{self._turn_id}:end" if saved else self._message_id(step),
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="assistant",
+            content="" if saved else loop.state.partial_text,
+            status=status,  # type: ignore[arg-type]
+            finish_reason=finish_reason,
+        )
+
+    def finish(self, result: TurnResult) -> None:
+        """Record the turn's outcome on its final message and tell the browser."""
+        if self._last_answer_id is not None:
+            self._store.update_message(
+                self._last_answer_id,
+                content=result.text,
+                status="complete",
+                finish_reason=result.finish_reason,
+                meta={"steps": result.steps, "usage": result.usage.model_dump()},
+            )
+        self._turns.broadcast(
+            DoneFrame(
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                finish_reason=result.finish_reason,
+                steps=result.steps,
+                usage=result.usage,
+            )
+        )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _send(socket: ChatSocket, frame: BaseModel) -> None:
+    socket.send(frame.model_dump_json())

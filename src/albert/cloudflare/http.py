@@ -1,0 +1,42 @@
+"""Conversions between the platform's Request/Response and the core's values."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from workers import Response
+
+from albert.web import HttpRequest, HttpResponse
+
+
+def is_websocket_upgrade(request: Any) -> bool:
+    """True for a WebSocket upgrade request."""
+    return (request.headers.get("upgrade") or "").lower() == "websocket"
+
+
+async def to_core_request(request: Any, *, read_body: bool = True) -> HttpRequest:
+    """The core's view of a platform request."""
+    url = urlsplit(str(request.url))
+    headers = {str(k).lower(): str(v) for k, v in request.headers.items()}
+    body = b""
+    if read_body and request.method not in ("GET", "HEAD"):
+        body = (await request.text()).encode()
+    return HttpRequest(
+        method=str(request.method).upper(),
+        path=url.path,
+        query=dict(parse_qsl(url.query)),
+        headers=headers,
+        body=body,
+    )
+
+
+def to_response(response: HttpResponse) -> Response:
+    """A platform response from the core's."""
+    body = response.body.decode() if response.body else None
+    return Response(body, status=response.status, headers=response.headers)
+
+
+async def forward(stub: Any, request: Any) -> Any:
+    """Send a request on to a Durable Object stub unchanged."""
+    return await stub.fetch(getattr(request, "js_object", request))

@@ -1,0 +1,1 @@
+"""Wire shapes: WebSocket frames and HTTP bodies, all pydantic."""

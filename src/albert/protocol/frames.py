@@ -1,0 +1,171 @@
+"""WebSocket frames between the browser and the client's Durable Object.
+
+Every chat frame names its thread, so one socket serves every thread of a client.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+# Ids are made by clients (message ids) or by the object (thread ids); both are
+# short opaque tokens, never free text that could smuggle anything into SQL or logs.
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+Id = Annotated[str, Field(pattern=ID_PATTERN)]
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- client → server -------------------------------------------------------------------
+
+
+class ChatFrame(_Frame):
+    """A user message for one thread; a resent message_id is answered once."""
+
+    type: Literal["chat"] = "chat"
+    thread_id: Id
+    message_id: Id = Field(description="Made by the client; makes resending idempotent")
+    text: str = Field(min_length=1)
+
+
+class CancelFrame(_Frame):
+    """Stop the running turn of a thread; the partial answer is kept."""
+
+    type: Literal["cancel"] = "cancel"
+    thread_id: Id
+
+
+class PingFrame(_Frame):
+    """Keep-alive; answered with a pong."""
+
+    type: Literal["ping"] = "ping"
+
+
+ClientFrame = Annotated[ChatFrame | CancelFrame | PingFrame, Field(discriminator="type")]
+client_frame_adapter: TypeAdapter[ChatFrame | CancelFrame | PingFrame] = TypeAdapter(ClientFrame)
+
+
+# --- server → client -------------------------------------------------------------------
+
+
+class Usage(BaseModel):
+    """Token counts of a turn, summed over its model steps."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class StartFrame(_Frame):
+    """A turn began: the user's message is stored."""
+
+    type: Literal["start"] = "start"
+    thread_id: str
+    turn_id: str = Field(description="The user message_id this turn answers")
+    model: str
+
+
+class TextDeltaFrame(_Frame):
+    """A piece of the answer's text, in order."""
+
+    type: Literal["text_delta"] = "text_delta"
+    thread_id: str
+    turn_id: str
+    step: int
+    delta: str
+
+
+class ToolCallFrame(_Frame):
+    """The model asked for a tool; it is running now."""
+
+    type: Literal["tool_call"] = "tool_call"
+    thread_id: str
+    turn_id: str
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResultFrame(_Frame):
+    """A tool finished (or failed); preview of what the model saw."""
+
+    type: Literal["tool_result"] = "tool_result"
+    thread_id: str
+    turn_id: str
+    step: int
+    call_id: str
+    name: str
+    ok: bool
+    duration_ms: float
+    truncated: bool
+    content: str
+
+
+FinishReason = Literal["stop", "step_limit", "error", "cancelled", "length"]
+
+
+class DoneFrame(_Frame):
+    """A turn ended."""
+
+    type: Literal["done"] = "done"
+    thread_id: str
+    turn_id: str
+    finish_reason: FinishReason
+    steps: int
+    usage: Usage
+
+
+ErrorCode = Literal[
+    "bad_frame",
+    "too_large",
+    "unknown_thread",
+    "busy",
+    "duplicate_id",
+    "model_error",
+    "rate_limited",
+    "timeout",
+    "internal",
+]
+
+
+class ErrorFrame(_Frame):
+    """Something went wrong; says what, and whether retrying can help."""
+
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+    thread_id: str | None = None
+    turn_id: str | None = None
+    retryable: bool = False
+
+
+class AckFrame(_Frame):
+    """A chat frame was received; duplicate=True means it was already answered."""
+
+    type: Literal["ack"] = "ack"
+    thread_id: str
+    message_id: str
+    duplicate: bool = False
+
+
+class PongFrame(_Frame):
+    """Answer to a ping."""
+
+    type: Literal["pong"] = "pong"
+
+
+ServerFrame = Annotated[
+    StartFrame
+    | TextDeltaFrame
+    | ToolCallFrame
+    | ToolResultFrame
+    | DoneFrame
+    | ErrorFrame
+    | AckFrame
+    | PongFrame,
+    Field(discriminator="type"),
+]
+server_frame_adapter: TypeAdapter[Any] = TypeAdapter(ServerFrame)

@@ -1,0 +1,89 @@
+"""HTTP bodies of the router and the object's thread API."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionResponse(_Body):
+    """A new client identity."""
+
+    client_id: str
+
+
+class ThreadCreate(_Body):
+    """Body of POST /api/threads."""
+
+    title: str | None = Field(None, description="Defaults to 'New chat'")
+
+
+class ThreadUpdate(_Body):
+    """Body of PATCH /api/threads/{id}."""
+
+    title: str = Field(min_length=1)
+
+
+class Thread(_Body):
+    """One conversation."""
+
+    id: str
+    title: str
+    created_at: int = Field(description="Unix milliseconds")
+    updated_at: int = Field(description="Unix milliseconds")
+
+
+class ThreadPage(_Body):
+    """A page of threads, newest first."""
+
+    threads: list[Thread]
+    next_cursor: str | None = None
+
+
+MessageRole = Literal["user", "assistant", "tool"]
+MessageStatus = Literal["complete", "incomplete", "cancelled", "error"]
+
+
+class ToolCallRecord(_Body):
+    """A tool call the assistant made, as stored."""
+
+    id: str
+    name: str
+    arguments: str = Field(description="JSON text exactly as the model produced it")
+
+
+class Message(_Body):
+    """One stored message of a thread."""
+
+    id: str
+    thread_id: str
+    turn_id: str
+    role: MessageRole
+    content: str
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: MessageStatus = "complete"
+    finish_reason: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    created_at: int
+
+
+class ThreadDetail(_Body):
+    """A thread with a page of its messages, oldest first."""
+
+    thread: Thread
+    messages: list[Message]
+    next_cursor: str | None = None
+
+
+class ErrorBody(_Body):
+    """Every HTTP error answers with this body."""
+
+    error: str
+    detail: str | None = None

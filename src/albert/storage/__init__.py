@@ -1,0 +1,1 @@
+"""Storage: the SQL port and the thread store built on it."""

@@ -1,0 +1,60 @@
+"""Ordered schema migrations, applied once each and recorded in the database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from albert.storage.ports import SqlStorage
+
+Migration = Sequence[str]
+
+# Append only: a deployed object has applied every earlier entry.
+MIGRATIONS: list[Migration] = [
+    (
+        """CREATE TABLE IF NOT EXISTS threads (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS threads_by_update ON threads (updated_at DESC, id DESC)",
+        """CREATE TABLE IF NOT EXISTS messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            turn_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            status TEXT NOT NULL,
+            finish_reason TEXT,
+            meta TEXT,
+            created_at INTEGER NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread_id, seq)",
+    ),
+]
+
+
+def migrate(sql: SqlStorage) -> int:
+    """Apply pending migrations; returns the schema version now in force."""
+    sql.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+    )
+    rows = sql.execute("SELECT MAX(version) AS v FROM schema_migrations")
+    current = rows[0]["v"] or 0 if rows else 0
+    for version, statements in enumerate(MIGRATIONS, start=1):
+        if version <= current:
+            continue
+        for statement in statements:
+            sql.execute(statement)
+        sql.execute(
+            "INSERT INTO schema_migrations (version, applied_at) "
+            "VALUES (?, CAST(strftime('%s','now') AS INTEGER))",
+            version,
+        )
+        current = version
+    return current

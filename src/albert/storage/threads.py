@@ -1,0 +1,248 @@
+"""Threads and messages of one client, on the object's SQLite."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from albert.clock import Clock
+from albert.protocol.http import Message, MessageStatus, Thread, ToolCallRecord
+from albert.storage.ports import Row, SqlStorage
+
+DEFAULT_TITLE = "New chat"
+
+
+class NotFound(LookupError):
+    """The thread (or message) does not exist for this client."""
+
+
+def _encode_cursor(*parts: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> list[Any]:
+    """Inverse of the cursor encoding; ValueError on anything malformed."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except Exception as exc:  # any decoding failure is the caller's bad input
+        raise ValueError("malformed cursor") from exc
+    if not isinstance(parts, list):
+        raise ValueError("malformed cursor")
+    return parts
+
+
+class ThreadStore:
+    """CRUD for threads and messages; all ordering decisions live here."""
+
+    def __init__(self, sql: SqlStorage, clock: Clock) -> None:
+        self._sql = sql
+        self._clock = clock
+
+    # --- threads -------------------------------------------------------------------
+
+    def create_thread(self, thread_id: str, title: str | None) -> Thread:
+        """Create a thread; the id is made by the caller."""
+        now = self._clock.now_ms()
+        self._sql.execute(
+            "INSERT INTO threads (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            thread_id,
+            title or DEFAULT_TITLE,
+            now,
+            now,
+        )
+        return Thread(id=thread_id, title=title or DEFAULT_TITLE, created_at=now, updated_at=now)
+
+    def get_thread(self, thread_id: str) -> Thread:
+        """One thread, or NotFound."""
+        rows = self._sql.execute(
+            "SELECT id, title, created_at, updated_at FROM threads WHERE id = ?", thread_id
+        )
+        if not rows:
+            raise NotFound(thread_id)
+        return Thread(**rows[0])
+
+    def has_thread(self, thread_id: str) -> bool:
+        """True when the thread exists."""
+        return bool(self._sql.execute("SELECT 1 AS x FROM threads WHERE id = ?", thread_id))
+
+    def list_threads(
+        self, limit: int, cursor: str | None = None
+    ) -> tuple[list[Thread], str | None]:
+        """Newest first (by last update); keyset pagination so pages never shift."""
+        if cursor:
+            updated_at, last_id = decode_cursor(cursor)
+            rows = self._sql.execute(
+                "SELECT id, title, created_at, updated_at FROM threads "
+                "WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
+                int(updated_at),
+                str(last_id),
+                limit + 1,
+            )
+        else:
+            rows = self._sql.execute(
+                "SELECT id, title, created_at, updated_at FROM threads "
+                "ORDER BY updated_at DESC, id DESC LIMIT ?",
+                limit + 1,
+            )
+        threads = [Thread(**r) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            last = threads[-1]
+            next_cursor = _encode_cursor(last.updated_at, last.id)
+        return threads, next_cursor
+
+    def rename_thread(self, thread_id: str, title: str) -> Thread:
+        """Change a thread's title."""
+        self.get_thread(thread_id)
+        self._sql.execute(
+            "UPDATE threads SET title = ?, updated_at = ? WHERE id = ?",
+            title,
+            self._clock.now_ms(),
+            thread_id,
+        )
+        return self.get_thread(thread_id)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread and its messages."""
+        self.get_thread(thread_id)
+        self._sql.execute("DELETE FROM messages WHERE thread_id = ?", thread_id)
+        self._sql.execute("DELETE FROM threads WHERE id = ?", thread_id)
+
+    def touch(self, thread_id: str) -> None:
+        """Mark a thread as just updated, so it sorts first."""
+        self._sql.execute(
+            "UPDATE threads SET updated_at = MAX(updated_at + 1, ?) WHERE id = ?",
+            self._clock.now_ms(),
+            thread_id,
+        )
+
+    def count_threads(self) -> int:
+        """How many threads this client has."""
+        return int(self._sql.execute("SELECT COUNT(*) AS n FROM threads")[0]["n"])
+
+    # --- messages ------------------------------------------------------------------
+
+    def message_thread(self, message_id: str) -> str | None:
+        """The thread a message id belongs to, if it was stored."""
+        rows = self._sql.execute("SELECT thread_id FROM messages WHERE id = ?", message_id)
+        return rows[0]["thread_id"] if rows else None
+
+    def add_message(
+        self,
+        *,
+        message_id: str,
+        thread_id: str,
+        turn_id: str,
+        role: str,
+        content: str,
+        tool_calls: list[ToolCallRecord] | None = None,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        status: MessageStatus = "complete",
+        finish_reason: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """Store one message and bump its thread."""
+        now = self._clock.now_ms()
+        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
+        self._sql.execute(
+            "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
+            "tool_call_id, name, status, finish_reason, meta, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            message_id,
+            thread_id,
+            turn_id,
+            role,
+            content,
+            calls_json,
+            tool_call_id,
+            name,
+            status,
+            finish_reason,
+            json.dumps(meta) if meta else None,
+            now,
+        )
+        self.touch(thread_id)
+        return Message(
+            id=message_id,
+            thread_id=thread_id,
+            turn_id=turn_id,
+            role=role,  # type: ignore[arg-type]
+            content=content,
+            tool_calls=tool_calls or [],
+            tool_call_id=tool_call_id,
+            name=name,
+            status=status,
+            finish_reason=finish_reason,
+            meta=meta or {},
+            created_at=now,
+        )
+
+    def update_message(
+        self,
+        message_id: str,
+        *,
+        content: str,
+        status: MessageStatus,
+        finish_reason: str | None = None,
+        tool_calls: list[ToolCallRecord] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Rewrite an assistant message as its stream progresses or ends."""
+        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
+        self._sql.execute(
+            "UPDATE messages SET content = ?, status = ?, finish_reason = ?, tool_calls = ?, "
+            "meta = ? WHERE id = ?",
+            content,
+            status,
+            finish_reason,
+            calls_json,
+            json.dumps(meta) if meta else None,
+            message_id,
+        )
+
+    def list_messages(
+        self, thread_id: str, limit: int, cursor: str | None = None
+    ) -> tuple[list[Message], str | None]:
+        """Oldest first; the cursor continues after the last message returned."""
+        self.get_thread(thread_id)
+        after = int(decode_cursor(cursor)[0]) if cursor else 0
+        rows = self._sql.execute(
+            "SELECT * FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            thread_id,
+            after,
+            limit + 1,
+        )
+        messages = [_message_from_row(r) for r in rows[:limit]]
+        next_cursor = _encode_cursor(rows[limit - 1]["seq"]) if len(rows) > limit else None
+        return messages, next_cursor
+
+    def history(self, thread_id: str, max_messages: int = 200) -> list[Message]:
+        """The newest messages of a thread in order, for the model's context."""
+        rows = self._sql.execute(
+            "SELECT * FROM (SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) "
+            "ORDER BY seq",
+            thread_id,
+            max_messages,
+        )
+        return [_message_from_row(r) for r in rows]
+
+
+def _message_from_row(row: Row) -> Message:
+    calls = json.loads(row["tool_calls"]) if row.get("tool_calls") else []
+    return Message(
+        id=row["id"],
+        thread_id=row["thread_id"],
+        turn_id=row["turn_id"],
+        role=row["role"],
+        content=row["content"],
+        tool_calls=[ToolCallRecord(**c) for c in calls],
+        tool_call_id=row.get("tool_call_id"),
+        name=row.get("name"),
+        status=row["status"],
+        finish_reason=row.get("finish_reason"),
+        meta=json.loads(row["meta"]) if row.get("meta") else {},
+        created_at=row["created_at"],
+    )

@@ -1,0 +1,77 @@
+"""The wrapper every tool call goes through: timeout, timing, error capture, truncation.
+
+It changes only how `execute` runs; name, description and schema pass through
+untouched, so a remote tool reaches the model exactly as its server sent it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from albert.tools.base import TextPart, Tool, ToolResult
+
+log = logging.getLogger(__name__)
+
+TRUNCATION_MARKER = (
+    "\n\n[… result cut: {shown:,} of {total:,} characters shown. "
+    "The rest was not sent to you; say so if it matters.]"
+)
+
+
+class GuardedResult(BaseModel):
+    """A tool's result as the model will see it, with how the call went."""
+
+    result: ToolResult
+    duration_ms: float
+    truncated: bool
+    original_chars: int
+
+
+def truncate_result(result: ToolResult, max_chars: int) -> tuple[ToolResult, bool, int]:
+    """Cut the text parts to `max_chars` in total, marking the cut visibly."""
+    total = sum(len(p.text) for p in result.content)
+    if total <= max_chars:
+        return result, False, total
+    budget = max_chars
+    parts: list[TextPart] = []
+    for part in result.content:
+        if budget <= 0:
+            break
+        parts.append(TextPart(text=part.text[:budget]))
+        budget -= len(part.text)
+    marker = TRUNCATION_MARKER.format(shown=max_chars, total=total)
+    parts[-1] = TextPart(text=parts[-1].text + marker)
+    cut = ToolResult(content=parts, is_error=result.is_error, structured=None)
+    return cut, True, total
+
+
+class ToolGuard:
+    """Runs tools with a per-call timeout and a result size limit."""
+
+    def __init__(self, *, timeout_seconds: float, max_chars: int) -> None:
+        self._timeout = timeout_seconds
+        self._max_chars = max_chars
+
+    async def run(self, tool: Tool, arguments: dict[str, Any]) -> GuardedResult:
+        """Execute once; never raises for the tool's own failures."""
+        started = time.monotonic()
+        try:
+            result = await asyncio.wait_for(tool.execute(arguments), self._timeout)
+        except TimeoutError:
+            result = ToolResult.error(f"{tool.name} timed out after {self._timeout:g} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The model gets a short, safe line; the details go to the log.
+            log.exception("tool %s failed", tool.name)
+            result = ToolResult.error(f"{tool.name} failed: {type(exc).__name__}")
+        duration_ms = (time.monotonic() - started) * 1000
+        cut, truncated, total = truncate_result(result, self._max_chars)
+        return GuardedResult(
+            result=cut, duration_ms=duration_ms, truncated=truncated, original_chars=total
+        )

@@ -1,0 +1,53 @@
+"""The tool registry the AI service reads: local tools with remote tools merged over them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from albert.tools.base import Tool, ToolSpec, spec_of
+
+log = logging.getLogger(__name__)
+
+
+class ToolRegistry:
+    """Named tools for one turn; later sources win on a name clash."""
+
+    def __init__(self, local: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._sources: dict[str, str] = {}
+        for tool in local:
+            self._tools[tool.name] = tool
+            self._sources[tool.name] = "local"
+
+    def merge(self, tools: Iterable[Tool], source: str) -> None:
+        """Add tools from a remote source; a clash replaces the earlier tool (logged)."""
+        for tool in tools:
+            if tool.name in self._tools:
+                log.info(
+                    "tool %s from %s replaces the one from %s",
+                    tool.name,
+                    source,
+                    self._sources[tool.name],
+                )
+            self._tools[tool.name] = tool
+            self._sources[tool.name] = source
+
+    def get(self, name: str) -> Tool | None:
+        """The tool of that name, if callable now."""
+        return self._tools.get(name)
+
+    def source_of(self, name: str) -> str | None:
+        """'local' or the remote server's name."""
+        return self._sources.get(name)
+
+    def names(self) -> list[str]:
+        """Tool names, in registration order."""
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """What the model is told, schemas untouched."""
+        return [spec_of(t) for t in self._tools.values()]
+
+    def __len__(self) -> int:
+        return len(self._tools)

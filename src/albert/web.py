@@ -1,0 +1,90 @@
+"""Runtime-neutral HTTP request/response values the core routes on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from albert.protocol.http import ErrorBody
+from albert.tools.base import validation_message
+
+
+class HttpRequest(BaseModel):
+    """An HTTP request as the core sees it (adapters build it from the platform's)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: str
+    path: str
+    query: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict, description="Lower-case names")
+    body: bytes = b""
+
+
+class HttpResponse(BaseModel):
+    """An HTTP response from the core; the adapter turns it into the platform's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def json(
+        cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> HttpResponse:
+        """A JSON response from a pydantic model or plain data."""
+        if isinstance(payload, BaseModel):
+            text = payload.model_dump_json()
+        else:
+            text = json.dumps(payload)
+        return cls(
+            status=status,
+            body=text.encode(),
+            headers={"content-type": "application/json", **(headers or {})},
+        )
+
+    @classmethod
+    def error(cls, status: int, error: str, detail: str | None = None) -> HttpResponse:
+        """A JSON error body with a stable error code and a human detail."""
+        return cls.json(ErrorBody(error=error, detail=detail), status=status)
+
+
+class BadRequest(Exception):
+    """Input the client must fix; becomes a 4xx with a clear message."""
+
+    def __init__(self, detail: str, *, status: int = 400, error: str = "bad_request") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.error = error
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_body(request: HttpRequest, model: type[M], max_bytes: int) -> M:
+    """Validate a JSON body into a model, or raise BadRequest saying what is wrong."""
+    if len(request.body) > max_bytes:
+        raise BadRequest(f"body larger than {max_bytes} bytes", status=413, error="too_large")
+    try:
+        return model.model_validate_json(request.body or b"{}")
+    except ValidationError as exc:
+        raise BadRequest(validation_message(exc), status=422, error="invalid_body") from exc
+
+
+def int_param(request: HttpRequest, name: str, default: int, *, low: int, high: int) -> int:
+    """An integer query parameter within [low, high]."""
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise BadRequest(f"{name} must be an integer") from exc
+    if not low <= value <= high:
+        raise BadRequest(f"{name} must be between {low} and {high}")
+    return value

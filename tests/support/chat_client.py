@@ -1,0 +1,98 @@
+"""A test client for the worker: session, thread HTTP API and the chat WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+
+class ChatClient:
+    """One browser-like client of the worker."""
+
+    def __init__(self, base_url: str, ws_url: str, client_id: str | None = None) -> None:
+        self.base_url = base_url
+        self.ws_url = ws_url
+        self.client_id = client_id
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=10)
+        self.ws: ClientConnection | None = None
+
+    async def __aenter__(self) -> ChatClient:
+        if self.client_id is None:
+            response = await self.http.post("/api/session")
+            response.raise_for_status()
+            self.client_id = response.json()["client_id"]
+        self.http.headers["x-albert-client"] = self.client_id
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        await self.http.aclose()
+
+    async def connect(self) -> ClientConnection:
+        self.ws = await connect(
+            f"{self.ws_url}/api/chat?client_id={self.client_id}", open_timeout=10
+        )
+        return self.ws
+
+    async def new_thread(self, title: str | None = None) -> str:
+        response = await self.http.post("/api/threads", json={"title": title} if title else {})
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    async def thread(self, thread_id: str, **params: Any) -> dict[str, Any]:
+        response = await self.http.get(f"/api/threads/{thread_id}", params=params)
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    async def send_raw(self, raw: str | bytes) -> None:
+        assert self.ws is not None
+        await self.ws.send(raw)
+
+    async def ask(self, thread_id: str, text: str, message_id: str | None = None) -> str:
+        message_id = message_id or uuid.uuid4().hex
+        await self.send_raw(
+            json.dumps(
+                {"type": "chat", "thread_id": thread_id, "message_id": message_id, "text": text}
+            )
+        )
+        return message_id
+
+    async def next_frame(self, timeout: float = 10.0) -> dict[str, Any]:
+        assert self.ws is not None
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        return dict(json.loads(raw))
+
+    async def frames_until(
+        self, kind: str, timeout: float = 20.0, turn_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Collect frames until one of `kind` (for `turn_id`, if given) arrives."""
+        frames: list[dict[str, Any]] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for _ in range(100_000):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            frame = await self.next_frame(remaining)
+            frames.append(frame)
+            if frame["type"] == kind and (turn_id is None or frame.get("turn_id") == turn_id):
+                return frames
+        raise AssertionError(f"no {kind} frame within {timeout}s; got {frames[-5:]}")
+
+    async def turn(
+        self, thread_id: str, text: str, message_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Ask and collect the whole turn up to its done frame."""
+        turn_id = await self.ask(thread_id, text, message_id)
+        return await self.frames_until("done", turn_id=turn_id)
+
+
+def answer_text(frames: list[dict[str, Any]]) -> str:
+    """The streamed answer text of a turn's frames."""
+    return "".join(f["delta"] for f in frames if f["type"] == "text_delta")

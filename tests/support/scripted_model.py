@@ -1,0 +1,183 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback.
+
+It streams real SSE over real HTTP, so the project's real client code runs:
+text, tool calls (arguments split across chunks), HTTP errors, 429s, and
+streams cut off mid-answer. Every request body is recorded for assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import uvicorn
+from pydantic import BaseModel, Field
+
+from tests.support.ports import free_port
+
+
+class ScriptedToolCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+class Reply(BaseModel):
+    """One scripted answer to one chat-completions request."""
+
+    text: list[str] = Field(default_factory=list)
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    status: int = 200
+    error_message: str = "scripted failure"
+    retry_after: int | None = None
+    cut_after_chunks: int | None = None
+    delay_seconds: float = 0.0
+    chunk_delay_seconds: float = 0.0
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+
+
+class _CutStream(Exception):
+    """Raised inside the body to drop the connection without finishing the response."""
+
+
+class ScriptedModelServer:
+    """Serves scripted replies in order; `default` answers when the script runs out."""
+
+    def __init__(self, default: Reply | None = None) -> None:
+        self.port = free_port()
+        self.replies: deque[Reply] = deque()
+        self.default = default or Reply(text=["Scripted ", "answer."])
+        self.requests: list[dict[str, Any]] = []
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._call = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies for the next requests."""
+        self.replies.extend(replies)
+
+    def start(self) -> ScriptedModelServer:
+        config = uvicorn.Config(
+            self._app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="error",
+            lifespan="off",
+            interface="asgi3",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("scripted model server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if not scope["path"].endswith("/chat/completions"):
+            await _respond(send, 404, {"error": {"message": "not found"}})
+            return
+        self.requests.append(json.loads(body))
+        reply = self.replies.popleft() if self.replies else self.default
+        self._call += 1
+        if reply.delay_seconds:
+            await asyncio.sleep(reply.delay_seconds)
+        if reply.status != 200:
+            headers = {"retry-after": str(reply.retry_after)} if reply.retry_after else {}
+            await _respond(send, reply.status, {"error": {"message": reply.error_message}}, headers)
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream"),
+                    (b"cache-control", b"no-cache"),
+                ],
+            }
+        )
+        for index, chunk in enumerate(self._chunks(reply)):
+            if reply.cut_after_chunks is not None and index >= reply.cut_after_chunks:
+                raise _CutStream()
+            if reply.chunk_delay_seconds:
+                await asyncio.sleep(reply.chunk_delay_seconds)
+            await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _chunks(self, reply: Reply) -> list[str]:
+        base = {
+            "id": f"chatcmpl-{self._call}",
+            "object": "chat.completion.chunk",
+            "model": "scripted",
+        }
+
+        def event(payload: dict[str, Any]) -> str:
+            return f"data: {json.dumps({**base, **payload})}\n\n"
+
+        out = [event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+        out += [event({"choices": [{"index": 0, "delta": {"content": t}}]}) for t in reply.text]
+        for i, call in enumerate(reply.tool_calls):
+            arguments = (
+                call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+            )
+            half = len(arguments) // 2
+            head = {
+                "index": i,
+                "id": f"call_{self._call}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments[:half]},
+            }
+            out.append(event({"choices": [{"index": 0, "delta": {"tool_calls": [head]}}]}))
+            tail = {"index": i, "function": {"arguments": arguments[half:]}}
+            out.append(event({"choices": [{"index": 0, "delta": {"tool_calls": [tail]}}]}))
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        out.append(event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))
+        usage = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
+        out.append(event({"choices": [], "usage": usage}))
+        out.append("data: [DONE]\n\n")
+        return out
+
+
+async def _respond(
+    send: Any, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    raw = [(b"content-type", b"application/json")] + [
+        (k.encode(), v.encode()) for k, v in (headers or {}).items()
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
