@@ -1,0 +1,1 @@
+"""The token search collection: schema, seed data and loader."""
