@@ -382,13 +382,13 @@ def _concentration_notes(m: MarketData | None, s: SupplyData | None) -> list[Ris
         if ratio >= OVERHANG_HIGH_RATIO:
             severity = "high"
             finding = (
-                f"FDV is {ratio:.1f}x market cap{share_text}: most supply is not yet "
+                f"FDV is {ratio:.2f}x market cap{share_text}: most supply is not yet "
                 "circulating and sits with the issuer, team or investors; "
                 "unlocks can dilute holders."
             )
         elif ratio >= OVERHANG_MODERATE_RATIO:
             severity = "moderate"
-            finding = f"FDV is {ratio:.1f}x market cap{share_text}: a sizeable supply overhang."
+            finding = f"FDV is {ratio:.2f}x market cap{share_text}: a sizeable supply overhang."
         else:
             severity = "low"
             finding = f"FDV is {ratio:.2f}x market cap{share_text}: little or no supply overhang."

@@ -62,7 +62,7 @@ def summarise_address(a: AddressAnalysis) -> str:
     """A short readable summary of an address analysis."""
     if not a.known:
         return (
-            f"{a.address}: no data on record. {a.summary}\n"
+            f"{a.address}: {a.summary}\n"
             f"Scope: {a.scope}.\nNot on record: {', '.join(a.not_on_record)}."
         )
     lines = [f"{a.address}: {', '.join(a.labels) or 'known address'}"]

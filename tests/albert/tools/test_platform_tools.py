@@ -13,7 +13,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from albert.settings import Settings
 from albert.tools.address_analysis import address_analysis_tool
@@ -31,8 +31,10 @@ UNKNOWN = "0x2222222222222222222222222222222222222222"
 
 @pytest.fixture(scope="module")
 def platform_url() -> Iterator[str]:
-    with serve(platform_app()) as url:
-        yield url
+    # Mounted the way the data server mounts it, so the default URL shape is exercised.
+    app = Starlette(routes=[Mount("/platform", app=platform_app())])
+    with serve(app) as url:
+        yield f"{url}/platform"
 
 
 @pytest.fixture
@@ -119,7 +121,7 @@ async def test_analyze_unknown_address_says_no_data(
     )
     assert not result.is_error
     text = result.joined_text()
-    assert text.startswith(f"{UNKNOWN}: no data on record.")
+    assert text.startswith(f"{UNKNOWN}: No data on record for this address")
     assert "Risk level" not in text
     assert result.structured["address"]["known"] is False  # type: ignore[index]
 
