@@ -12,7 +12,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Mount, Route
 
 from albert.settings import Settings
@@ -225,6 +225,41 @@ async def test_every_input_field_is_described(http: httpx.AsyncClient) -> None:
         for name, schema in properties.items():
             assert len(schema.get("description", "")) > 20, (tool.name, name)
         assert tool.name in {"analyze_token", "analyze_address", "search_feed"}
+
+
+@pytest.fixture(scope="module")
+def broken_url() -> Iterator[str]:
+    async def not_json(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("<html>oops</html>")
+
+    async def bad_gateway(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("upstream down", status_code=502)
+
+    async def wrong_shape(request: Request) -> JSONResponse:
+        return JSONResponse({"hits": "not a list"})
+
+    app = Starlette(
+        routes=[
+            Route("/tokens/search", not_json),
+            Route("/addresses/{address}", bad_gateway),
+            Route("/feed/search", wrong_shape),
+        ]
+    )
+    with serve(app) as url:
+        yield url
+
+
+async def test_broken_service_answers_become_error_results(
+    broken_url: str, http: httpx.AsyncClient
+) -> None:
+    texts = []
+    for tool, arguments in _tools(_settings(broken_url), http):
+        result = await tool.execute(arguments)
+        assert result.is_error
+        texts.append(result.joined_text())
+    assert "unexpected response" in texts[0]
+    assert "returned HTTP 502" in texts[1]
+    assert "unexpected response" in texts[2]
 
 
 def test_usd_formatting() -> None:
