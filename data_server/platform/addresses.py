@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from albert.tools.addresses import EVM_CHAINS
-from albert.tools.platform_client import AddressAnalysis, AddressRiskFlag, TokenIdentity
+from albert.tools.platform_client import (
+    AddressAnalysis,
+    AddressRiskFlag,
+    AddressRiskLevel,
+    TokenIdentity,
+)
 from data_server.platform.data import AddressRecord, PlatformData
 from data_server.platform.tokens import TokenIndex
 
@@ -12,8 +17,14 @@ SCOPE = (
     f"{', '.join(c for c in EVM_CHAINS if c != 'ethereum')} is not covered)"
 )
 _NEVER_RECORDED = ["transaction counts", "first/last activity dates", "token balances"]
-_LEVELS = ("none_known", "low", "moderate", "high", "critical")
-_SEVERITY_TO_LEVEL = {"info": "none_known", "low": "low", "moderate": "moderate"}
+_LEVELS: tuple[AddressRiskLevel, ...] = ("none_known", "low", "moderate", "high", "critical")
+_SEVERITY_TO_LEVEL: dict[str, AddressRiskLevel] = {
+    "info": "none_known",
+    "low": "low",
+    "moderate": "moderate",
+    "high": "high",
+    "critical": "critical",
+}
 
 
 class AddressBook:
@@ -92,10 +103,10 @@ class AddressBook:
         )
 
 
-def _level(flags: list[AddressRiskFlag]) -> str:
-    worst = "none_known"
+def _level(flags: list[AddressRiskFlag]) -> AddressRiskLevel:
+    worst: AddressRiskLevel = "none_known"
     for flag in flags:
-        level = _SEVERITY_TO_LEVEL.get(flag.severity, flag.severity)
+        level = _SEVERITY_TO_LEVEL[flag.severity]
         if _LEVELS.index(level) > _LEVELS.index(worst):
             worst = level
     return worst

@@ -67,7 +67,7 @@ class TokenIndex:
             if base.symbol.lower() == wanted and key not in market_addresses and key not in seen:
                 seen.add(key)
                 found.append(self._analyse_dex_only(pair.chain_id, base.address))
-        found.sort(key=lambda a: -(a.market.market_cap_usd or 0.0) if a.market else 0.0)
+        found.sort(key=_market_cap, reverse=True)
         return found
 
     def by_address(self, chain: str, address: str) -> TokenAnalysis | None:
@@ -154,6 +154,10 @@ class TokenIndex:
             risk=risk_read(market, None, liquidity),
             sources=[self._data.pairs_source],
         )
+
+
+def _market_cap(analysis: TokenAnalysis) -> float:
+    return (analysis.market.market_cap_usd if analysis.market else None) or 0.0
 
 
 def _key(chain: str, address: str) -> str:
@@ -243,8 +247,11 @@ def risk_read(
     if not graded:
         return RiskRead(level="unknown", notes=notes)
     worst = max(_SEVERITY_ORDER[n.severity] for n in graded)
-    level = "high" if worst >= 3 else "moderate" if worst == 2 else "low"
-    return RiskRead(level=level, notes=notes)
+    if worst >= _SEVERITY_ORDER["high"]:
+        return RiskRead(level="high", notes=notes)
+    if worst == _SEVERITY_ORDER["moderate"]:
+        return RiskRead(level="moderate", notes=notes)
+    return RiskRead(level="low", notes=notes)
 
 
 def _volatility_notes(m: MarketData) -> list[RiskNote]:

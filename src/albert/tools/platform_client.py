@@ -15,6 +15,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Severity = Literal["info", "low", "moderate", "high", "critical"]
+AddressRiskLevel = Literal["none_known", "low", "moderate", "high", "critical", "unknown"]
 
 
 class WireModel(BaseModel):
@@ -182,7 +183,7 @@ class AddressAnalysis(WireModel):
     tokens_held: list[TokenHolding] | None = None
     token: TokenIdentity | None = None
     facts: list[AddressFact] = Field(default_factory=list)
-    risk_level: Literal["none_known", "low", "moderate", "high", "critical", "unknown"]
+    risk_level: AddressRiskLevel
     risk_flags: list[AddressRiskFlag] = Field(default_factory=list)
     not_on_record: list[str] = Field(default_factory=list)
 
