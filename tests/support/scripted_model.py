@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections import deque
 from typing import Any
 
-import uvicorn
 from pydantic import BaseModel, Field
 
-from tests.support.ports import free_port
+from tests.support.asgi_server import AsgiServer
 
 
 class ScriptedToolCall(BaseModel):
@@ -49,12 +46,11 @@ class ScriptedModelServer:
     """Serves scripted replies in order; `default` answers when the script runs out."""
 
     def __init__(self, default: Reply | None = None) -> None:
-        self.port = free_port()
+        self._http = AsgiServer(self._app)
+        self.port = self._http.port
         self.replies: deque[Reply] = deque()
         self.default = default or Reply(text=["Scripted ", "answer."])
         self.requests: list[dict[str, Any]] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self._call = 0
 
     @property
@@ -66,29 +62,11 @@ class ScriptedModelServer:
         self.replies.extend(replies)
 
     def start(self) -> ScriptedModelServer:
-        config = uvicorn.Config(
-            self._app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="error",
-            lifespan="off",
-            interface="asgi3",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted model server did not start")
-            time.sleep(0.02)
+        self._http.start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._http.stop()
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()

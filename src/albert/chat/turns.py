@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -323,9 +324,12 @@ class _TurnRecorder:
         self._turn_id = turn_id
         self._last_answer_id: str | None = None
         self._step_saved = 0
+        # A retried turn runs again under the same turn id; each run's messages
+        # need ids of their own.
+        self._run = secrets.token_hex(3)
 
     def _message_id(self, step: int) -> str:
-        return f"{self._turn_id}:a{step}"
+        return f"{self._turn_id}:{self._run}:a{step}"
 
     async def on_text(self, step: int, delta: str) -> None:
         self._turns.broadcast(
@@ -365,7 +369,7 @@ class _TurnRecorder:
     ) -> None:
         text = outcome.result.joined_text()
         self._store.add_message(
-            message_id=f"{self._turn_id}:t{step}:{call.id}",
+            message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
             thread_id=self._thread_id,
             turn_id=self._turn_id,
             role="tool",
@@ -401,7 +405,7 @@ class _TurnRecorder:
         # a closing marker records the outcome so the turn reads as ended.
         saved = step == 0 or step <= self._step_saved
         self._store.add_message(
-            message_id=f"{self._turn_id}:end" if saved else self._message_id(step),
+            message_id=f"{self._turn_id}:{self._run}:end" if saved else self._message_id(step),
             thread_id=self._thread_id,
             turn_id=self._turn_id,
             role="assistant",

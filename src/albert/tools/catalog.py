@@ -13,7 +13,12 @@ from albert.tools.base import Tool
 log = logging.getLogger(__name__)
 
 # (module, factory) of each local tool; every factory takes (settings, http).
-LOCAL_TOOL_FACTORIES: list[tuple[str, str]] = []
+LOCAL_TOOL_FACTORIES: list[tuple[str, str]] = [
+    ("albert.tools.token_analysis", "token_analysis_tool"),
+    ("albert.tools.address_analysis", "address_analysis_tool"),
+    ("albert.tools.feed_search", "feed_search_tool"),
+    ("albert.tools.token_search.tool", "token_search_tool"),
+]
 
 
 def build_local_tools(settings: Settings, http: httpx.AsyncClient) -> list[Tool]:

@@ -1,0 +1,131 @@
+"""The OpenAI-compatible client against a real scripted SSE server on loopback."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from albert.ai.model import (
+    ChatMessage,
+    ModelError,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+)
+from albert.ai.openai_client import OpenAICompatibleClient
+from albert.tools.base import ToolSpec
+from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    with ScriptedModelServer() as server:
+        yield server
+
+
+async def _run(server: ScriptedModelServer, request: ModelRequest, **kw):
+    async with httpx.AsyncClient() as http:
+        client = OpenAICompatibleClient(
+            http, base_url=server.base_url, api_key="sk-test", model="m1", **kw
+        )
+        return [e async for e in client.stream(request)]
+
+
+REQUEST = ModelRequest(
+    messages=[ChatMessage(role="user", content="hi")],
+    tools=[
+        ToolSpec(
+            name="lookup",
+            description="d",
+            parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+        )
+    ],
+)
+
+
+async def test_text_streams_in_order_with_usage(model_server: ScriptedModelServer) -> None:
+    model_server.script(Reply(text=["Hel", "lo", "!"], prompt_tokens=5, completion_tokens=3))
+    events = await _run(model_server, REQUEST)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello!"
+    finish = events[-1]
+    assert isinstance(finish, StepFinished)
+    assert (finish.reason, finish.prompt_tokens, finish.completion_tokens) == ("stop", 5, 3)
+
+
+async def test_tool_call_arguments_are_assembled_from_fragments(model_server) -> None:
+    model_server.script(
+        Reply(tool_calls=[ScriptedToolCall(name="lookup", arguments={"q": "pepe", "n": 2})])
+    )
+    events = await _run(model_server, REQUEST)
+    calls = [e.call for e in events if isinstance(e, ToolCallRequest)]
+    assert len(calls) == 1
+    assert calls[0].name == "lookup"
+    assert calls[0].arguments == '{"q": "pepe", "n": 2}'
+    assert isinstance(events[-1], StepFinished) and events[-1].reason == "tool_calls"
+
+
+async def test_request_body_carries_model_tools_and_auth(model_server) -> None:
+    model_server.script(Reply(text=["ok"]))
+    await _run(model_server, REQUEST)
+    body = model_server.requests[-1]
+    assert body["model"] == "m1" and body["stream"] is True
+    assert body["tools"][0]["function"]["parameters"] == REQUEST.tools[0].parameters
+
+
+async def test_rate_limit_is_typed_and_retryable(model_server) -> None:
+    model_server.script(Reply(status=429, retry_after=7))
+    with pytest.raises(ModelError) as caught:
+        await _run(model_server, REQUEST)
+    assert caught.value.kind == "rate_limited"
+    assert caught.value.retry_after == 7
+    assert caught.value.retryable
+
+
+async def test_server_error_names_the_status(model_server) -> None:
+    model_server.script(Reply(status=500, error_message="upstream exploded"))
+    with pytest.raises(ModelError) as caught:
+        await _run(model_server, REQUEST)
+    assert caught.value.status == 500
+    assert "upstream exploded" in str(caught.value)
+
+
+async def test_bad_request_is_not_retryable(model_server) -> None:
+    model_server.script(Reply(status=400, error_message="bad tools"))
+    with pytest.raises(ModelError) as caught:
+        await _run(model_server, REQUEST)
+    assert not caught.value.retryable
+
+
+async def test_cut_stream_raises_after_the_text_that_arrived(model_server) -> None:
+    model_server.script(Reply(text=["one ", "two ", "three"], cut_after_chunks=3))
+    seen: list[str] = []
+    with pytest.raises(ModelError) as caught:
+        async with httpx.AsyncClient() as http:
+            client = OpenAICompatibleClient(
+                http, base_url=model_server.base_url, api_key="", model="m"
+            )
+            async for event in client.stream(REQUEST):
+                if isinstance(event, TextDelta):
+                    seen.append(event.text)
+    assert caught.value.kind == "stream_cut"
+    assert "".join(seen) == "one two "
+
+
+async def test_timeout_is_reported_as_timeout(model_server) -> None:
+    model_server.script(Reply(text=["late"], delay_seconds=2))
+    with pytest.raises(ModelError) as caught:
+        await _run(model_server, REQUEST, timeout=0.3)
+    assert caught.value.kind == "timeout"
+
+
+async def test_unreachable_gateway_is_a_network_error() -> None:
+    from tests.support.ports import free_port
+
+    async with httpx.AsyncClient() as http:
+        client = OpenAICompatibleClient(
+            http, base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="", model="m"
+        )
+        with pytest.raises(ModelError) as caught:
+            [e async for e in client.stream(REQUEST)]
+    assert caught.value.kind == "network"

@@ -1,0 +1,143 @@
+"""The tool loop with a scripted in-process model (the model port), and real tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import Field
+
+from albert.ai.model import (
+    ChatMessage,
+    ChatToolCall,
+    ModelEvent,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+)
+from albert.ai.tool_loop import STEP_CAP_NOTE, ToolLoop
+from albert.tools.base import LocalTool, ToolInput, ToolResult
+from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.registry import ToolRegistry
+
+
+class _Q(ToolInput):
+    q: str = Field(description="query")
+
+
+async def _echo(args: _Q) -> ToolResult:
+    return ToolResult.text(f"echo:{args.q}")
+
+
+ECHO = LocalTool("echo", "echoes", _Q, _echo)
+
+
+class ScriptModel:
+    """Answers each step from a list; records what it was asked."""
+
+    def __init__(self, steps: list[list[ModelEvent]]) -> None:
+        self.steps = steps
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def model_name(self) -> str:
+        return "script"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        index = min(len(self.requests) - 1, len(self.steps) - 1)
+        for event in self.steps[index]:
+            yield event
+
+
+def call(name: str, args: dict[str, Any], call_id: str = "c1") -> list[ModelEvent]:
+    return [
+        ToolCallRequest(call=ChatToolCall(id=call_id, name=name, arguments=json.dumps(args))),
+        StepFinished(reason="tool_calls"),
+    ]
+
+
+def answer(text: str) -> list[ModelEvent]:
+    return [TextDelta(text=text), StepFinished(reason="stop", prompt_tokens=3, completion_tokens=2)]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    async def on_text(self, step: int, delta: str) -> None:
+        self.events.append(("text", delta))
+
+    async def on_step_end(self, step, text, calls, finish_reason) -> None:
+        self.events.append(("step", (step, text, [c.name for c in calls], finish_reason)))
+
+    async def on_tool_call(self, step, call, arguments) -> None:
+        self.events.append(("call", call.name))
+
+    async def on_tool_result(self, step, call, outcome: GuardedResult, source) -> None:
+        self.events.append(("result", outcome.result.joined_text()))
+
+
+GUARD = ToolGuard(timeout_seconds=2, max_chars=50_000)
+USER = [ChatMessage(role="user", content="go")]
+
+
+async def test_tool_result_is_fed_back_and_the_answer_follows() -> None:
+    model = ScriptModel([call("echo", {"q": "pepe"}), answer("done")])
+    recorder = Recorder()
+    result = await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([ECHO]), recorder)
+    assert result.finish_reason == "stop" and result.steps == 2 and result.text == "done"
+    second = model.requests[1].messages
+    assert second[-1].role == "tool" and second[-1].content == "echo:pepe"
+    assert second[-2].tool_calls[0].name == "echo"
+    assert ("result", "echo:pepe") in recorder.events
+
+
+async def test_a_model_asking_for_tools_forever_stops_at_five_steps_with_an_answer() -> None:
+    model = ScriptModel([call("echo", {"q": "again"})])
+    recorder = Recorder()
+    result = await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([ECHO]), recorder)
+    assert result.finish_reason == "step_limit"
+    assert result.steps == 5
+    assert len(model.requests) == 5
+    # Four steps ran tools; the fifth had tools off and the note to answer.
+    assert [len(r.tools) for r in model.requests] == [1, 1, 1, 1, 0]
+    assert model.requests[-1].messages[-1].content == STEP_CAP_NOTE
+    assert sum(1 for kind, _ in recorder.events if kind == "result") == 4
+
+
+async def test_the_step_cap_is_a_setting() -> None:
+    model = ScriptModel([call("echo", {"q": "x"})])
+    result = await ToolLoop(model, GUARD, max_steps=2).run(USER, ToolRegistry([ECHO]), Recorder())
+    assert (result.finish_reason, result.steps, len(model.requests)) == ("step_limit", 2, 2)
+
+
+async def test_unknown_tool_and_bad_json_become_error_results() -> None:
+    bad = [
+        ToolCallRequest(call=ChatToolCall(id="a", name="gone", arguments="{}")),
+        ToolCallRequest(call=ChatToolCall(id="b", name="echo", arguments="{not json")),
+        StepFinished(reason="tool_calls"),
+    ]
+    model = ScriptModel([bad, answer("sorry")])
+    recorder = Recorder()
+    result = await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([ECHO]), recorder)
+    results = [v for k, v in recorder.events if k == "result"]
+    assert any("no tool named 'gone'" in r for r in results)
+    assert any("not valid JSON" in r for r in results)
+    assert result.finish_reason == "stop"
+
+
+async def test_usage_sums_over_steps() -> None:
+    model = ScriptModel(
+        [
+            [
+                *call("echo", {"q": "a"})[:1],
+                StepFinished(reason="tool_calls", prompt_tokens=10, completion_tokens=1),
+            ],
+            answer("ok"),
+        ]
+    )
+    result = await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([ECHO]), Recorder())
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (13, 3)

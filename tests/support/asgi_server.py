@@ -1,0 +1,54 @@
+"""Serve any ASGI app with uvicorn on a free loopback port, in a background thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from tests.support.ports import free_port
+
+
+class AsgiServer:
+    """A real HTTP server for a test; stops when the context exits."""
+
+    def __init__(self, app: Any, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host="127.0.0.1",
+                port=self.port,
+                log_level="error",
+                lifespan="off",
+                interface="asgi3",
+            )
+        )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> AsgiServer:
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> AsgiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

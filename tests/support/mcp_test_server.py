@@ -1,0 +1,260 @@
+"""A small MCP server for tests, built on the `mcp` SDK's low-level server.
+
+Runs as its own process on a loopback port (`python -m tests.support.mcp_test_server
+--port N --profile vaults`), so tests can kill it and start it again on the same
+port. The tool schemas are written by hand, with key orders and keywords that a
+re-serialising client would disturb, so tests can check they reach the model as sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.ports import free_port
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+HUGE_CHARS = 200_000
+
+# Deliberately odd: non-alphabetical key order, $defs, a pattern, a non-ASCII description,
+# numbers with fractions, nested arrays. Anything that rebuilds the schema shows here.
+SEARCH_VAULTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "SearchVaults",
+    "properties": {
+        "query": {"type": "string", "description": "Free text — protocol, asset or chain"},
+        "min_apy": {"type": "number", "minimum": 0, "maximum": 1000.5, "default": 2.5},
+        "chains": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/Chain"},
+            "uniqueItems": True,
+        },
+        "sort": {"enum": ["apy_desc", "tvl_desc"], "default": "tvl_desc"},
+        "cursor": {"anyOf": [{"type": "string", "pattern": "^[a-z0-9]{1,32}$"}, {"type": "null"}]},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+    "$defs": {"Chain": {"type": "string", "enum": ["ethereum", "base", "arbitrum"]}},
+}
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "vaults": {
+        "name": "test-vaults",
+        "instructions": "Vault and yield data: APY, TVL and risk of DeFi vaults.",
+    },
+    "files": {
+        "name": "test-files",
+        "instructions": "Read files in a sandboxed directory.",
+    },
+    "generic": {"name": "test-generic", "instructions": "Assorted utilities."},
+}
+
+
+def tool_definitions(profile: str) -> list[dict[str, Any]]:
+    """The tools a profile offers, in wire (camelCase) form."""
+    common: list[dict[str, Any]] = [
+        {
+            "name": "huge_report",
+            "description": "Returns a very long text.",
+            "inputSchema": {"type": "object", "properties": {}},
+        },
+        {
+            "name": "slow_tool",
+            "description": "Waits, then answers.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"seconds": {"type": "number", "minimum": 0}},
+            },
+        },
+        {
+            "name": "slow_lookup",
+            "description": "Waits, then answers; safe to repeat.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"seconds": {"type": "number", "minimum": 0}},
+            },
+            "annotations": {"readOnlyHint": True, "idempotentHint": True},
+        },
+        {
+            "name": "call_count",
+            "description": "How many tool calls this process has served.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "annotations": {"idempotentHint": True},
+        },
+    ]
+    if profile == "vaults":
+        return [
+            {
+                "name": "search_vaults",
+                "description": "Search DeFi vaults by APY, TVL and chain.",
+                "inputSchema": SEARCH_VAULTS_SCHEMA,
+                "annotations": {"readOnlyHint": True, "idempotentHint": True},
+            },
+            {
+                "name": "top_yields",
+                "description": "Highest-APY vaults.",
+                "inputSchema": {"type": "object", "properties": {"limit": {"type": "integer"}}},
+            },
+            *common,
+        ]
+    if profile == "files":
+        return [
+            {
+                "name": "read_file",
+                "description": "Read a file from the sandbox directory.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                },
+            },
+            {
+                "name": "list_directory",
+                "description": "List a directory of the sandbox.",
+                "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+            *common,
+        ]
+    return [
+        {
+            "name": "echo",
+            "description": "Echo the text back.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        },
+        *common,
+    ]
+
+
+def build_app(profile: str, tag: str) -> Any:
+    """The ASGI app of the test server."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    definitions = tool_definitions(profile)
+    tools = [types.Tool.model_validate(d) for d in definitions]
+    calls = {"n": 0}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        calls["n"] += 1
+        args = params.arguments or {}
+        name = params.name
+
+        def text(value: str) -> types.CallToolResult:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=value)])
+
+        if name == "huge_report":
+            return text("x" * HUGE_CHARS)
+        if name in ("slow_tool", "slow_lookup"):
+            await asyncio.sleep(float(args.get("seconds", 1.0)))
+            return text(f"{name} done after {args.get('seconds', 1.0)} s [{tag}]")
+        if name == "call_count":
+            return text(str(calls["n"]))
+        if name == "echo":
+            return text(str(args.get("text", "")))
+        if name == "search_vaults":
+            return text(json.dumps({"vaults": [{"id": "v1", "apy": 4.2}], "server": tag}))
+        if name == "top_yields":
+            return text(json.dumps({"top": [{"id": "v9", "apy": 12.0}]}))
+        if name in ("read_file", "list_directory"):
+            return text(f"{name}: {args.get('path', '.')}")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"unknown tool {name}")], is_error=True
+        )
+
+    server: Server[Any] = Server(
+        PROFILES[profile]["name"],
+        version="1.0.0",
+        instructions=PROFILES[profile]["instructions"],
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    return server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="vaults")
+    parser.add_argument("--tag", default="")
+    args = parser.parse_args()
+    import uvicorn
+
+    uvicorn.run(
+        build_app(args.profile, args.tag or args.profile),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+    )
+
+
+class McpTestServer:
+    """The test server as a child process; stop() kills it, start() brings it back."""
+
+    def __init__(self, profile: str = "vaults", port: int | None = None, tag: str = "") -> None:
+        self.profile = profile
+        self.port = port or free_port()
+        self.tag = tag or profile
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self, timeout: float = 15.0) -> McpTestServer:
+        args = [sys.executable, "-m", "tests.support.mcp_test_server", "--port", str(self.port)]
+        args += ["--profile", self.profile, "--tag", self.tag]
+        self._proc = subprocess.Popen(
+            args,
+            cwd=PROJECT_DIR,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"MCP test server exited with {self._proc.returncode}")
+            try:
+                # Any HTTP answer means uvicorn is listening.
+                httpx.get(self.url, timeout=0.5)
+                return self
+            except httpx.TransportError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("MCP test server did not start")
+
+    def stop(self) -> None:
+        """Kill the process at once, as a crash would."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGKILL)
+        self._proc.wait(timeout=10)
+        self._proc = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> McpTestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    main()
