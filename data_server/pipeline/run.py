@@ -1,0 +1,183 @@
+"""One pipeline run: every processor, merged into the write store, then published.
+
+A source that fails (HTTP error, bad payload, anything raised) is logged in the run with
+its error and does not stop the others. The index is published when at least one source
+succeeded; the run's status is ``ok`` (all sources and the publish succeeded), ``failed``
+(no source succeeded) or ``partial`` (anything in between, a failed publish included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import httpx
+from pydantic import BaseModel, Field
+
+from albert.search.typesense_client import TypesenseClient
+from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
+from data_server.pipeline.progress import NullProgress, PipelineProgress
+from data_server.processors import (
+    BeefyProcessor,
+    DefiLlamaProcessor,
+    Processor,
+    ProcessorResult,
+    YearnProcessor,
+    run_processor,
+)
+from data_server.processors.base import describe_error
+from data_server.store import Publication, RunRecord, SourceRun, VaultStore
+from data_server.store.sqlite import RunStatus
+from data_server.vaults.index import COLLECTION, publish
+
+HTTP_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+USER_AGENT = "albert-data-pipeline/0.1"
+
+
+class PipelineReport(BaseModel):
+    """What a run did: its log record, plus the publish error if the publish raised."""
+
+    run: RunRecord
+    publish_error: str | None = None
+    duration_s: float = Field(description="Wall time of the whole run")
+
+    @property
+    def ok(self) -> bool:
+        """True when every source and the publish succeeded."""
+        return self.run.status == "ok"
+
+
+def default_processors() -> list[Processor]:
+    """The processors of an online run, at the public APIs' URLs."""
+    return [DefiLlamaProcessor(), BeefyProcessor(), YearnProcessor()]
+
+
+def offline_processors() -> list[Processor]:
+    """The same processors configured for what the recordings cover."""
+    return [
+        DefiLlamaProcessor(chart_pools=recorded_chart_pools()),
+        BeefyProcessor(),
+        YearnProcessor(chains=YEARN_CHAINS),
+    ]
+
+
+def offline_http() -> httpx.AsyncClient:
+    """An HTTP client whose requests to the public APIs are answered from the recordings."""
+    return httpx.AsyncClient(transport=offline_transport(), headers={"user-agent": USER_AGENT})
+
+
+async def _fetch_one(
+    processor: Processor, http: httpx.AsyncClient
+) -> tuple[ProcessorResult | None, str | None, float]:
+    started = time.monotonic()
+    try:
+        result = await run_processor(processor, http)
+    except Exception as exc:  # a broken source must not stop the others
+        return None, describe_error(exc), time.monotonic() - started
+    return result, None, time.monotonic() - started
+
+
+def _merge(store: VaultStore, result: ProcessorResult) -> SourceRun:
+    counts = store.upsert_vaults(result.vaults)
+    # History may only reference vaults the store knows (a chart row without its pool).
+    known = {v.id for v in result.vaults}
+    history = [p for p in result.history if p.vault_id in known]
+    store.upsert_history(history)
+    return SourceRun(
+        source=result.source,
+        ok=True,
+        vaults=len(result.vaults),
+        history_points=len(history),
+        inserted=counts.inserted,
+        updated=counts.updated,
+        unchanged=counts.unchanged,
+        warnings=result.warnings,
+    )
+
+
+async def run_pipeline(
+    sources: Sequence[Processor],
+    store: VaultStore,
+    index_client: TypesenseClient | None,
+    progress: PipelineProgress | None = None,
+    *,
+    http: httpx.AsyncClient | None = None,
+    collection: str = COLLECTION,
+) -> PipelineReport:
+    """Run every processor, merge into the store, publish to the index; log it all.
+
+    ``http`` is the client the processors fetch with (an offline one in tests and in the
+    local stack); without it a client for the real APIs is created and closed here.
+    ``index_client`` None skips the publish (the run is then at best ``partial``).
+    """
+    progress = progress or NullProgress()
+    started = time.monotonic()
+    run_id = store.start_run()
+    progress.start(len(sources) + 1)
+    own_http = http is None
+    client = http or httpx.AsyncClient(
+        timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
+    )
+    outcomes: list[SourceRun] = []
+    try:
+        fetched = await asyncio.gather(*(_fetch_one(p, client) for p in sources))
+    finally:
+        if own_http:
+            await client.aclose()
+
+    for processor, (result, error, duration) in zip(sources, fetched, strict=True):
+        if result is None:
+            outcome = SourceRun(source=processor.name, ok=False, error=error)
+        else:
+            try:
+                outcome = await asyncio.to_thread(_merge, store, result)
+            except Exception as exc:  # a store write failing for one source is logged too
+                outcome = SourceRun(source=processor.name, ok=False, error=describe_error(exc))
+        outcome.duration_s = round(duration, 3)
+        store.record_source(run_id, outcome)
+        outcomes.append(outcome)
+        progress.step(_describe(outcome))
+
+    publication: Publication | None = None
+    publish_error: str | None = None
+    if index_client is None:
+        publish_error = "no index configured"
+        progress.step("publish skipped: no index configured")
+    elif not any(o.ok for o in outcomes):
+        publish_error = "no source succeeded"
+        progress.step("publish skipped: no source succeeded")
+    else:
+        try:
+            publication = await publish(store, index_client, collection=collection, run_id=run_id)
+        except Exception as exc:  # the run log must say why the index was not updated
+            publish_error = describe_error(exc)
+            progress.step(f"publish failed: {publish_error}")
+        else:
+            publish_error = publication.error
+            progress.step(f"published {publication.count} documents to '{collection}'")
+
+    status: RunStatus
+    if not any(o.ok for o in outcomes):
+        status = "failed"
+    elif all(o.ok for o in outcomes) and publication is not None and publication.error is None:
+        status = "ok"
+    else:
+        status = "partial"
+    store.finish_run(run_id, status)
+    record = store.get_run(run_id)
+    assert record is not None  # written above, in this process
+    progress.finish(f"run {run_id}: {status}")
+    return PipelineReport(
+        run=record, publish_error=publish_error, duration_s=round(time.monotonic() - started, 3)
+    )
+
+
+def _describe(outcome: SourceRun) -> str:
+    if not outcome.ok:
+        return f"{outcome.source}: FAILED ({outcome.error})"
+    return (
+        f"{outcome.source}: {outcome.vaults} vaults "
+        f"(+{outcome.inserted} new, {outcome.updated} updated), "
+        f"{outcome.history_points} history points, {len(outcome.warnings)} warnings"
+    )

@@ -1,0 +1,139 @@
+"""The pipeline end to end: recordings → processors → SQLite → the real Typesense."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import httpx
+from rich.console import Console
+
+from albert.search.typesense_client import SearchParams, TypesenseClient
+from data_server.fixtures import fixture_handler, load
+from data_server.pipeline import RichProgress, check, run_pipeline
+from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
+from data_server.store import VaultStore
+
+from .conftest import http_client
+
+CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
+SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
+
+
+def _subset() -> list:
+    """DefiLlama (no charts) and Yearn on Base: small, two sources, real data."""
+    return [DefiLlamaProcessor(chart_pools=[]), YearnProcessor(chains=(8453,))]
+
+
+def _expected_count() -> int:
+    pools = {r["poolId"] for r in load(CAMEL)["pools"]} | {r["pool"] for r in load(SNAKE)}
+    return len(pools) + len(load("yearn/vaults_8453.json")["vaults"])
+
+
+def _with_changed_pool(pool_id: str, apy_delta: float):
+    """A handler serving /pools with one recorded pool's APY changed (a later snapshot)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = fixture_handler(request)
+        if request.url.host == "yields.llama.fi" and request.url.path == "/pools":
+            body = json.loads(response.content)
+            for row in body["data"]:
+                if row.get("poolId") == pool_id:
+                    row["apy"] += apy_delta
+            return httpx.Response(200, json=body, headers={"date": response.headers["date"]})
+        return response
+
+    return handler
+
+
+async def test_run_twice_is_idempotent_and_updates_values(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    async with http_client() as http:
+        first = await run_pipeline(_subset(), store, index_client, http=http, collection=collection)
+    assert first.ok, first
+    expected = _expected_count()
+    assert store.counts().vaults == expected
+    info = await index_client.retrieve_collection(collection)
+    assert info.num_documents == expected
+    assert first.run.publication is not None and first.run.publication.count == expected
+    assert {s.source: s.inserted for s in first.run.sources} == {
+        "defillama": expected - len(load("yearn/vaults_8453.json")["vaults"]),
+        "yearn": len(load("yearn/vaults_8453.json")["vaults"]),
+    }
+
+    row = next(r for r in load(CAMEL)["pools"] if r["project"] == "falcon-finance")
+    vid = f"defillama:ethereum:{row['poolId']}"
+    async with http_client(_with_changed_pool(row["poolId"], 1.25)) as http:
+        second = await run_pipeline(
+            _subset(), store, index_client, http=http, collection=collection
+        )
+    assert second.ok
+    by_source = {s.source: s for s in second.run.sources}
+    assert (by_source["defillama"].inserted, by_source["defillama"].updated) == (0, 1)
+    assert (by_source["yearn"].inserted, by_source["yearn"].updated) == (0, 0)
+    # No duplicates anywhere, and the new value reached both stores.
+    assert store.counts().vaults == expected
+    assert (await index_client.retrieve_collection(collection)).num_documents == expected
+    stored = store.get_vault(vid)
+    assert stored is not None and abs(stored.apy - (row["apy"] + 1.25)) < 1e-9
+    doc = await index_client.get_document(collection, vid)
+    assert abs(doc["apy"] - (row["apy"] + 1.25)) < 1e-4
+    assert (await check(store, index_client, collection=collection)).ok
+    assert [r.id for r in store.runs()] == [second.run.id, first.run.id]
+
+
+async def test_a_failing_source_is_logged_and_the_others_are_published(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    def beefy_down(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "api.beefy.finance":
+            return httpx.Response(500, text="internal error")
+        return fixture_handler(request)
+
+    sources = [*_subset(), BeefyProcessor()]
+    async with http_client(beefy_down) as http:
+        report = await run_pipeline(sources, store, index_client, http=http, collection=collection)
+    assert report.run.status == "partial"
+    by_source = {s.source: s for s in report.run.sources}
+    assert by_source["beefy"].ok is False
+    assert "500" in (by_source["beefy"].error or "")
+    assert by_source["defillama"].ok and by_source["yearn"].ok
+    # The log in the database says the same as the returned report.
+    logged = store.get_run(report.run.id)
+    assert logged is not None and logged.sources == report.run.sources
+    assert store.counts().by_source.keys() == {"defillama", "yearn"}
+    assert report.run.publication is not None
+    assert (await index_client.retrieve_collection(collection)).num_documents == _expected_count()
+    facets = await index_client.search(
+        collection, SearchParams(q="*", facet_by="source", per_page=0)
+    )
+    assert {c["value"] for c in facets.facet_counts[0]["counts"]} == {"defillama", "yearn"}
+
+
+async def test_no_source_succeeding_fails_the_run_without_publishing(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    def all_down(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503)
+
+    async with http_client(all_down) as http:
+        report = await run_pipeline(
+            _subset(), store, index_client, http=http, collection=collection
+        )
+    assert report.run.status == "failed"
+    assert report.run.publication is None
+    assert report.publish_error == "no source succeeded"
+    assert all(not s.ok for s in report.run.sources)
+
+
+async def test_rich_progress_reports_each_step(store: VaultStore) -> None:
+    out = StringIO()
+    progress = RichProgress(Console(file=out, width=120, force_terminal=False))
+    async with http_client() as http:
+        with progress:
+            report = await run_pipeline(_subset(), store, None, progress, http=http)
+    text = out.getvalue()
+    assert "defillama:" in text and "yearn:" in text
+    assert "publish skipped" in text
+    assert report.run.status == "partial" and report.publish_error == "no index configured"
