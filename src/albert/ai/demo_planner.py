@@ -208,11 +208,14 @@ def _screen_args(question: str, spec: ToolSpec) -> dict[str, Any]:
         args["stablecoin"] = True
     field = "liquidity" if "liquidity" in lowered else "market_?cap"
     for bound, value in _money(question):
-        name = _prop(spec, rf"{bound}_{field}", rf"{field}_{bound}")
+        name = _prop(spec, rf"{bound}_{field}(_usd)?", rf"{field}_{bound}")
         if name:
             args[name] = value
-    if re.search(r"\b(rank|ranking|top)\b", lowered) and _prop(spec, "sort_by"):
+    if re.search(r"\b(rank|ranking|ranked|top)\b", lowered) and _prop(spec, "sort_by"):
         args["sort_by"] = "rank"
+    page = re.search(r"\bpage\s+(\d{1,3})\b", lowered)
+    if page and _prop(spec, "page"):
+        args["page"] = int(page.group(1))
     return args
 
 
