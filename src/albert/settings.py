@@ -41,6 +41,19 @@ class Settings(BaseModel):
     # Default MCP server (the project's own vault server in the local stack).
     mcp_default_server_url: str = Field("", alias="MCP_DEFAULT_SERVER_URL")
     mcp_default_server_name: str = Field("vaults", alias="MCP_DEFAULT_SERVER_NAME")
+    # MCP client: connect bound, health-check cache, retry schedule and half-open cool-down.
+    mcp_connect_timeout_seconds: float = Field(5.0, alias="MCP_CONNECT_TIMEOUT_SECONDS", gt=0)
+    mcp_connect_wait_seconds: float = Field(1.0, alias="MCP_CONNECT_WAIT_SECONDS", ge=0)
+    mcp_health_cache_seconds: float = Field(10.0, alias="MCP_HEALTH_CACHE_SECONDS", ge=0)
+    mcp_retry_base_seconds: float = Field(1.0, alias="MCP_RETRY_BASE_SECONDS", gt=0)
+    mcp_retry_max_seconds: float = Field(16.0, alias="MCP_RETRY_MAX_SECONDS", gt=0)
+    mcp_retry_attempts: int = Field(5, alias="MCP_RETRY_ATTEMPTS", ge=0, le=20)
+    mcp_half_open_cooldown_seconds: float = Field(60.0, alias="MCP_HALF_OPEN_COOLDOWN_SECONDS", ge=0)
+    mcp_max_servers: int = Field(10, alias="MCP_MAX_SERVERS", ge=1, le=50)
+
+    # Analytics: Amplitude key (no key, no network) and a local JSON-lines file.
+    analytics_api_key: SecretStr = Field(SecretStr(""), alias="ANALYTICS_API_KEY")
+    analytics_log_path: str = Field("", alias="ANALYTICS_LOG_PATH")
 
     @classmethod
     def from_env(cls, env: Mapping[str, Any]) -> Settings:

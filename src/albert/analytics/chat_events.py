@@ -1,0 +1,63 @@
+"""Server events of the chat: derived from the turn's frames and tool outcomes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from albert.analytics.catalog import AiResponseGenerated, MessageSent, ToolInvoked, ToolSource
+from albert.analytics.service import AnalyticsService
+from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame
+from albert.tools.guard import GuardedResult
+
+
+class TurnEvents:
+    """Turns a turn's start/done frames and tool results into catalog events."""
+
+    def __init__(
+        self, analytics: AnalyticsService, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.analytics = analytics
+        self._monotonic = monotonic
+        self._started: dict[str, tuple[float, str]] = {}
+
+    def message_sent(self, frame: ChatFrame, *, retry: bool) -> None:
+        """A user message was stored (or retried) and its turn is about to run."""
+        self.analytics.track(
+            MessageSent(thread_id=frame.thread_id, chars=len(frame.text), retry=retry)
+        )
+
+    def on_frame(self, frame: BaseModel) -> None:
+        """Watch broadcast frames: a start opens a turn, a done closes it with its numbers."""
+        if not self.analytics.enabled:
+            return
+        if isinstance(frame, StartFrame):
+            self._started[frame.turn_id] = (self._monotonic(), frame.model)
+        elif isinstance(frame, DoneFrame):
+            started, model = self._started.pop(frame.turn_id, (self._monotonic(), ""))
+            self.analytics.track(
+                AiResponseGenerated(
+                    model=model,
+                    steps=frame.steps,
+                    prompt_tokens=frame.usage.prompt_tokens,
+                    completion_tokens=frame.usage.completion_tokens,
+                    finish_reason=frame.finish_reason,
+                    latency_ms=round(max(0.0, self._monotonic() - started) * 1000, 1),
+                )
+            )
+
+    def tool_invoked(self, name: str, source: str, outcome: GuardedResult) -> None:
+        """A tool call finished; `source` is 'local', 'unknown' or the remote server's name."""
+        kind: ToolSource = source if source in ("local", "unknown") else "remote"  # type: ignore[assignment]
+        self.analytics.track(
+            ToolInvoked(
+                tool=name,
+                source=kind,
+                server=source if kind == "remote" else None,
+                duration_ms=round(outcome.duration_ms, 1),
+                ok=not outcome.result.is_error,
+                truncated=outcome.truncated,
+            )
+        )

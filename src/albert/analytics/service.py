@@ -1,0 +1,196 @@
+"""The analytics service: typed events in, batches out after the response.
+
+Nothing here runs on the request path beyond appending to a list. Sinks are
+built on the first event, batches leave through `defer` (the platform's
+`waitUntil`), and with neither a key nor a log file the service does nothing
+at all: no sink, no task, no network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from albert.analytics.catalog import CatalogEvent
+from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink, Sink, TrackedEvent
+from albert.clock import Clock, SystemClock
+from albert.router import CLIENT_HEADER, CLIENT_ID
+from albert.settings import Settings
+from albert.storage.ports import SqlStorage
+from albert.web import HttpRequest
+
+log = logging.getLogger(__name__)
+
+Defer = Callable[[Coroutine[Any, Any, None]], Any]
+MAX_BATCH = 100
+MAX_BUFFER = 2_000
+
+
+class BackgroundDefer:
+    """`defer` for runtimes without waitUntil: a task the loop keeps a reference to."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+class AnalyticsService:
+    """Tracks catalog events for one client and ships them in batches, later."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "",
+        log_path: str = "",
+        http: httpx.AsyncClient | None = None,
+        defer: Defer | None = None,
+        clock: Clock | None = None,
+        sql: SqlStorage | None = None,
+        amplitude_url: str = AMPLITUDE_URL,
+    ) -> None:
+        self._api_key = api_key
+        self._log_path = log_path
+        self._http = http
+        self._defer: Defer = defer or BackgroundDefer()
+        self._clock = clock or SystemClock()
+        self._sql = sql
+        self._amplitude_url = amplitude_url
+        self._sinks: list[Sink] | None = None
+        self._buffer: list[TrackedEvent] = []
+        self._flush_pending = False
+        self._client_id: str | None = None
+        self._identity_loaded = False
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        http: httpx.AsyncClient | None = None,
+        defer: Defer | None = None,
+        clock: Clock | None = None,
+        sql: SqlStorage | None = None,
+    ) -> AnalyticsService:
+        """The service the settings ask for (cheap: nothing is opened until an event)."""
+        return cls(
+            api_key=settings.analytics_api_key.get_secret_value(),
+            log_path=settings.analytics_log_path,
+            http=http,
+            defer=defer,
+            clock=clock,
+            sql=sql,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """True when some sink is configured."""
+        return bool(self._api_key or self._log_path)
+
+    # --- identity --------------------------------------------------------------------
+
+    def identify(self, request: HttpRequest) -> None:
+        """Remember whose object this is, from the client id every /api request carries."""
+        if not self.enabled:
+            return
+        client_id = request.headers.get(CLIENT_HEADER) or request.query.get("client_id")
+        if not client_id or not CLIENT_ID.match(client_id) or client_id == self.client_id:
+            return
+        self._client_id = client_id
+        if self._sql is not None:
+            # Persisted so events of a woken object (a socket message, no request yet) keep it.
+            self._ensure_table()
+            self._sql.execute(
+                "INSERT OR REPLACE INTO analytics_identity (id, client_id) VALUES (1, ?)", client_id
+            )
+
+    @property
+    def client_id(self) -> str | None:
+        """The client this object serves, if known."""
+        if self._client_id is None and not self._identity_loaded and self._sql is not None:
+            self._identity_loaded = True
+            self._ensure_table()
+            rows = self._sql.execute("SELECT client_id FROM analytics_identity WHERE id = 1")
+            self._client_id = rows[0]["client_id"] if rows else None
+        return self._client_id
+
+    def _ensure_table(self) -> None:
+        assert self._sql is not None
+        self._sql.execute(
+            "CREATE TABLE IF NOT EXISTS analytics_identity "
+            "(id INTEGER PRIMARY KEY CHECK (id = 1), client_id TEXT NOT NULL)"
+        )
+
+    # --- tracking --------------------------------------------------------------------
+
+    def track(
+        self, event: CatalogEvent, *, time_ms: int | None = None, insert_id: str | None = None
+    ) -> None:
+        """Queue one event; it leaves after the current response, with its neighbours."""
+        if not self.enabled:
+            return
+        client_id = self.client_id
+        self._buffer.append(
+            TrackedEvent(
+                event_type=event.name,
+                side=event.side,
+                user_id=client_id,
+                # Amplitude needs a user or a device; unidentified objects share one device id.
+                device_id=None if client_id else "albert-server",
+                time=time_ms if time_ms is not None else self._clock.now_ms(),
+                insert_id=insert_id or uuid.uuid4().hex,
+                event_properties=event.model_dump(mode="json"),
+            )
+        )
+        if len(self._buffer) > MAX_BUFFER:
+            dropped = len(self._buffer) - MAX_BUFFER
+            del self._buffer[:dropped]
+            log.warning("analytics: buffer full, dropped %d oldest events", dropped)
+        if not self._flush_pending:
+            self._flush_pending = True
+            self._defer(self._deferred_flush())
+
+    async def _deferred_flush(self) -> None:
+        # One turn of the loop lets the rest of the current handler join this batch.
+        await asyncio.sleep(0)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send everything queued now, in batches of at most MAX_BATCH."""
+        self._flush_pending = False
+        sinks = self._get_sinks()
+        while self._buffer:
+            batch = self._buffer[:MAX_BATCH]
+            del self._buffer[:MAX_BATCH]
+            for sink in sinks:
+                try:
+                    await sink.send(batch)
+                except Exception:
+                    log.exception("analytics sink %s failed", type(sink).__name__)
+
+    def _get_sinks(self) -> list[Sink]:
+        if self._sinks is None:
+            sinks: list[Sink] = []
+            if self._api_key:
+                if self._http is None:
+                    # Only when no shared client was given; kept for the object's lifetime.
+                    self._http = httpx.AsyncClient()
+                sinks.append(AmplitudeSink(self._api_key, self._http, self._amplitude_url))
+            if self._log_path:
+                sinks.append(JsonLinesSink(Path(self._log_path)))
+            self._sinks = sinks
+        return self._sinks
+
+    @property
+    def pending(self) -> int:
+        """Events queued and not yet sent."""
+        return len(self._buffer)
