@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from albert.ai.factory import model_client
+from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.ports import SocketHub
 from albert.chat.service import ChatService, LocalToolProvider
 from albert.clock import Clock, SystemClock
@@ -25,15 +26,24 @@ def build_chat_service(
     http: httpx.AsyncClient,
     clock: Clock | None = None,
     extra_tools: Sequence[Tool] = (),
+    defer: Defer | None = None,
 ) -> ChatService:
-    """Wire a ChatService from the platform's ports and env."""
+    """Wire a ChatService from the platform's ports and env.
+
+    `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
+    analytics batches go out as background tasks.
+    """
     settings = Settings.from_env(env)
+    clock = clock or SystemClock()
     tools = [*build_local_tools(settings, http), *extra_tools]
     return ChatService(
         sql=sql,
-        clock=clock or SystemClock(),
+        clock=clock,
         settings=settings,
         model=model_client(settings, http),
         tools=LocalToolProvider(tools),
         hub=hub,
+        analytics=AnalyticsService.from_settings(
+            settings, http=http, defer=defer, clock=clock, sql=sql
+        ),
     )

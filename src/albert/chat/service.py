@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from albert.ai.model import ModelClient
 from albert.ai.prompt import ServerNote
+from albert.analytics.endpoint import EventsApi
+from albert.analytics.service import AnalyticsService
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
@@ -51,19 +53,30 @@ class ChatService:
         model: ModelClient,
         tools: ToolProvider,
         hub: SocketHub,
+        analytics: AnalyticsService | None = None,
     ) -> None:
         migrate(sql)
         self.settings = settings
         self.store = ThreadStore(sql, clock)
-        self._threads = ThreadsApi(self.store, settings)
+        self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
+        self._threads = ThreadsApi(self.store, settings, self.analytics)
+        self._events = EventsApi(self.analytics, clock)
         self.turns = ChatTurns(
-            store=self.store, settings=settings, model=model, tools=tools, hub=hub
+            store=self.store,
+            settings=settings,
+            model=model,
+            tools=tools,
+            hub=hub,
+            analytics=self.analytics,
         )
 
     async def handle_http(self, request: HttpRequest) -> HttpResponse:
         """Answer an HTTP request routed to this client's object."""
+        self.analytics.identify(request)
         if self._threads.handles(request.path):
             return await self._threads.handle(request)
+        if self._events.handles(request.path):
+            return await self._events.handle(request)
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:

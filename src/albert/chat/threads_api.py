@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import secrets
 
+from albert.analytics.catalog import ThreadCreated, ThreadLoaded
+from albert.analytics.service import AnalyticsService
 from albert.protocol.http import ThreadCreate, ThreadDetail, ThreadPage, ThreadUpdate
 from albert.settings import Settings
 from albert.storage.threads import NotFound, ThreadStore
@@ -22,9 +24,12 @@ def new_thread_id() -> str:
 class ThreadsApi:
     """Routes /api/threads requests to the thread store."""
 
-    def __init__(self, store: ThreadStore, settings: Settings) -> None:
+    def __init__(
+        self, store: ThreadStore, settings: Settings, analytics: AnalyticsService | None = None
+    ) -> None:
         self._store = store
         self._settings = settings
+        self._analytics = analytics or AnalyticsService()
 
     def handles(self, path: str) -> bool:
         """True for the paths this API owns."""
@@ -52,6 +57,7 @@ class ThreadsApi:
                 body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
                 title = self._title(body.title) if body.title is not None else None
                 thread = self._store.create_thread(new_thread_id(), title)
+                self._analytics.track(ThreadCreated(thread_id=thread.id))
                 return HttpResponse.json(thread, status=201)
             return HttpResponse.error(405, "method_not_allowed", "use GET or POST")
         match = _THREAD_PATH.match(request.path)
@@ -64,6 +70,7 @@ class ThreadsApi:
             messages, cursor = self._store.list_messages(
                 thread_id, limit, request.query.get("cursor")
             )
+            self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=len(messages)))
             return HttpResponse.json(
                 ThreadDetail(thread=thread, messages=messages, next_cursor=cursor)
             )

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ValidationError
 from albert.ai.model import ChatMessage, ChatToolCall, ModelClient, ModelError
 from albert.ai.prompt import build_system_prompt
 from albert.ai.tool_loop import ToolLoop, TurnResult
+from albert.analytics.chat_events import TurnEvents
+from albert.analytics.service import AnalyticsService
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
 from albert.protocol.frames import (
     AckFrame,
@@ -98,12 +100,14 @@ class ChatTurns:
         model: ModelClient,
         tools: ToolProvider,
         hub: SocketHub,
+        analytics: AnalyticsService | None = None,
     ) -> None:
         self._store = store
         self._settings = settings
         self._model = model
         self._tools = tools
         self._hub = hub
+        self.events = TurnEvents(analytics or AnalyticsService())
         self._guard = ToolGuard(
             timeout_seconds=settings.tool_timeout_seconds,
             max_chars=settings.tool_result_max_chars,
@@ -204,6 +208,7 @@ class ChatTurns:
             # Same message again after a failed turn: a retry, without storing it twice.
         else:
             self._store_user_message(frame)
+        self.events.message_sent(frame, retry=stored_in is not None)
         _send(socket, AckFrame(thread_id=frame.thread_id, message_id=frame.message_id))
         task = asyncio.current_task()
         if task is not None:
@@ -238,6 +243,7 @@ class ChatTurns:
 
     def broadcast(self, frame: BaseModel) -> None:
         """Send a frame to every socket of this client (all tabs see the turn)."""
+        self.events.on_frame(frame)
         text = frame.model_dump_json()
         for socket in self._hub.sockets():
             socket.send(text)
@@ -367,6 +373,7 @@ class _TurnRecorder:
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:
+        self._turns.events.tool_invoked(call.name, source, outcome)
         text = outcome.result.joined_text()
         self._store.add_message(
             message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
