@@ -1,0 +1,133 @@
+"""The local runtime's slice of the Workers API: ids, SQL cursors, alarms, stand-in modules."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from miniflare import install_shims
+from miniflare.config import load_config, parse_dev_vars
+from miniflare.objects import DurableObjectNamespace, ObjectHost
+from miniflare.runtime import LocalRuntime
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+class Counter:
+    """A tiny Durable Object used to drive the runtime."""
+
+    fired: list[str] = []
+
+    def __init__(self, ctx, env) -> None:
+        self.ctx = ctx
+        ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS c (n INTEGER)")
+
+    async def alarm(self) -> None:
+        Counter.fired.append(self.ctx.id.toString())
+        self.ctx.storage.sql.exec("INSERT INTO c VALUES (1)")
+
+
+def _host(tmp_path: Path) -> tuple[LocalRuntime, ObjectHost]:
+    runtime = LocalRuntime(load_config(PROJECT), tmp_path)
+    runtime.env = None  # type: ignore[assignment]
+    return runtime, ObjectHost(runtime, "Counter", Counter, tmp_path / "do")
+
+
+def test_ids_from_the_same_name_are_equal_and_distinct_per_name(tmp_path: Path) -> None:
+    _, host = _host(tmp_path)
+    namespace = DurableObjectNamespace(host)
+    a, b = namespace.idFromName("alice"), namespace.idFromName("alice")
+    assert a.equals(b) and len(a.toString()) == 64
+    assert not a.equals(namespace.idFromName("bob"))
+    assert namespace.idFromString(a.toString()).equals(a)
+    with pytest.raises(TypeError):
+        namespace.idFromString("nope")
+
+
+def test_one_instance_per_id_and_one_sqlite_file_each(tmp_path: Path) -> None:
+    _, host = _host(tmp_path)
+    namespace = DurableObjectNamespace(host)
+    alice = namespace.idFromName("alice")
+    assert host.instance(alice) is host.instance(alice)
+    host.instance(namespace.idFromName("bob"))
+    assert len(list((tmp_path / "do" / "Counter").glob("*.sqlite"))) == 2
+
+
+def test_sql_cursor_has_the_platform_surface(tmp_path: Path) -> None:
+    _, host = _host(tmp_path)
+    sql = host.state(DurableObjectNamespace(host).idFromName("x")).storage.sql
+    sql.exec("CREATE TABLE t (a INTEGER, b TEXT)")
+    write = sql.exec("INSERT INTO t VALUES (?, ?), (?, ?)", 1, "one", 2, None)
+    assert write.rowsWritten == 2
+    cursor = sql.exec("SELECT a, b FROM t ORDER BY a")
+    assert cursor.columnNames == ["a", "b"]
+    assert cursor.toArray().to_py() == [{"a": 1, "b": "one"}, {"a": 2, "b": None}]
+    assert sql.exec("SELECT COUNT(*) AS n FROM t").one() == {"n": 2}
+    with pytest.raises(ValueError):
+        sql.exec("SELECT a FROM t").one()
+    with pytest.raises(NotImplementedError):
+        sql.exec("BEGIN")
+
+
+def test_unimplemented_platform_features_say_so(tmp_path: Path) -> None:
+    _, host = _host(tmp_path)
+    ctx = host.state(DurableObjectNamespace(host).idFromName("x"))
+    with pytest.raises(NotImplementedError, match="ctx.blockConcurrencyWhile"):
+        ctx.blockConcurrencyWhile
+    with pytest.raises(NotImplementedError, match="ctx.storage.put"):
+        ctx.storage.put
+    install_shims()
+    import js
+    import workers
+
+    with pytest.raises(NotImplementedError, match="workers.fetch"):
+        workers.fetch  # noqa: B018
+    with pytest.raises(NotImplementedError, match="js.fetch"):
+        js.fetch  # noqa: B018
+
+
+async def test_alarms_fire_and_survive_a_restart(tmp_path: Path) -> None:
+    Counter.fired = []
+    runtime, host = _host(tmp_path)
+    object_id = DurableObjectNamespace(host).idFromName("alarmed")
+    storage = host.state(object_id).storage
+    await storage.setAlarm(time.time() * 1000 + 50)
+    assert await storage.getAlarm() is not None
+    for _ in range(100):
+        if Counter.fired:
+            break
+        await asyncio.sleep(0.02)
+    assert Counter.fired == [object_id.toString()]
+    assert await storage.getAlarm() is None
+
+    # An alarm set before a shutdown fires after the next start.
+    await storage.setAlarm(time.time() * 1000 + 100)
+    host.close()
+    Counter.fired = []
+    _, fresh = _host(tmp_path)
+    fresh.restore_alarms()
+    for _ in range(100):
+        if Counter.fired:
+            break
+        await asyncio.sleep(0.02)
+    assert Counter.fired == [object_id.toString()]
+    rows = fresh.state(object_id).storage.sql.exec("SELECT COUNT(*) AS n FROM c").one()
+    assert rows["n"] == 2
+    fresh.close()
+
+
+def test_dev_vars_and_wrangler_config() -> None:
+    assert parse_dev_vars("# c\nA=1\nB = 'two'\n\nC=\"x=y\"\n") == {
+        "A": "1",
+        "B": "two",
+        "C": "x=y",
+    }
+    config = load_config(PROJECT)
+    assert config.main == "src/entry.py"
+    assert [(b.name, b.class_name) for b in config.durable_objects] == [
+        ("CHAT", "ChatDurableObject")
+    ]
+    assert config.assets_dir == (PROJECT / "web").resolve()
