@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -19,7 +20,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 class Counter:
     """A tiny Durable Object used to drive the runtime."""
 
-    fired: list[str] = []
+    fired: ClassVar[list[str]] = []
 
     def __init__(self, ctx, env) -> None:
         self.ctx = ctx
@@ -75,23 +76,23 @@ def test_sql_cursor_has_the_platform_surface(tmp_path: Path) -> None:
 def test_unimplemented_platform_features_say_so(tmp_path: Path) -> None:
     _, host = _host(tmp_path)
     ctx = host.state(DurableObjectNamespace(host).idFromName("x"))
-    with pytest.raises(NotImplementedError, match="ctx.blockConcurrencyWhile"):
-        ctx.blockConcurrencyWhile
-    with pytest.raises(NotImplementedError, match="ctx.storage.put"):
-        ctx.storage.put
+    with pytest.raises(NotImplementedError, match=r"ctx\.blockConcurrencyWhile"):
+        ctx.blockConcurrencyWhile  # noqa: B018
+    with pytest.raises(NotImplementedError, match=r"ctx\.storage\.put"):
+        ctx.storage.put  # noqa: B018
     install_shims()
     import js
     import workers
 
-    with pytest.raises(NotImplementedError, match="workers.fetch"):
+    with pytest.raises(NotImplementedError, match=r"workers\.fetch"):
         workers.fetch  # noqa: B018
-    with pytest.raises(NotImplementedError, match="js.fetch"):
+    with pytest.raises(NotImplementedError, match=r"js\.fetch"):
         js.fetch  # noqa: B018
 
 
 async def test_alarms_fire_and_survive_a_restart(tmp_path: Path) -> None:
     Counter.fired = []
-    runtime, host = _host(tmp_path)
+    _, host = _host(tmp_path)
     object_id = DurableObjectNamespace(host).idFromName("alarmed")
     storage = host.state(object_id).storage
     await storage.setAlarm(time.time() * 1000 + 50)
