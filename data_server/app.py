@@ -1,0 +1,167 @@
+"""The data server's ASGI app: the MCP endpoint, a health check, and the platform services.
+
+/mcp        streamable-HTTP MCP endpoint with the ten vault and wallet tools
+/healthz    GET: search index reachable, write store readable, index not stale
+/platform   reference platform services (token and address analysis, feed search)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from albert.search import TypesenseClient, TypesenseError
+from data_server.mcp_server import build_mcp_server
+from data_server.mcp_server.deps import ToolDeps
+from data_server.mcp_server.store_access import StoreCatalog, StoreHistory
+from data_server.mcp_server.vault_index import VaultIndex
+from data_server.settings import DataServerSettings
+from data_server.store import VaultStore
+from data_server.wallets.positions import WalletReader
+from data_server.wallets.rpc import JsonRpcClient
+
+log = logging.getLogger(__name__)
+
+
+async def _basic_drift(
+    settings: DataServerSettings, client: TypesenseClient, store: VaultStore
+) -> tuple[bool, int | None, list[str]]:
+    """(reachable, documents, problems) from the collection and the last publication only."""
+    try:
+        info = await client.retrieve_collection(settings.vaults_collection)
+    except TypesenseError as exc:
+        return exc.status is not None, None, [str(exc)]
+    publication = await asyncio.to_thread(store.last_publication, settings.vaults_collection)
+    if publication is None:
+        return True, info.num_documents, ["never_published: no successful publish"]
+    if publication.count != info.num_documents:
+        return (
+            True,
+            info.num_documents,
+            [
+                f"count: index has {info.num_documents} documents, last publish wrote "
+                f"{publication.count}"
+            ],
+        )
+    return True, info.num_documents, []
+
+
+async def index_health(
+    settings: DataServerSettings, client: TypesenseClient, store: VaultStore
+) -> dict[str, Any]:
+    """Is the index serving what the write store holds, and is it recent?
+
+    The database can look healthy while the index is stale or half-written, so this runs
+    the pipeline's staleness check (store vs index vs last publication) and adds an age
+    limit on the last publication.
+    """
+    report: dict[str, Any] = {"collection": settings.vaults_collection}
+    try:
+        from data_server.pipeline.check import check
+    except ImportError:
+        check = None
+    if check is not None:
+        drift = await check(store, client, collection=settings.vaults_collection)
+        reachable = not any(i.kind == "index_unreachable" for i in drift.issues)
+        problems = [f"{i.kind}: {i.detail}" for i in drift.issues]
+        report["documents"] = drift.index_count
+        report["store_vaults"] = drift.store.count
+        report["unpublished_changes"] = drift.unpublished_changes
+    else:
+        reachable, documents, problems = await _basic_drift(settings, client, store)
+        report["documents"] = documents
+    publication = await asyncio.to_thread(store.last_publication, settings.vaults_collection)
+    if publication is not None:
+        age = time.time() - publication.published_at
+        report["last_published_at"] = publication.published_at
+        report["age_seconds"] = round(age)
+        if age > settings.stale_after_seconds:
+            problems.append(f"age: last publish is {age / 3600:.1f} h old")
+    report.update(reachable=reachable, stale=bool(problems), problems=problems)
+    report["ok"] = reachable and not problems
+    return report
+
+
+def create_app(
+    settings: DataServerSettings,
+    *,
+    store: VaultStore | None = None,
+    http: httpx.AsyncClient | None = None,
+) -> Starlette:
+    """Build the whole data server app; resources are closed when its lifespan ends."""
+    owns_http = http is None
+    http_client = http or httpx.AsyncClient(timeout=settings.search_timeout_seconds)
+    owns_store = store is None
+    vault_store = store if store is not None else VaultStore(settings.db_path)
+
+    typesense = TypesenseClient(
+        settings.typesense_url,
+        settings.typesense_api_key.get_secret_value(),
+        http=http_client,
+        timeout=settings.search_timeout_seconds,
+    )
+    rpc_clients = {
+        chain: JsonRpcClient(url, http_client, timeout=settings.rpc_timeout_seconds)
+        for chain, url in settings.chain_rpc_urls().items()
+    }
+    deps = ToolDeps(
+        index=VaultIndex(typesense, settings.vaults_collection),
+        history=StoreHistory(vault_store),
+        wallets=WalletReader(
+            rpc_clients, StoreCatalog(vault_store), batch_size=settings.multicall_batch_size
+        ),
+    )
+    mcp = build_mcp_server(deps)
+
+    async def healthz(request: Request) -> JSONResponse:
+        index = await index_health(settings, typesense, vault_store)
+        counts = await asyncio.to_thread(vault_store.counts)
+        body = {
+            "status": "ok" if index.get("ok") else "degraded",
+            "index": index,
+            "store": counts.model_dump(mode="json"),
+            "wallet_chains": deps.wallets.chains if deps.wallets else [],
+        }
+        # Unreachable search is an outage; a stale index still answers, so it is degraded.
+        return JSONResponse(body, status_code=200 if index.get("reachable") else 503)
+
+    mcp.custom_route("/healthz", methods=["GET"])(healthz)
+    app = mcp.streamable_http_app(streamable_http_path=settings.mcp_path, host=settings.host)
+    mount_platform(app)
+
+    session_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(scope_app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with session_lifespan(scope_app):
+                yield
+        finally:
+            if owns_http:
+                await http_client.aclose()
+            if owns_store:
+                vault_store.close()
+
+    app.router.lifespan_context = lifespan
+    app.state.deps = deps
+    app.state.settings = settings
+    return app
+
+
+def mount_platform(app: Starlette) -> None:
+    """Mount the reference platform services at /platform when they are installed."""
+    try:
+        from data_server.platform import platform_app
+    except ImportError:
+        log.info("platform services not available; /platform is not mounted")
+        return
+    app.mount("/platform", platform_app())

@@ -1,0 +1,80 @@
+"""Chain slugs the tools accept, with the aliases people and models commonly use."""
+
+from __future__ import annotations
+
+import time
+
+from albert.search import TypesenseError
+
+KNOWN_CHAINS: frozenset[str] = frozenset(
+    {
+        "ethereum", "arbitrum", "base", "optimism", "polygon", "bsc", "avalanche", "gnosis",
+        "fantom", "sonic", "linea", "scroll", "zksync", "mantle", "blast", "mode", "celo",
+        "moonbeam", "kava", "metis", "fraxtal", "manta", "berachain", "sei", "unichain",
+        "cronos", "aurora", "polygon-zkevm", "hyperliquid", "solana", "aptos", "sui", "tron",
+        "near", "ton", "starknet",
+    }
+)  # fmt: skip
+
+CHAIN_ALIASES: dict[str, str] = {
+    "eth": "ethereum",
+    "mainnet": "ethereum",
+    "ethereum-mainnet": "ethereum",
+    "arb": "arbitrum",
+    "arbitrum-one": "arbitrum",
+    "arbitrum one": "arbitrum",
+    "op": "optimism",
+    "op-mainnet": "optimism",
+    "matic": "polygon",
+    "polygon-pos": "polygon",
+    "bnb": "bsc",
+    "bnb-chain": "bsc",
+    "bnb chain": "bsc",
+    "binance": "bsc",
+    "avax": "avalanche",
+    "xdai": "gnosis",
+    "zksync-era": "zksync",
+    "zksync era": "zksync",
+    "era": "zksync",
+    "bera": "berachain",
+}
+
+
+def normalize_chain(value: str) -> str:
+    """Lowercase, trim, and resolve aliases ('ETH' → 'ethereum')."""
+    slug = value.strip().lower()
+    return CHAIN_ALIASES.get(slug, slug)
+
+
+class ChainRegistry:
+    """Known chains: the static list plus whatever chains the index actually holds."""
+
+    def __init__(self, index: object | None = None, ttl_seconds: float = 60.0) -> None:
+        self._index = index
+        self._ttl = ttl_seconds
+        self._indexed: frozenset[str] = frozenset()
+        self._fetched_at = float("-inf")
+
+    async def known(self) -> frozenset[str]:
+        """Static chains plus the indexed ones (refreshed at most once per ttl)."""
+        if self._index is not None and time.monotonic() - self._fetched_at > self._ttl:
+            try:
+                _, facets = await self._index.search(per_page=0, facet_by="chain")  # type: ignore[attr-defined]
+                self._indexed = frozenset(
+                    str(c["value"]).lower()
+                    for f in facets
+                    if f.get("field_name") == "chain"
+                    for c in f.get("counts", [])
+                )
+            except TypesenseError:
+                pass
+            self._fetched_at = time.monotonic()
+        return KNOWN_CHAINS | self._indexed
+
+    async def check(self, chains: list[str]) -> None:
+        """Raise ValueError naming the first chain nobody knows."""
+        known = await self.known()
+        for chain in chains:
+            if chain not in known:
+                listed = ", ".join(sorted(known))
+                raise ValueError(f"unknown chain {chain!r}; use one of: {listed}")

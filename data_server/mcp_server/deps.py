@@ -1,0 +1,37 @@
+"""What the tools need at run time, gathered in one object built by the app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from data_server.mcp_server.chains import ChainRegistry
+from data_server.mcp_server.vault_index import VaultIndex
+from data_server.vaults.model import HistoryPoint
+from data_server.wallets.positions import WalletReader
+
+
+class HistorySource(Protocol):
+    """Daily history of vaults (the write store)."""
+
+    async def history(self, vault_id: str, days: int) -> list[HistoryPoint]:
+        """The last `days` days of one vault's points, ending at its newest, oldest first.
+
+        The window ends at the newest point rather than now, so a source that stopped
+        updating still shows its series; callers report the window's end date.
+        """
+        ...
+
+
+@dataclass
+class ToolDeps:
+    """Search index, history source and wallet reader shared by every tool."""
+
+    index: VaultIndex
+    history: HistorySource | None = None
+    wallets: WalletReader | None = None
+    chains: ChainRegistry = field(default_factory=ChainRegistry)
+
+    def __post_init__(self) -> None:
+        if self.chains._index is None:
+            self.chains = ChainRegistry(self.index)

@@ -1,0 +1,128 @@
+"""How a tool of this server is declared: a pydantic input model, an output model, a handler.
+
+The SDK's `MCPServer` derives schemas from a function signature; our tools have dozens of
+flattened parameters, so the input schema comes straight from a pydantic model instead
+(`Tool` with our own `FuncMetadata`). Arguments are validated by that model inside the
+tool, so a bad value comes back as a short `isError` result in our words rather than a
+pydantic dump. The output model gives the advertised `outputSchema`, and every successful
+result carries `structuredContent` plus readable text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from albert.search import TypesenseError
+from data_server.coaching import CoachItem, guidelines_block
+from data_server.wallets.rpc import RpcError
+
+log = logging.getLogger(__name__)
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+class ToolFailure(Exception):
+    """A failure the caller can act on; its message is returned as the error text."""
+
+
+class StrictInput(BaseModel):
+    """Base of every tool input: unknown parameters are refused so typos surface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolOutput(Generic[OutT]):
+    """What a handler returns: structured data, a readable summary, items to coach on."""
+
+    data: OutT
+    text: str
+    coach: list[CoachItem] = field(default_factory=list)
+
+
+class _RawArguments(ArgModelBase):
+    """Hands the raw arguments to the tool untouched; our own model validates them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One readable line per invalid parameter, for the model to fix its call."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown parameter"
+        lines.append(f"{where}: {message}")
+    return "; ".join(lines)
+
+
+def error_result(message: str) -> CallToolResult:
+    """A tool error the model can read and recover from."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"Error: {message}")], is_error=True
+    )
+
+
+def success_result(output: ToolOutput[Any]) -> CallToolResult:
+    """Readable text, a guidelines part when a risk rating is present, structured content."""
+    content = [TextContent(type="text", text=output.text)]
+    guidelines = guidelines_block(output.coach)
+    if guidelines is not None:
+        content.append(TextContent(type="text", text=guidelines))
+    return CallToolResult(content=content, structured_content=output.data.model_dump(mode="json"))
+
+
+def build_tool(
+    name: str,
+    description: str,
+    input_model: type[InT],
+    output_model: type[OutT],
+    handler: Callable[[InT], Awaitable[ToolOutput[OutT]]],
+    *,
+    title: str | None = None,
+) -> Tool:
+    """An SDK Tool whose schemas come from the two models and whose errors are tool results."""
+
+    async def call(arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            params = input_model.model_validate(arguments)
+        except ValidationError as exc:
+            return error_result(f"invalid arguments for {name}: {validation_message(exc)}")
+        try:
+            output = await handler(params)
+        except ToolFailure as exc:
+            return error_result(str(exc))
+        except TypesenseError as exc:
+            log.warning("tool %s: search index error: %s", name, exc)
+            return error_result(f"the vault index is unavailable right now ({exc.message})")
+        except RpcError as exc:
+            return error_result(f"chain RPC failed: {exc}")
+        return success_result(output)
+
+    schema = input_model.model_json_schema()
+    schema.pop("title", None)
+    metadata = FuncMetadata(arg_model=_RawArguments, output_model=output_model)
+    return Tool(
+        fn=call,
+        name=name,
+        title=title,
+        description=description,
+        parameters=schema,
+        fn_metadata=metadata,
+        is_async=True,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )

@@ -1,0 +1,140 @@
+"""Assemble the ten tools into one `MCPServer`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from pydantic import BaseModel
+
+from data_server.mcp_server import catalog_tools, risk_tools, search, vault_tools, wallet_tools
+from data_server.mcp_server.deps import ToolDeps
+from data_server.mcp_server.framework import ToolOutput, build_tool
+
+INSTRUCTIONS = (
+    "Vault and yield data for DeFi research. APY values are in percent. Find vaults with "
+    "search_vaults (many filters) or top_yields; explain one with analyze_yield, analyze_risk "
+    "and vault_history using the vault id from a search. search_protocols and search_tokens "
+    "list protocols and underlying assets. wallet_portfolio, wallet_positions and "
+    "wallet_top_positions read an EVM address on chain. Results with a risk rating come with "
+    "yield-versus-risk guidelines: follow them when recommending."
+)
+
+
+def _bind(
+    deps: ToolDeps, fn: Callable[[ToolDeps, Any], Awaitable[ToolOutput[Any]]]
+) -> Callable[[Any], Awaitable[ToolOutput[Any]]]:
+    async def run(params: Any) -> ToolOutput[Any]:
+        return await fn(deps, params)
+
+    return run
+
+
+# (name, description, input model, output model, implementation)
+_SPECS: list[tuple[str, str, type[BaseModel], type[BaseModel], Callable[..., Any]]] = [
+    (
+        "search_vaults",
+        "Search DeFi vaults and yield pools with structured filters: chain, protocol, asset, "
+        "stablecoin-only, APY range (percent), TVL range (USD), security score, risk rating, "
+        "impermanent-loss risk, exposure, audits, protocol age, reward share; sort and page. "
+        "Returns matching vaults with APY, TVL, security score and risk rating.",
+        search.SearchVaultsInput,
+        search.VaultSearchResult,
+        search.search_vaults,
+    ),
+    (
+        "analyze_yield",
+        "Explain one vault's yield: base versus reward APY, sustainability, its band in the "
+        "yield-versus-risk framework, recent history (mean, range, volatility) and how it ranks "
+        "among comparable vaults on the same chain.",
+        vault_tools.AnalyzeYieldInput,
+        vault_tools.YieldAnalysis,
+        vault_tools.analyze_yield,
+    ),
+    (
+        "vault_history",
+        "Daily APY and TVL history of one vault (up to 365 days), with a summary.",
+        vault_tools.VaultHistoryInput,
+        vault_tools.VaultHistoryResult,
+        vault_tools.vault_history,
+    ),
+    (
+        "search_protocols",
+        "Find DeFi protocols by name and see them through their indexed vaults: chains, vault "
+        "count, total TVL, APY spread, average security score, audits and age.",
+        catalog_tools.SearchProtocolsInput,
+        catalog_tools.ProtocolSearchResult,
+        catalog_tools.search_protocols,
+    ),
+    (
+        "search_tokens",
+        "Find the tokens vaults hold (their underlying assets) by symbol or contract address: "
+        "per chain, how many vaults hold it, their TVL and the best APY.",
+        catalog_tools.SearchTokensInput,
+        catalog_tools.TokenSearchResult,
+        catalog_tools.search_tokens,
+    ),
+    (
+        "top_yields",
+        "The highest-APY vaults that pass sane minimums (default TVL at least $1M, APY at most "
+        "1000%), optionally on one chain, for one asset, or stablecoins only.",
+        search.TopYieldsInput,
+        search.VaultSearchResult,
+        search.top_yields,
+    ),
+    (
+        "analyze_risk",
+        "Explain one vault's security score and risk rating factor by factor: audits, protocol "
+        "age, TVL, exploits, chain, impermanent loss, exposure, reward share, APY level and the "
+        "source's own risk flags.",
+        vault_tools.VaultIdInput,
+        risk_tools.RiskAnalysis,
+        risk_tools.analyze_risk,
+    ),
+    (
+        "wallet_portfolio",
+        "Summarise an EVM wallet read on chain: total USD value, value per chain, protocol and "
+        "risk rating, and the value-weighted APY of its vault positions.",
+        wallet_tools.WalletInput,
+        wallet_tools.WalletPortfolio,
+        wallet_tools.wallet_portfolio,
+    ),
+    (
+        "wallet_positions",
+        "List every non-zero token balance and vault position of an EVM wallet, read on chain, "
+        "with amounts, USD value where known, and each vault's APY and risk rating.",
+        wallet_tools.WalletPositionsInput,
+        wallet_tools.WalletPositionsResult,
+        wallet_tools.wallet_positions,
+    ),
+    (
+        "wallet_top_positions",
+        "The largest positions of an EVM wallet by USD value, with each one's share of the wallet.",
+        wallet_tools.WalletTopPositionsInput,
+        wallet_tools.WalletTopPositionsResult,
+        wallet_tools.wallet_top_positions,
+    ),
+]
+
+TOOL_NAMES: tuple[str, ...] = tuple(spec[0] for spec in _SPECS)
+
+
+def build_tools(deps: ToolDeps) -> list[Tool]:
+    """The ten tools bound to their dependencies."""
+    return [
+        build_tool(name, description, in_model, out_model, _bind(deps, fn))
+        for name, description, in_model, out_model, fn in _SPECS
+    ]
+
+
+def build_mcp_server(deps: ToolDeps) -> MCPServer:
+    """An MCPServer exposing the ten tools."""
+    return MCPServer(
+        name="albert-vaults",
+        title="Albert vault and yield data",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=build_tools(deps),
+    )

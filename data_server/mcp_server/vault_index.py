@@ -1,0 +1,193 @@
+"""Read access to the Typesense `vaults` collection for the MCP tools.
+
+Documents are the flattened `Vault` records the pipeline publishes. Parsing is tolerant:
+a field the document lacks is None here, so a schema that grows does not break the tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from albert.search import SearchParams, TypesenseClient, TypesenseError
+from data_server.coaching import CoachItem
+from data_server.vaults.model import Vault
+
+# Text fields a free-text query searches, most specific first.
+QUERY_BY = "name,protocol,asset_symbols"
+MAX_PER_PAGE = 250
+
+
+class VaultHit(BaseModel):
+    """One vault as the tools return it (APY values in percent)."""
+
+    id: str
+    name: str
+    protocol: str
+    chain: str
+    source: str | None = None
+    address: str | None = None
+    asset_symbols: list[str] = Field(default_factory=list)
+    underlying_tokens: list[str] = Field(default_factory=list)
+    apy: float | None = Field(None, description="Total APY, percent")
+    apy_base: float | None = Field(None, description="Base APY, percent")
+    apy_reward: float | None = Field(None, description="Reward APY, percent")
+    reward_share: float | None = Field(None, description="Share of APY paid as rewards, percent")
+    tvl_usd: float | None = None
+    share_price: float | None = None
+    stablecoin: bool = False
+    il_risk: bool = False
+    exposure: str | None = None
+    security_score: float | None = Field(None, description="0 (worst) to 100 (best)")
+    risk_rating: str | None = None
+    audits: int | None = None
+    protocol_age_days: int | None = None
+    exploits: int | None = None
+    source_flags: list[str] = Field(default_factory=list)
+    status: str | None = None
+    url: str | None = None
+    updated_at: int | None = None
+
+    def coach_item(self) -> CoachItem:
+        """The fields the coaching reads."""
+        return CoachItem(
+            name=self.name,
+            apy=self.apy,
+            risk_rating=self.risk_rating,
+            chain=self.chain,
+            protocol=self.protocol,
+        )
+
+    def to_vault(self) -> Vault:
+        """Back to the shared record (for the wallet reader)."""
+        return Vault(
+            id=self.id,
+            source=self.source or "index",
+            name=self.name,
+            protocol=self.protocol,
+            chain=self.chain,
+            address=self.address,
+            asset_symbols=self.asset_symbols,
+            underlying_tokens=self.underlying_tokens,
+            apy=self.apy,
+            apy_base=self.apy_base,
+            apy_reward=self.apy_reward,
+            tvl_usd=self.tvl_usd,
+            share_price=self.share_price,
+            stablecoin=self.stablecoin,
+            il_risk=self.il_risk,
+            exposure="multi" if self.exposure == "multi" else "single",
+            security_score=self.security_score,
+            risk_rating=self.risk_rating if self.risk_rating in _RATINGS else None,  # type: ignore[arg-type]
+            url=self.url,
+            updated_at=self.updated_at or 0,
+        )
+
+
+_RATINGS = {"low", "medium", "high", "very_high"}
+
+
+def hit_from_document(doc: dict[str, Any]) -> VaultHit:
+    """Parse one index document; unknown fields are ignored, missing ones are None."""
+    data = {k: v for k, v in doc.items() if k in VaultHit.model_fields and v is not None}
+    hit = VaultHit.model_validate(data)
+    if hit.reward_share is None and hit.apy and hit.apy_reward is not None and hit.apy > 0:
+        hit = hit.model_copy(update={"reward_share": round(100.0 * hit.apy_reward / hit.apy, 4)})
+    return hit
+
+
+class SearchPage(BaseModel):
+    """One page of vault hits and the total match count."""
+
+    found: int
+    hits: list[VaultHit]
+
+
+class VaultIndex:
+    """Queries one vaults collection through the shared Typesense client."""
+
+    def __init__(self, client: TypesenseClient, collection: str) -> None:
+        self.client = client
+        self.collection = collection
+
+    async def search(
+        self,
+        *,
+        q: str | None = None,
+        filter_by: str = "",
+        sort_by: str | None = None,
+        page: int = 1,
+        per_page: int = 10,
+        facet_by: str | None = None,
+        query_by: str = QUERY_BY,
+    ) -> tuple[SearchPage, list[dict[str, Any]]]:
+        """One page of vaults (and raw facet counts when facet_by is given)."""
+        params = SearchParams(
+            q=q or "*",
+            query_by=query_by,
+            filter_by=filter_by or None,
+            sort_by=sort_by,
+            page=page,
+            per_page=per_page,
+            facet_by=facet_by,
+            max_facet_values=100 if facet_by else None,
+        )
+        response = await self.client.search(self.collection, params)
+        hits = [hit_from_document(h.document) for h in response.hits]
+        return SearchPage(found=response.found, hits=hits), response.facet_counts
+
+    async def scan(
+        self,
+        *,
+        q: str | None = None,
+        filter_by: str = "",
+        sort_by: str | None = None,
+        max_hits: int = 1000,
+        query_by: str = QUERY_BY,
+    ) -> tuple[int, list[VaultHit]]:
+        """Up to `max_hits` matching vaults over as few pages as possible (bounded)."""
+        hits: list[VaultHit] = []
+        found = 0
+        pages = max(1, -(-max_hits // MAX_PER_PAGE))
+        for page in range(1, pages + 1):
+            result, _ = await self.search(
+                q=q,
+                filter_by=filter_by,
+                sort_by=sort_by,
+                page=page,
+                per_page=MAX_PER_PAGE,
+                query_by=query_by,
+            )
+            found = result.found
+            hits.extend(result.hits)
+            if len(hits) >= min(found, max_hits) or not result.hits:
+                break
+        return found, hits[:max_hits]
+
+    async def get(self, vault_id: str) -> VaultHit | None:
+        """One vault by id, or None when the index does not have it."""
+        try:
+            doc = await self.client.get_document(self.collection, vault_id)
+        except TypesenseError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return hit_from_document(doc)
+
+    async def get_many(self, vault_ids: Sequence[str]) -> dict[str, VaultHit]:
+        """Vaults by id; ids the index does not have are left out."""
+        out: dict[str, VaultHit] = {}
+        for vault_id in vault_ids:
+            hit = await self.get(vault_id)
+            if hit is not None:
+                out[vault_id] = hit
+        return out
+
+    async def vaults_with_addresses(self, chain: str) -> list[Vault]:
+        """Every vault on `chain` with a known contract address (the wallet reader's catalog)."""
+        from data_server.mcp_server.filter_expr import eq
+
+        _, hits = await self.scan(filter_by=eq("chain", chain).render(), max_hits=5000)
+        return [h.to_vault() for h in hits if h.address]

@@ -1,0 +1,70 @@
+"""Settings of the data server: stores, search index, chain RPC, listener, pipeline schedule."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+
+class DataServerSettings(BaseModel):
+    """Every knob of the data server; aliases are the environment variable names."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+
+    # Write store (SQLite) filled by the pipeline.
+    db_path: Path = Field(Path(".state/data_server.sqlite3"), alias="DATA_SERVER_DB_PATH")
+
+    # Serving store (Typesense).
+    typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
+    typesense_api_key: SecretStr = Field(SecretStr("albert-dev-key"), alias="TYPESENSE_API_KEY")
+    vaults_collection: str = Field("vaults", alias="TYPESENSE_VAULTS_COLLECTION")
+    search_timeout_seconds: float = Field(10.0, alias="SEARCH_TIMEOUT_SECONDS", gt=0)
+
+    # Chain access for the wallet tools: `rpc_url` serves `rpc_chain`; `rpc_urls` adds more
+    # chains ({"base": "https://..."}; from the environment as a JSON object).
+    rpc_url: str = Field("", alias="RPC_URL")
+    rpc_chain: str = Field("ethereum", alias="RPC_CHAIN")
+    rpc_urls: dict[str, str] = Field(default_factory=dict, alias="RPC_URLS")
+    rpc_timeout_seconds: float = Field(10.0, alias="RPC_TIMEOUT_SECONDS", gt=0)
+    multicall_batch_size: int = Field(200, alias="MULTICALL_BATCH_SIZE", ge=1, le=1000)
+
+    # HTTP listener.
+    host: str = Field("127.0.0.1", alias="DATA_SERVER_HOST")
+    port: int = Field(8788, alias="DATA_SERVER_PORT", ge=0, le=65535)
+    mcp_path: str = Field("/mcp", alias="DATA_SERVER_MCP_PATH")
+
+    # Pipeline schedule (cron expression, UTC) and how old a publish may get before
+    # /healthz reports the index as stale.
+    pipeline_cron: str = Field("0 */6 * * *", alias="PIPELINE_CRON")
+    stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)
+
+    @field_validator("rpc_urls", mode="before")
+    @classmethod
+    def _parse_rpc_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("mcp_path")
+    @classmethod
+    def _mcp_path_absolute(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("mcp_path must start with '/'")
+        return value.rstrip("/") or "/"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, Any]) -> DataServerSettings:
+        """Build settings from environment-style names; unknown names are ignored."""
+        names = {f.alias for f in cls.model_fields.values() if f.alias}
+        return cls.model_validate({k: v for k, v in env.items() if k in names and v is not None})
+
+    def chain_rpc_urls(self) -> dict[str, str]:
+        """Chain slug → RPC URL for every chain the wallet tools can read."""
+        urls = {k.lower(): v for k, v in self.rpc_urls.items() if v}
+        if self.rpc_url:
+            urls.setdefault(self.rpc_chain.lower(), self.rpc_url)
+        return urls

@@ -1,0 +1,307 @@
+"""The ten tools through a real MCP client over streamable HTTP, against the real index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import CallToolResult
+
+from albert.search import SearchParams, TypesenseClient
+from data_server.coaching import GUIDELINES_HEADER
+from data_server.mcp_server import TOOL_NAMES
+from tests.data_server.mcp_server.conftest import AppServer
+from tests.data_server.mcp_server.vault_data import (
+    BAND_APYS,
+    WALLET_VAULT_ADDRESS,
+    all_vaults,
+    history_vaults_and_points,
+)
+
+# The framework's bands as the guidelines must state them.
+BAND_TEXT = {
+    "below_5": "below 5% — may not justify the risk",
+    "conservative": "5–10% — conservative",
+    "medium": "10–20% — medium",
+    "high": "20–40% — high",
+    "extreme": "above 40% — extreme",
+}
+
+
+async def call(server: AppServer, name: str, args: dict[str, Any]) -> CallToolResult:
+    async with Client(server.mcp_url) as client:
+        return await client.call_tool(name, args)
+
+
+def texts(result: CallToolResult) -> list[str]:
+    return [part.text for part in result.content]  # type: ignore[union-attr]
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, texts(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def test_lists_ten_tools_with_input_and_output_schemas(app_server: AppServer) -> None:
+    async with Client(app_server.mcp_url) as client:
+        listed = await client.list_tools()
+    tools = {t.name: t for t in listed.tools}
+    assert set(tools) == set(TOOL_NAMES) and len(tools) == 10
+    for tool in tools.values():
+        assert tool.output_schema and tool.output_schema["type"] == "object"
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+    search = tools["search_vaults"].input_schema["properties"]
+    assert len(search) >= 25
+    assert "PERCENT" in search["min_apy"]["description"]
+    assert search["min_tvl_usd"]["anyOf"][0]["minimum"] == 0
+
+
+async def test_search_vaults_filters_sorts_and_pages(app_server: AppServer) -> None:
+    vaults, _ = all_vaults()
+    args = {"chain": "ethereum", "stablecoin_only": True, "min_tvl_usd": 20_000_000}
+    result = ok(await call(app_server, "search_vaults", {**args, "sort_by": "apy", "per_page": 5}))
+    expected = [
+        v
+        for v in vaults
+        if v.chain == "ethereum" and v.stablecoin and (v.tvl_usd or 0) >= 20_000_000
+    ]
+    assert result["found"] == len(expected) > 5
+    apys = [v["apy"] for v in result["vaults"]]
+    assert apys == sorted(apys, reverse=True) and len(apys) == 5
+    assert apys[0] == max(v.apy or 0 for v in expected)
+    page2 = ok(
+        await call(
+            app_server, "search_vaults", {**args, "sort_by": "apy", "per_page": 5, "page": 2}
+        )
+    )
+    assert not {v["id"] for v in page2["vaults"]} & {v["id"] for v in result["vaults"]}
+
+
+async def test_or_group_is_parenthesised_so_the_chain_filter_holds(app_server: AppServer) -> None:
+    # USDC vaults exist on base too; without parentheses `chain && symbols || name` would
+    # let base vaults named after USDC through.
+    result = ok(
+        await call(
+            app_server, "search_vaults", {"chain": "eth", "asset_symbol": "usdc", "per_page": 50}
+        )
+    )
+    assert "(asset_symbols:=[`USDC`] || name:`USDC`)" in result["filter_by"]
+    assert result["vaults"] and {v["chain"] for v in result["vaults"]} == {"ethereum"}
+    assert all(
+        "USDC" in v["asset_symbols"] or "USDC" in v["name"].upper() for v in result["vaults"]
+    )
+    # The same clauses without the parentheses do let the base vault through.
+    async with TypesenseClient(
+        app_server.settings.typesense_url, app_server.settings.typesense_api_key.get_secret_value()
+    ) as client:
+        flat = result["filter_by"].replace("(", "").replace(")", "")
+        loose = await client.search(
+            app_server.settings.vaults_collection,
+            SearchParams(q="*", filter_by=flat, per_page=50),
+        )
+    assert "test:base:usdc-lending" in {h.document["id"] for h in loose.hits}
+
+
+async def test_risk_and_protocol_filters(app_server: AppServer) -> None:
+    result = ok(
+        await call(
+            app_server,
+            "search_vaults",
+            {
+                "max_risk_rating": "medium",
+                "audited": True,
+                "min_protocol_age_days": 1000,
+                "il_risk": False,
+                "per_page": 50,
+            },
+        )
+    )
+    assert result["found"] > 0
+    for v in result["vaults"]:
+        assert v["risk_rating"] in ("low", "medium")
+        assert v["audits"] > 0 and v["protocol_age_days"] >= 1000 and not v["il_risk"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"min_tvl_usd": -5}, "min_tvl_usd: Input should be greater than or equal to 0"),
+        ({"chain": "narnia"}, "unknown chain 'narnia'"),
+        ({"min_apy": 20, "max_apy": 10}, "min_apy (20) is greater than max_apy (10)"),
+        ({"min_tvl_usd": 5e6, "max_tvl_usd": 1e6}, "min_tvl_usd (5e+06) is greater than"),
+        ({"chains": ["base", "atlantis"]}, "unknown chain 'atlantis'"),
+        ({"protocol": "aave v3!"}, "is not a protocol slug"),
+        ({"sort_by": "name"}, "sort_by: Input should be"),
+        ({"min_apy_pct": 3}, "min_apy_pct: unknown parameter"),
+    ],
+)
+async def test_invalid_filters_are_tool_errors(
+    app_server: AppServer, args: dict[str, Any], message: str
+) -> None:
+    result = await call(app_server, "search_vaults", args)
+    assert result.is_error
+    (text,) = texts(result)
+    assert text.startswith("Error: ") and message in text
+
+
+@pytest.mark.parametrize("band", list(BAND_APYS))
+async def test_guidelines_carry_the_band_of_each_rated_result(
+    app_server: AppServer, band: str
+) -> None:
+    result = await call(app_server, "analyze_risk", {"vault_id": f"test:base:band-{band}"})
+    ok(result)
+    _summary, guidelines = texts(result)
+    assert guidelines.startswith(f"## {GUIDELINES_HEADER}")
+    (line,) = [x for x in guidelines.splitlines() if x.startswith(f"- Band {band} vault")]
+    assert f"APY {BAND_APYS[band]:.2f}% → {BAND_TEXT[band]};" in line
+    assert "Base:" in guidelines and "Aave v3" in guidelines  # chain and protocol context
+
+
+async def test_guidelines_only_when_a_risk_rating_is_present(app_server: AppServer) -> None:
+    rated = await call(app_server, "search_vaults", {"asset_symbol": "BANDUSD"})
+    assert len(texts(rated)) == 2 and GUIDELINES_HEADER in texts(rated)[1]
+    unrated = await call(app_server, "search_vaults", {"asset_symbol": "NOSCORE"})
+    assert ok(unrated)["found"] == 1 and ok(unrated)["vaults"][0]["risk_rating"] is None
+    assert len(texts(unrated)) == 1 and GUIDELINES_HEADER not in texts(unrated)[0]
+    risk = await call(app_server, "analyze_risk", {"vault_id": "test:base:unrated"})
+    assert len(texts(risk)) == 1
+    protocols = await call(app_server, "search_protocols", {"query": "curve"})
+    assert len(texts(protocols)) == 1  # aggregates carry no single risk rating
+
+
+async def test_analyze_yield(app_server: AppServer) -> None:
+    vaults, points = history_vaults_and_points()
+    vault = vaults[0]
+    result = await call(app_server, "analyze_yield", {"vault_id": vault.id, "history_days": 30})
+    data = ok(result)
+    assert data["vault"]["id"] == vault.id
+    assert data["history"]["points"] == 30
+    series = sorted((p for p in points if p.vault_id == vault.id), key=lambda p: p.timestamp)
+    last30 = [p.apy for p in series[-30:]]
+    assert data["history"]["apy_mean"] == pytest.approx(sum(last30) / 30, abs=1e-3)
+    assert data["peers"]["peers"] >= 1
+    assert len(texts(result)) == 2  # the vault is rated
+
+
+async def test_vault_history(app_server: AppServer) -> None:
+    vaults, points = history_vaults_and_points()
+    vault = max(vaults, key=lambda v: sum(p.vault_id == v.id for p in points))
+    data = ok(await call(app_server, "vault_history", {"vault_id": vault.id, "days": 90}))
+    assert len(data["points"]) == 90
+    ts = [p["timestamp"] for p in data["points"]]
+    assert ts == sorted(ts) and ts[-1] - ts[0] == 89 * 86_400
+    missing = await call(app_server, "vault_history", {"vault_id": "nope:nope:nope"})
+    assert missing.is_error and "no vault with id" in texts(missing)[0]
+
+
+async def test_search_protocols(app_server: AppServer) -> None:
+    vaults, _ = all_vaults()
+    data = ok(await call(app_server, "search_protocols", {"query": "convex"}))
+    (convex,) = data["protocols"]
+    mine = [v for v in vaults if v.protocol == "convex-finance"]
+    assert convex["protocol"] == "convex-finance" and convex["vaults"] == len(mine)
+    assert convex["total_tvl_usd"] == pytest.approx(sum(v.tvl_usd or 0 for v in mine))
+    listing = ok(await call(app_server, "search_protocols", {"chain": "base", "limit": 3}))
+    tvls = [p["total_tvl_usd"] for p in listing["protocols"]]
+    assert tvls == sorted(tvls, reverse=True) and len(tvls) == 3
+    assert all(p["chains"] == ["base"] for p in listing["protocols"])
+
+
+async def test_search_tokens(app_server: AppServer) -> None:
+    data = ok(await call(app_server, "search_tokens", {"query": "crvusd", "chain": "ethereum"}))
+    exact = data["tokens"][0]
+    assert exact["symbol"] == "CRVUSD" and exact["chain"] == "ethereum" and exact["vaults"] >= 5
+    by_address = ok(
+        await call(
+            app_server,
+            "search_tokens",
+            {"query": "0x8292Bb45bf1Ee4d140127049757C2E0fF06317eD"},  # RLUSD, recorded pools
+        )
+    )
+    assert by_address["tokens"] and by_address["tokens"][0]["symbol"] == "RLUSD"
+    bad = await call(app_server, "search_tokens", {"query": "0x1234"})
+    assert bad.is_error and "not a token address" in texts(bad)[0]
+
+
+async def test_top_yields(app_server: AppServer) -> None:
+    data = ok(await call(app_server, "top_yields", {"limit": 5}))
+    vaults = data["vaults"]
+    assert len(vaults) == 5 and all(v["tvl_usd"] >= 1_000_000 for v in vaults)
+    assert [v["apy"] for v in vaults] == sorted((v["apy"] for v in vaults), reverse=True)
+    # The 87% Aerodrome pool holds under $1M and is left out by the default minimum.
+    all_ = ok(await call(app_server, "top_yields", {"limit": 5, "min_tvl_usd": 0}))
+    assert all_["vaults"][0]["apy"] > vaults[0]["apy"]
+    bad = await call(app_server, "top_yields", {"chain": "mordor"})
+    assert bad.is_error and "unknown chain" in texts(bad)[0]
+
+
+async def test_analyze_risk(app_server: AppServer) -> None:
+    vaults, _ = all_vaults()
+    vault = next(v for v in vaults if v.il_risk and v.risk_rating)
+    data = ok(await call(app_server, "analyze_risk", {"vault_id": vault.id}))
+    assert data["security_score"] == pytest.approx(vault.security_score)
+    factors = {f["factor"]: f for f in data["factors"]}
+    assert factors["impermanent_loss"]["assessment"] == "concern"
+    assert data["concerns"] == sum(f["assessment"] == "concern" for f in data["factors"])
+
+
+async def test_wallet_positions(app_server: AppServer) -> None:
+    wallet = app_server.rpc.vectors.wallet
+    result = await call(app_server, "wallet_positions", {"address": wallet})
+    data = ok(result)
+    assert data["address"] == wallet and data["chains_read"] == ["ethereum"]
+    contracts = [p["contract"].lower() for p in data["positions"]]
+    assert WALLET_VAULT_ADDRESS in contracts and len(contracts) == 4
+    values = [p["value_usd"] for p in data["positions"] if p["value_usd"] is not None]
+    assert values == sorted(values, reverse=True)
+    assert len(texts(result)) == 2  # vault positions carry risk ratings
+
+
+async def test_wallet_portfolio(app_server: AppServer) -> None:
+    data = ok(
+        await call(app_server, "wallet_portfolio", {"address": app_server.rpc.vectors.wallet})
+    )
+    # USDC $1,250.5 + 4626 vault $1,250 + legacy vault $6,000; WETH is unpriced.
+    assert data["total_value_usd"] == pytest.approx(8500.5)
+    assert data["unpriced_positions"] == 1 and data["vault_positions"] == 2
+    assert data["weighted_vault_apy"] == pytest.approx((1250 * 6.0 + 6000 * 22.0) / 7250, rel=1e-4)
+
+
+async def test_wallet_top_positions(app_server: AppServer) -> None:
+    data = ok(
+        await call(
+            app_server,
+            "wallet_top_positions",
+            {"address": app_server.rpc.vectors.wallet.lower(), "limit": 2},
+        )
+    )
+    assert [p["value_usd"] for p in data["positions"]] == pytest.approx([6000, 1250.5])
+    assert data["share_of_value_pct"][0] == pytest.approx(100 * 6000 / 8500.5, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("0x123", "expected 40 hex digits"),
+        ("vitalik.eth", "must start with 0x"),
+        ("0x5a0B54D5dc17e0AadC383d2db43B0a0D3E029c4c", "checksum"),
+    ],
+)
+async def test_wallet_tools_refuse_invalid_addresses(
+    app_server: AppServer, address: str, message: str
+) -> None:
+    for tool in ("wallet_positions", "wallet_portfolio", "wallet_top_positions"):
+        result = await call(app_server, tool, {"address": address})
+        assert result.is_error and message in texts(result)[0], tool
+
+
+async def test_wallet_chain_without_rpc_is_an_error(app_server: AppServer) -> None:
+    result = await call(
+        app_server,
+        "wallet_positions",
+        {"address": app_server.rpc.vectors.wallet, "chains": ["base"]},
+    )
+    assert result.is_error and "no RPC node for base" in texts(result)[0]
