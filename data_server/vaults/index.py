@@ -71,6 +71,27 @@ def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
     }
 
 
+async def ensure_schema(client: TypesenseClient, collection: str = COLLECTION) -> bool:
+    """Create the collection, or recreate it when it lacks a field of the current schema.
+
+    Every publish rewrites every document, so recreating loses nothing but the time until
+    the import ends. Returns True when the collection was (re)created.
+    """
+    schema = collection_schema(collection)
+    try:
+        info = await client.retrieve_collection(collection)
+    except TypesenseError as exc:
+        if exc.status != 404:
+            raise
+    else:
+        present = {(f.get("name"), f.get("type")) for f in info.fields}
+        if all((f["name"], f["type"]) in present for f in schema["fields"]):
+            return False
+        await client.drop_collection(collection)
+    await client.ensure_collection(schema)
+    return True
+
+
 def reward_share(vault: Vault) -> float | None:
     """Percent of the total APY paid as rewards, when both are known and the APY is positive."""
     if vault.apy is None or vault.apy_reward is None or vault.apy <= 0:
@@ -146,7 +167,7 @@ async def publish(
     staleness check will then see the gap). Typesense being unreachable does raise.
     """
     fingerprint = store.fingerprint()
-    await client.ensure_collection(collection_schema(collection))
+    await ensure_schema(client, collection)
     seq = time.time_ns() // 1000
     pushed: list[Vault] = []
     failures: list[str] = []

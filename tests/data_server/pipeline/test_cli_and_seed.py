@@ -24,7 +24,10 @@ def _full_count() -> int:
 
 
 async def test_seed_local_fills_store_and_index_with_thousands_of_vaults(
-    tmp_path: Path, index_client: TypesenseClient, collection: str
+    tmp_path: Path,
+    index_client: TypesenseClient,
+    collection: str,
+    typesense_server: TypesenseServer,
 ) -> None:
     db = tmp_path / "seed.db"
     report = await seed_local(db, index_client, collection=collection)
@@ -37,8 +40,8 @@ async def test_seed_local_fills_store_and_index_with_thousands_of_vaults(
         assert counts.vaults == expected
         assert set(counts.by_source) == {"defillama", "beefy", "yearn"}
         assert counts.history_points > 0
-    # A current store and index are left alone.
-    again = await seed_local(db, index_client, collection=collection, skip_if_current=True)
+    # A current store and index are left alone (here given the server, not a client).
+    again = await seed_local(db, typesense_server, collection=collection, skip_if_current=True)
     assert again is None
 
 

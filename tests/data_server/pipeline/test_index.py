@@ -1,0 +1,77 @@
+"""The `vaults` collection: schema, documents, and what publish leaves in the index."""
+
+from __future__ import annotations
+
+from albert.search.typesense_client import SearchParams, TypesenseClient
+from data_server.store import VaultStore
+from data_server.vaults.index import collection_schema, document, ensure_schema, publish
+from data_server.vaults.model import SecurityInputs, Vault
+
+
+def _vault(native: str, **extra: object) -> Vault:
+    fields: dict[str, object] = {
+        "id": f"beefy:base:{native}",
+        "source": "beefy",
+        "name": f"{native} vault",
+        "protocol": "beefy",
+        "chain": "base",
+        "asset_symbols": ["USDC", "WETH"],
+        "updated_at": 1_787_184_000,
+    }
+    fields.update(extra)
+    return Vault.model_validate(fields)
+
+
+def test_schema_declares_facets_and_sortable_numbers() -> None:
+    fields = {f["name"]: f for f in collection_schema("v")["fields"]}
+    for facet in ("chain", "protocol", "asset_symbols", "stablecoin", "il_risk", "exposure"):
+        assert fields[facet].get("facet") is True, facet
+    assert fields["risk_rating"].get("facet") is True
+    numeric = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "reward_share")
+    for name in (*numeric, "protocol_age_days", "audits", "updated_at"):
+        assert fields[name]["type"] in ("float", "int32", "int64"), name
+
+
+def test_document_flattens_security_inputs_and_omits_unknowns() -> None:
+    inputs = SecurityInputs(
+        audits=2, protocol_age_days=400, chain="base", il_risk=True, exposure="multi",
+        source_flags=["beefy:complex"],
+    )  # fmt: skip
+    doc = document(_vault("a", apy=10.0, apy_reward=2.5, security_inputs=inputs))
+    assert doc["id"] == "beefy:base:a"
+    assert doc["reward_share"] == 25.0
+    assert (doc["audits"], doc["protocol_age_days"], doc["exploits"]) == (2, 400, 0)
+    assert doc["source_flags"] == ["beefy:complex"]
+    assert "tvl_usd" not in doc and "address" not in doc
+    assert "reward_share" not in document(_vault("b", apy=0.0, apy_reward=0.0))
+
+
+async def test_publish_removes_documents_the_store_does_not_have(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    await ensure_schema(index_client, collection)
+    stray = {**document(_vault("stray")), "publish_seq": 1}
+    await index_client.import_documents(collection, [stray])
+    store.upsert_vaults([_vault("a", apy=4.0), _vault("b", apy=12.0, tvl_usd=5e6)])
+    publication = await publish(store, index_client, collection=collection)
+    assert publication.count == 2 and publication.error is None
+    assert publication.checksum == store.fingerprint().checksum
+    assert {s["id"] for s in publication.sample} == {"beefy:base:a", "beefy:base:b"}
+    result = await index_client.search(
+        collection, SearchParams(q="*", sort_by="apy:desc", filter_by="apy:>5")
+    )
+    assert [h.document["id"] for h in result.hits] == ["beefy:base:b"]
+
+
+async def test_publish_recreates_a_collection_with_an_old_schema(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    await index_client.create_collection(
+        {"name": collection, "fields": [{"name": "name", "type": "string"}]}
+    )
+    store.upsert_vaults([_vault("a")])
+    publication = await publish(store, index_client, collection=collection)
+    assert publication.count == 1
+    info = await index_client.retrieve_collection(collection)
+    assert {f["name"] for f in info.fields} >= {"publish_seq", "risk_rating", "apy"}
+    assert await ensure_schema(index_client, collection) is False
