@@ -165,3 +165,17 @@ def mount_platform(app: Starlette) -> None:
         log.info("platform services not available; /platform is not mounted")
         return
     app.mount("/platform", platform_app())
+
+
+def serve(settings: DataServerSettings) -> int:
+    """Run the data server with uvicorn until interrupted (`albert-data serve`)."""
+    import uvicorn
+
+    app = create_app(settings)
+    print(
+        f"data server on http://{settings.host}:{settings.port} "
+        f"(MCP at {settings.mcp_path}, health at /healthz, platform at /platform)",
+        flush=True,
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    return 0

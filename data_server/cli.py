@@ -77,11 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--run-at-start", action="store_true")
     sched.set_defaults(handler=_cmd_schedule)
 
-    # ---- `serve` subcommand --------------------------------------------------------------
-    # The MCP server's `albert-data serve` is registered here: add a parser on `commands`
-    # with `set_defaults(handler=...)`, where the handler takes the parsed args and returns
-    # an exit code.
-    # ---------------------------------------------------------------------------------------
+    serve = commands.add_parser("serve", help="run the MCP data server over HTTP")
+    serve.add_argument("--host", default=settings.host)
+    serve.add_argument("--port", type=int, default=settings.port)
+    serve.set_defaults(handler=_cmd_serve)
     return parser
 
 
@@ -182,6 +181,12 @@ async def _schedule(args: argparse.Namespace) -> int:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     return asyncio.run(_schedule(args))
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from data_server.app import serve
+
+    return serve(_settings().model_copy(update={"host": args.host, "port": args.port}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
