@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
@@ -61,41 +63,42 @@ def token_deep_link(base_url: str, chain: str, address: str) -> str:
     return f"{base_url.rstrip('/')}/token/{quote(chain, safe='')}/{quote(address, safe='')}"
 
 
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "n/a"
+def _usd(value: float) -> str:
     for limit, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(value) >= limit:
             return f"${value / limit:.2f}{suffix}"
     if abs(value) >= 1 or value == 0:
         return f"${value:,.2f}"
-    return f"${value:.4g}"
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.2f}%"
+    # Sub-dollar prices: four significant digits, never in exponent notation.
+    return "$" + format(Decimal(f"{value:.4g}"), "f")
 
 
 def _hit_line(index: int, doc: dict[str, Any], link: str) -> str:
+    """One numbered line per token; figures the index does not have are left out."""
     rank = doc.get("rank")
-    rank_text = "unranked" if rank is None or rank >= UNRANKED else f"#{rank}"
-    ratio = doc.get("vol_mcap_ratio")
-    parts = [
-        f"{doc.get('chain', '?')}",
-        f"rank {rank_text}",
-        f"price {_usd(doc.get('price_usd'))}",
-        f"mcap {_usd(doc.get('marketcap'))}",
-        f"liquidity {_usd(doc.get('liquidity'))}",
-        f"vol 24h {_usd(doc.get('volume_24h'))}",
-        f"vol/mcap {'n/a' if ratio is None else f'{ratio:.3f}'}",
-        f"authenticity {doc.get('authenticity_score', 'n/a')}/100",
-        f"holders {doc['holders']:,}" if doc.get("holders") is not None else "holders n/a",
-        f"1h {_pct(doc.get('price_change_1h'))}",
-        f"24h {_pct(doc.get('price_change_24h'))}",
-        f"7d {_pct(doc.get('price_change_7d'))}",
-    ]
+    parts = [str(doc.get("chain", "?"))]
     if doc.get("stablecoin"):
-        parts.insert(1, "stablecoin")
+        parts.append("stablecoin")
+    parts.append("unranked" if rank is None or rank >= UNRANKED else f"rank #{rank}")
+    money = [
+        ("price", "price_usd"),
+        ("mcap", "marketcap"),
+        ("liquidity", "liquidity"),
+        ("vol 24h", "volume_24h"),
+    ]
+    parts += [f"{label} {_usd(doc[key])}" for label, key in money if doc.get(key) is not None]
+    if doc.get("vol_mcap_ratio") is not None:
+        parts.append(f"vol/mcap {doc['vol_mcap_ratio']:.3f}")
+    if doc.get("authenticity_score") is not None:
+        parts.append(f"authenticity {doc['authenticity_score']}/100")
+    if doc.get("holders") is not None:
+        parts.append(f"holders {doc['holders']:,}")
+    for window in ("1h", "24h", "7d"):
+        change = doc.get(f"price_change_{window}")
+        if change is not None:
+            parts.append(f"{window} {change:+.2f}%")
+    if doc.get("as_of"):
+        parts.append(f"data of {datetime.fromtimestamp(doc['as_of'], UTC):%Y-%m-%d}")
     title = f"{doc.get('name', '?')} ({doc.get('symbol', '?')})"
     return f"{index}. {title}: " + " · ".join(parts) + f"\n   {link}"
 
