@@ -39,7 +39,11 @@ _FIELDS: list[dict[str, Any]] = [
 
 
 def tokens_schema(name: str = TOKENS_COLLECTION) -> dict[str, Any]:
-    """The collection schema, optionally under another name (tests, blue/green publishing)."""
+    """The collection schema, optionally under another name (tests, blue/green publishing).
+
+    Typesense applies the default sorting field in descending order when a search has no
+    `sort_by`; searches that want top-ranked tokens first must send `rank:asc`.
+    """
     return {
         "name": name,
         "fields": [dict(f) for f in _FIELDS],
