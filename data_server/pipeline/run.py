@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
+from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
 from data_server.pipeline.progress import NullProgress, PipelineProgress
 from data_server.processors import (
     BeefyProcessor,
@@ -125,6 +126,13 @@ async def run_pipeline(
     finally:
         if own_http:
             await client.aclose()
+
+    results = [result for result, _, _ in fetched if result is not None]
+    registry = await asyncio.to_thread(
+        lambda: symbol_registry([*store.iter_vaults(), *(v for r in results for v in r.vaults)])
+    )
+    for result in results:
+        result.vaults, _ = fill_asset_symbols(result.vaults, registry)
 
     for processor, (result, error, duration) in zip(sources, fetched, strict=True):
         if result is None:

@@ -1,0 +1,73 @@
+"""Asset symbols of Yearn vaults filled from other sources' knowledge of the same token."""
+
+from __future__ import annotations
+
+import httpx
+
+from data_server.fixtures import fixture_handler, load
+from data_server.pipeline import run_pipeline
+from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
+from data_server.processors import BeefyProcessor, YearnProcessor
+from data_server.store import VaultStore
+from data_server.vaults.model import Vault
+
+from .conftest import http_client
+
+
+def _v(native: str, tokens: list[str], symbols: list[str], chain: str = "ethereum") -> Vault:
+    return Vault(
+        id=f"s:{chain}:{native}", source="s", name=native, protocol="p", chain=chain,
+        underlying_tokens=tokens, asset_symbols=symbols, updated_at=1,
+    )  # fmt: skip
+
+
+def test_registry_uses_single_token_vaults_and_breaks_ties_stably() -> None:
+    registry = symbol_registry(
+        [
+            _v("a", ["0xAA"], ["USDC"]),
+            _v("b", ["0xaa"], ["USDC"]),
+            _v("c", ["0xaa"], ["USDC.E"]),
+            _v("lp", ["0xaa", "0xbb"], ["USDC", "WETH"]),
+            _v("d", ["0xcc"], ["ZZZ"]),
+            _v("e", ["0xcc"], ["AAA"]),
+        ]
+    )
+    assert registry[("ethereum", "0xaa")] == ["USDC"]
+    assert registry[("ethereum", "0xcc")] == ["AAA"]
+    assert ("ethereum", "0xbb") not in registry
+    filled, count = fill_asset_symbols(
+        [_v("y", ["0xAA"], []), _v("z", ["0xaa"], [], chain="base"), _v("w", ["0xcc"], ["X"])],
+        registry,
+    )
+    assert count == 1
+    assert filled[0].asset_symbols == ["USDC"] and filled[0].stablecoin is True
+    assert filled[1].asset_symbols == [] and filled[2].asset_symbols == ["X"]
+
+
+async def test_yearn_vaults_get_symbols_from_beefy_and_keep_them(store: VaultStore) -> None:
+    beefy_tokens = {
+        c["tokenAddress"].lower(): [a.upper() for a in c["assets"]]
+        for c in load("beefy/vaults_config_ethereum.json")
+        if c.get("tokenAddress") and len(c["assets"]) == 1
+    }
+    yearn = load("yearn/vaults_1.json")["vaults"]
+    address, meta = next((a, m) for a, m in yearn.items() if m["token"].lower() in beefy_tokens)
+    vid = f"yearn:ethereum:{address}"
+    sources = [BeefyProcessor(), YearnProcessor(chains=(1,))]
+
+    async with http_client() as http:
+        await run_pipeline(sources, store, None, http=http)
+    vault = store.get_vault(vid)
+    assert vault is not None and vault.asset_symbols == beefy_tokens[meta["token"].lower()]
+
+    def beefy_down(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "api.beefy.finance":
+            return httpx.Response(502)
+        return fixture_handler(request)
+
+    async with http_client(beefy_down) as http:
+        report = await run_pipeline(sources, store, None, http=http)
+    yearn_run = next(s for s in report.run.sources if s.source == "yearn")
+    assert yearn_run.updated == 0  # the store still knows the token: nothing flips back
+    again = store.get_vault(vid)
+    assert again is not None and again.asset_symbols == vault.asset_symbols
