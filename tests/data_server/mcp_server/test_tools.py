@@ -11,7 +11,7 @@ from mcp.types import CallToolResult
 from albert.search import SearchParams, TypesenseClient
 from data_server.coaching import GUIDELINES_HEADER
 from data_server.mcp_server import TOOL_NAMES
-from tests.data_server.mcp_server.conftest import AppServer
+from tests.data_server.mcp_server.servers import AppServer
 from tests.data_server.mcp_server.vault_data import (
     BAND_APYS,
     WALLET_VAULT_ADDRESS,

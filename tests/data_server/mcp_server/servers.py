@@ -1,0 +1,109 @@
+"""Test support: a data server on a real loopback port over a really published index."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from albert.search import TypesenseClient
+from data_server.app import create_app
+from data_server.settings import DataServerSettings
+from data_server.store import Publication, VaultStore
+from data_server.typesense.process import free_port
+from data_server.vaults.index import publish
+from tests.data_server.mcp_server.vault_data import all_vaults
+from tests.data_server.wallets.rpc_node import RpcNode
+from tests.typesense_fixture import TypesenseServer
+
+
+class UvicornThread:
+    """Serve an ASGI app with uvicorn in a background thread, stop it on demand."""
+
+    def __init__(self, app: object, port: int) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Start and wait (bounded) until uvicorn reports it is listening."""
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Ask uvicorn to exit and wait for the thread."""
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@dataclass(frozen=True)
+class AppServer:
+    """A running data server."""
+
+    base_url: str
+    mcp_url: str
+    settings: DataServerSettings
+    store: VaultStore
+    rpc: RpcNode
+
+
+def filled_store(path: Path) -> VaultStore:
+    """A write store holding the test vaults and their recorded history."""
+    store = VaultStore(path)
+    vaults, points = all_vaults()
+    store.upsert_vaults(vaults)
+    store.upsert_history(points)
+    return store
+
+
+async def publish_store(
+    store: VaultStore, typesense: TypesenseServer, collection: str
+) -> Publication:
+    """Publish the store to a collection with the pipeline's own publish step."""
+    async with TypesenseClient(typesense.url, typesense.api_key) as client:
+        publication = await publish(store, client, collection=collection)
+    assert publication.error is None, publication.error
+    return publication
+
+
+def drop_collection(typesense: TypesenseServer, collection: str) -> None:
+    """Delete a test collection (missing is fine)."""
+    with httpx.Client() as http:
+        http.delete(
+            f"{typesense.url}/collections/{collection}",
+            headers={"X-TYPESENSE-API-KEY": typesense.api_key},
+        )
+
+
+@contextmanager
+def running_app(
+    typesense: TypesenseServer, store: VaultStore, collection: str
+) -> Iterator[AppServer]:
+    """The data server app with uvicorn on a free port, plus the loopback RPC node."""
+    rpc = RpcNode().start()
+    port = free_port()
+    settings = DataServerSettings(
+        TYPESENSE_URL=typesense.url,
+        TYPESENSE_API_KEY=typesense.api_key,
+        TYPESENSE_VAULTS_COLLECTION=collection,
+        RPC_URL=rpc.url,
+        DATA_SERVER_PORT=port,
+    )
+    server = UvicornThread(create_app(settings, store=store), port)
+    try:
+        server.start()
+        base = f"http://127.0.0.1:{port}"
+        yield AppServer(base, base + settings.mcp_path, settings, store, rpc)
+    finally:
+        server.stop()
+        rpc.stop()

@@ -1,0 +1,145 @@
+"""The data server app: /healthz with the staleness check, /platform, /mcp, and `serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+
+from data_server.app import create_app
+from data_server.mcp_server import TOOL_NAMES, build_mcp_server
+from data_server.settings import DataServerSettings
+from data_server.store import VaultStore
+from data_server.typesense.process import free_port
+from tests.data_server.mcp_server.servers import (
+    AppServer,
+    drop_collection,
+    filled_store,
+    publish_store,
+    running_app,
+)
+from tests.typesense_fixture import TypesenseServer, unique_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def app_server(
+    typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AppServer]:
+    collection = unique_name("vaults_app")
+    store = filled_store(tmp_path_factory.mktemp("app_store") / "store.sqlite3")
+    try:
+        asyncio.run(publish_store(store, typesense_server, collection))
+        with running_app(typesense_server, store, collection) as server:
+            yield server
+    finally:
+        store.close()
+        drop_collection(typesense_server, collection)
+
+
+def test_healthz_follows_the_staleness_check(
+    app_server: AppServer, typesense_server: TypesenseServer
+) -> None:
+    with httpx.Client(base_url=app_server.base_url, timeout=10) as http:
+        fresh = http.get("/healthz")
+        assert fresh.status_code == 200
+        body = fresh.json()
+        assert body["status"] == "ok", body
+        assert body["index"]["documents"] == body["store"]["vaults"] > 40
+        assert body["wallet_chains"] == ["ethereum"]
+
+        # A vault changes in the store and is not published: the database looks fine,
+        # the index is now stale, and the health check says so.
+        vault = app_server.store.get_vault("test:base:unrated")
+        assert vault is not None
+        app_server.store.upsert_vaults([vault.model_copy(update={"apy": 99.0})])
+        stale = http.get("/healthz").json()
+        assert stale["status"] == "degraded" and stale["index"]["stale"]
+        assert any(p.startswith("unpublished_changes") for p in stale["index"]["problems"])
+
+        asyncio.run(
+            publish_store(app_server.store, typesense_server, app_server.settings.vaults_collection)
+        )
+        assert http.get("/healthz").json()["status"] == "ok"
+
+
+def test_platform_services_are_mounted(app_server: AppServer) -> None:
+    with httpx.Client(base_url=app_server.base_url, timeout=10) as http:
+        bad = http.get("/platform/tokens/search")
+        assert bad.status_code == 400 and "symbol" in bad.text
+        assert http.get("/platform/tokens/search", params={"symbol": "PEPE"}).status_code in (
+            200,
+            404,
+        )
+
+
+async def test_mcp_endpoint_serves_the_ten_tools(app_server: AppServer) -> None:
+    async with Client(app_server.mcp_url) as client:
+        tools = await client.list_tools()
+    assert sorted(t.name for t in tools.tools) == sorted(TOOL_NAMES)
+
+
+async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path) -> None:
+    settings = DataServerSettings(
+        TYPESENSE_URL=f"http://127.0.0.1:{free_port()}", SEARCH_TIMEOUT_SECONDS=2
+    )
+    with VaultStore(tmp_path / "empty.sqlite3") as store:
+        app = create_app(settings, store=store)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            response = await http.get("/healthz")
+        assert response.status_code == 503
+        assert response.json()["index"]["reachable"] is False
+        async with Client(build_mcp_server(app.state.deps)) as client:
+            result = await client.call_tool("search_vaults", {"chain": "base"})
+        assert result.is_error
+        assert "vault index is unavailable" in result.content[0].text  # type: ignore[union-attr]
+
+
+def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATA_SERVER_DB_PATH": str(tmp_path / "serve.sqlite3"),
+        "TYPESENSE_URL": typesense_server.url,
+        "TYPESENSE_API_KEY": typesense_server.api_key,
+        "TYPESENSE_VAULTS_COLLECTION": unique_name("vaults_serve"),
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "data_server.cli", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        body = None
+        with httpx.Client(timeout=2) as http:
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    body = http.get(f"http://127.0.0.1:{port}/healthz").json()
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+        assert body is not None, proc.stdout.read().decode() if proc.stdout else ""
+        # Nothing was published to this collection: reachable, but not healthy.
+        assert body["index"]["reachable"] is True and body["status"] == "degraded"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
