@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
             metavar="NAME=VALUE",
             help="override a var or secret of wrangler.toml/.dev.vars",
         )
+        if name == "dev":
+            cmd.add_argument("--data-port", type=int, default=8788, help="data server port")
     return parser
 
 
@@ -56,7 +58,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "dev":
         from miniflare.stack import run_stack
 
-        run_stack(args.project_dir, args.state_dir, args.host, args.port, overrides)
+        run_stack(
+            args.project_dir,
+            args.state_dir,
+            args.host,
+            args.port,
+            overrides,
+            data_port=args.data_port,
+        )
         return
     print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
     run(args.project_dir, args.state_dir, args.host, args.port, overrides)
+
+
+if __name__ == "__main__":
+    main()

@@ -16,14 +16,22 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 class RuntimeProcess:
-    """`python -m miniflare serve` with a state folder and var overrides."""
+    """`albert serve` (or `albert dev`) with a state folder and var overrides."""
 
     def __init__(
-        self, state_dir: Path, variables: dict[str, str] | None = None, port: int | None = None
+        self,
+        state_dir: Path,
+        variables: dict[str, str] | None = None,
+        port: int | None = None,
+        *,
+        command: str = "serve",
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.state_dir = state_dir
         self.variables = dict(variables or {})
         self.port = port or free_port()
+        self.command = command
+        self.extra_args = extra_args
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = state_dir / "runtime.log"
 
@@ -40,7 +48,9 @@ class RuntimeProcess:
         args = [
             sys.executable,
             "-m",
-            "miniflare",
+            "miniflare.cli",
+            self.command,
+            *self.extra_args,
             "--port",
             str(self.port),
             "--state-dir",
