@@ -118,3 +118,19 @@ async def test_seed_refuses_an_incompatible_collection(client: TypesenseClient) 
     with pytest.raises(RuntimeError, match="refused"):
         await seed_tokens(client, name)
     await client.drop_collection(name)
+
+
+def test_seed_command(
+    typesense_server: TypesenseServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from data_server.tokens.__main__ import main
+
+    name = unique_name("tokens_cli")
+    argv = ["--url", typesense_server.url, "--api-key", typesense_server.api_key]
+    assert main([*argv, "--collection", name]) == 0
+    count = len(build_token_documents())
+    assert (
+        f"{name}: {count} documents upserted, {count} in the collection" in capsys.readouterr().out
+    )
+    assert main(["--url", typesense_server.url, "--api-key", "wrong", "--collection", name]) == 1
+    assert "401" in capsys.readouterr().out

@@ -104,3 +104,40 @@ def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "data_server.typesense",
+            "--data-dir",
+            str(tmp_path / "cli"),
+            "--port",
+            str(port),
+            "--api-key",
+            KEY,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once healthy; start() is bounded to 30 s
+        assert f"Typesense ready at http://127.0.0.1:{port}" in line, line
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json() == {"ok": True}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)

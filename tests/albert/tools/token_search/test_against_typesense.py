@@ -7,7 +7,7 @@ import asyncio
 import struct
 from typing import Any
 
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import event, example, given, settings
 
 from albert.search.filters import number
 from albert.search.typesense_client import SearchParams, SearchResponse, TypesenseClient
@@ -59,11 +59,7 @@ async def _search(seeded: SeededTokens, params: SearchParams) -> SearchResponse:
         return await client.search(seeded.collection, params)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@settings(max_examples=60, deadline=None)
 @given(args=valid_query_args())
 # Bounds exactly on seed values: equality must be inclusive on both sides.
 @example(args={"min_authenticity_score": 98})
