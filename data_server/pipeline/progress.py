@@ -39,7 +39,10 @@ class NullProgress:
 
 
 class RichProgress:
-    """A terminal progress bar (rich); use as a context manager around the run."""
+    """A terminal progress bar (rich): shown from ``start`` until ``finish``.
+
+    Also a context manager, which makes sure the display stops if the run raises.
+    """
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
@@ -55,7 +58,6 @@ class RichProgress:
         self._task: int | None = None
 
     def __enter__(self) -> RichProgress:
-        self._progress.start()
         return self
 
     def __exit__(
@@ -67,7 +69,8 @@ class RichProgress:
         self._progress.stop()
 
     def start(self, total_steps: int) -> None:
-        """Create the bar."""
+        """Create the bar and start drawing it."""
+        self._progress.start()
         self._task = self._progress.add_task("starting", total=total_steps)
 
     def step(self, description: str) -> None:
@@ -81,3 +84,4 @@ class RichProgress:
         if self._task is not None:
             self._progress.update(self._task, description=summary)
         self._progress.console.print(summary)
+        self._progress.stop()

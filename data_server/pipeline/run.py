@@ -97,6 +97,54 @@ def _merge(store: VaultStore, result: ProcessorResult) -> SourceRun:
     )
 
 
+async def _fetch_all(
+    sources: Sequence[Processor], http: httpx.AsyncClient | None
+) -> list[tuple[ProcessorResult | None, str | None, float]]:
+    client = http or httpx.AsyncClient(
+        timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
+    )
+    try:
+        return list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+    finally:
+        if http is None:
+            await client.aclose()
+
+
+def _enrich(store: VaultStore, results: list[ProcessorResult]) -> None:
+    registry = symbol_registry([*store.iter_vaults(), *(v for r in results for v in r.vaults)])
+    for result in results:
+        result.vaults, _ = fill_asset_symbols(result.vaults, registry)
+
+
+async def _publish_step(
+    store: VaultStore,
+    index_client: TypesenseClient | None,
+    outcomes: list[SourceRun],
+    collection: str,
+    run_id: str,
+) -> tuple[Publication | None, str | None, str]:
+    """(publication, error, progress line)."""
+    if index_client is None:
+        return None, "no index configured", "publish skipped: no index configured"
+    if not any(o.ok for o in outcomes):
+        return None, "no source succeeded", "publish skipped: no source succeeded"
+    try:
+        publication = await publish(store, index_client, collection=collection, run_id=run_id)
+    except Exception as exc:  # the run log must say why the index was not updated
+        error = describe_error(exc)
+        return None, error, f"publish failed: {error}"
+    line = f"published {publication.count} documents to '{collection}'"
+    return publication, publication.error, line
+
+
+def _status(outcomes: list[SourceRun], publication: Publication | None) -> RunStatus:
+    if not any(o.ok for o in outcomes):
+        return "failed"
+    if all(o.ok for o in outcomes) and publication is not None and publication.error is None:
+        return "ok"
+    return "partial"
+
+
 async def run_pipeline(
     sources: Sequence[Processor],
     store: VaultStore,
@@ -116,66 +164,37 @@ async def run_pipeline(
     started = time.monotonic()
     run_id = store.start_run()
     progress.start(len(sources) + 1)
-    own_http = http is None
-    client = http or httpx.AsyncClient(
-        timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
-    )
-    outcomes: list[SourceRun] = []
     try:
-        fetched = await asyncio.gather(*(_fetch_one(p, client) for p in sources))
-    finally:
-        if own_http:
-            await client.aclose()
+        fetched = await _fetch_all(sources, http)
+        await asyncio.to_thread(_enrich, store, [r for r, _, _ in fetched if r is not None])
+        outcomes: list[SourceRun] = []
+        for processor, (result, error, duration) in zip(sources, fetched, strict=True):
+            if result is None:
+                outcome = SourceRun(source=processor.name, ok=False, error=error)
+            else:
+                try:
+                    outcome = await asyncio.to_thread(_merge, store, result)
+                except Exception as exc:  # a store write failing for one source is logged too
+                    outcome = SourceRun(source=processor.name, ok=False, error=describe_error(exc))
+            outcome.duration_s = round(duration, 3)
+            store.record_source(run_id, outcome)
+            outcomes.append(outcome)
+            progress.step(_describe(outcome))
 
-    results = [result for result, _, _ in fetched if result is not None]
-    registry = await asyncio.to_thread(
-        lambda: symbol_registry([*store.iter_vaults(), *(v for r in results for v in r.vaults)])
-    )
-    for result in results:
-        result.vaults, _ = fill_asset_symbols(result.vaults, registry)
-
-    for processor, (result, error, duration) in zip(sources, fetched, strict=True):
-        if result is None:
-            outcome = SourceRun(source=processor.name, ok=False, error=error)
-        else:
-            try:
-                outcome = await asyncio.to_thread(_merge, store, result)
-            except Exception as exc:  # a store write failing for one source is logged too
-                outcome = SourceRun(source=processor.name, ok=False, error=describe_error(exc))
-        outcome.duration_s = round(duration, 3)
-        store.record_source(run_id, outcome)
-        outcomes.append(outcome)
-        progress.step(_describe(outcome))
-
-    publication: Publication | None = None
-    publish_error: str | None = None
-    if index_client is None:
-        publish_error = "no index configured"
-        progress.step("publish skipped: no index configured")
-    elif not any(o.ok for o in outcomes):
-        publish_error = "no source succeeded"
-        progress.step("publish skipped: no source succeeded")
-    else:
-        try:
-            publication = await publish(store, index_client, collection=collection, run_id=run_id)
-        except Exception as exc:  # the run log must say why the index was not updated
-            publish_error = describe_error(exc)
-            progress.step(f"publish failed: {publish_error}")
-        else:
-            publish_error = publication.error
-            progress.step(f"published {publication.count} documents to '{collection}'")
-
-    status: RunStatus
-    if not any(o.ok for o in outcomes):
-        status = "failed"
-    elif all(o.ok for o in outcomes) and publication is not None and publication.error is None:
-        status = "ok"
-    else:
-        status = "partial"
-    store.finish_run(run_id, status)
-    record = store.get_run(run_id)
-    assert record is not None  # written above, in this process
-    progress.finish(f"run {run_id}: {status}")
+        publication, publish_error, line = await _publish_step(
+            store, index_client, outcomes, collection, run_id
+        )
+        progress.step(line)
+        status = _status(outcomes, publication)
+        store.finish_run(run_id, status)
+        record = store.get_run(run_id)
+        assert record is not None  # written above, in this process
+        progress.finish(f"run {run_id}: {status}")
+    except BaseException:
+        # A crash (or cancellation) must not leave the run "running" or the display live.
+        store.finish_run(run_id, "failed")
+        progress.finish(f"run {run_id}: aborted")
+        raise
     return PipelineReport(
         run=record, publish_error=publish_error, duration_s=round(time.monotonic() - started, 3)
     )

@@ -6,11 +6,12 @@ import json
 from io import StringIO
 
 import httpx
+import pytest
 from rich.console import Console
 
 from albert.search.typesense_client import SearchParams, TypesenseClient
 from data_server.fixtures import fixture_handler, load
-from data_server.pipeline import RichProgress, check, run_pipeline
+from data_server.pipeline import NullProgress, RichProgress, check, run_pipeline
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
 
@@ -131,9 +132,21 @@ async def test_rich_progress_reports_each_step(store: VaultStore) -> None:
     out = StringIO()
     progress = RichProgress(Console(file=out, width=120, force_terminal=False))
     async with http_client() as http:
-        with progress:
-            report = await run_pipeline(_subset(), store, None, progress, http=http)
+        report = await run_pipeline(_subset(), store, None, progress, http=http)
+    assert not progress._progress.live.is_started  # finish() stopped the display
     text = out.getvalue()
     assert "defillama:" in text and "yearn:" in text
     assert "publish skipped" in text
     assert report.run.status == "partial" and report.publish_error == "no index configured"
+
+
+async def test_a_crash_mid_run_is_logged_as_failed(store: VaultStore) -> None:
+    class BrokenProgress(NullProgress):
+        def step(self, description: str) -> None:
+            raise RuntimeError("terminal went away")
+
+    async with http_client() as http:
+        with pytest.raises(RuntimeError, match="terminal went away"):
+            await run_pipeline(_subset(), store, None, BrokenProgress(), http=http)
+    (run,) = store.runs()
+    assert run.status == "failed" and run.finished_at is not None
