@@ -28,6 +28,17 @@ status flags (``status:eol`` 10, ``status:paused`` 10, ``yearn:emergency_shutdow
 Unknown flags cost nothing but stay in the inputs.
 
 Risk rating from the score: ≥ 75 low, ≥ 55 medium, ≥ 35 high, else very_high.
+
+Where the inputs come from
+--------------------------
+* TVL, chain, IL risk, exposure: the vault record itself.
+* audits: Beefy's checklist (``notAudited`` → 0, passed → at least 1); Yearn's
+  ``riskScore.externalProtocolAudit`` (1 → 4 audits … 5 → none); unknown otherwise.
+* protocol age (a lower bound in every case): DefiLlama, the longest ``count`` (days of
+  history) among the project's pools; Beefy, days since the platform's first Beefy vault
+  in the configs; Yearn, ``riskScore.externalProtocolLongevity`` (1 → 730 days … 5 → 0).
+* exploits: no recorded source carries them, so 0 unless a caller passes facts.
+* flags: Beefy vault risks and platform tags, Yearn risk level and shutdown, vault status.
 """
 
 from __future__ import annotations
