@@ -14,6 +14,7 @@ from workers import DurableObject
 
 from albert.agent import build_chat_service
 from albert.chat.service import ChatService
+from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
 from albert.cloudflare.env import env_mapping
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
 from albert.cloudflare.sockets import (
@@ -47,7 +48,10 @@ class ChatDurableObject(DurableObject):
                 hub=WorkersSocketHub(self.ctx),
                 env=env_mapping(self.env),
                 http=self._http,
+                alarms=WorkersAlarm(self.ctx.storage),
+                secrets=env_secret_lookup(self.env),
             )
+            self._service.start_background()
         return self._service
 
     async def fetch(self, request: Any) -> Any:
@@ -59,6 +63,9 @@ class ChatDurableObject(DurableObject):
 
     async def webSocketMessage(self, ws: Any, message: Any) -> None:
         await self._chat().handle_frame(WorkersSocket(ws), message_payload(message))
+
+    async def alarm(self, *_info: Any) -> None:
+        await self._chat().on_alarm()
 
     async def webSocketClose(self, ws: Any, code: int, reason: str, was_clean: bool) -> None:
         # Complete the closing handshake; turns in flight finish and are stored anyway.

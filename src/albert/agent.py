@@ -10,8 +10,12 @@ import httpx
 from albert.ai.factory import model_client
 from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.ports import SocketHub
-from albert.chat.service import ChatService, LocalToolProvider
+from albert.chat.service import ChatService
 from albert.clock import Clock, SystemClock
+from albert.mcp.alarms import AlarmPort, LoopAlarm
+from albert.mcp.api import McpApi
+from albert.mcp.configs import McpConfigStore, SecretLookup
+from albert.mcp.manager import McpManager
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
@@ -27,6 +31,8 @@ def build_chat_service(
     clock: Clock | None = None,
     extra_tools: Sequence[Tool] = (),
     defer: Defer | None = None,
+    alarms: AlarmPort | None = None,
+    secrets: SecretLookup | None = None,
 ) -> ChatService:
     """Wire a ChatService from the platform's ports and env.
 
@@ -36,13 +42,30 @@ def build_chat_service(
     settings = Settings.from_env(env)
     clock = clock or SystemClock()
     tools = [*build_local_tools(settings, http), *extra_tools]
+    mcp_store = McpConfigStore(sql, settings, clock.now_ms)
+    # Without the platform's alarm (tests, other hosts) retries ride the event loop.
+    loop_alarm: LoopAlarm | None = None
+    if alarms is None:
+        loop_alarm = LoopAlarm()
+        alarms = loop_alarm
+    manager = McpManager(
+        store=mcp_store,
+        settings=settings,
+        local_tools=tools,
+        alarms=alarms,
+        secrets=secrets or (lambda _name: None),
+        hub=hub,
+    )
+    if loop_alarm is not None:
+        loop_alarm.bind(manager.on_alarm)
     return ChatService(
         sql=sql,
         clock=clock,
         settings=settings,
         model=model_client(settings, http),
-        tools=LocalToolProvider(tools),
+        tools=manager,
         hub=hub,
+        mcp=McpApi(mcp_store, manager, settings),
         analytics=AnalyticsService.from_settings(
             settings, http=http, defer=defer, clock=clock, sql=sql
         ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from albert.ai.model import ModelClient
 from albert.ai.prompt import ServerNote
@@ -20,6 +21,9 @@ from albert.storage.threads import ThreadStore
 from albert.tools.base import Tool
 from albert.tools.registry import ToolRegistry
 from albert.web import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from albert.mcp.api import McpApi
 
 
 @dataclass
@@ -54,8 +58,10 @@ class ChatService:
         tools: ToolProvider,
         hub: SocketHub,
         analytics: AnalyticsService | None = None,
+        mcp: McpApi | None = None,
     ) -> None:
         migrate(sql)
+        self.mcp = mcp
         self.settings = settings
         self.store = ThreadStore(sql, clock)
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
@@ -77,8 +83,20 @@ class ChatService:
             return await self._threads.handle(request)
         if self._events.handles(request.path):
             return await self._events.handle(request)
+        if self.mcp is not None and self.mcp.handles(request.path):
+            return await self.mcp.handle(request)
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Handle one WebSocket frame from this client."""
         await self.turns.on_frame(socket, raw)
+
+    def start_background(self) -> None:
+        """Begin background work of a starting object (MCP connections); never blocks."""
+        if self.mcp is not None:
+            self.mcp.manager.start()
+
+    async def on_alarm(self) -> None:
+        """The object's alarm rang (scheduled MCP reconnection retries)."""
+        if self.mcp is not None:
+            await self.mcp.manager.on_alarm()

@@ -157,6 +157,28 @@ class PongFrame(_Frame):
     type: Literal["pong"] = "pong"
 
 
+McpState = Literal["connecting", "ready", "reconnecting", "failed", "disabled"]
+
+
+class McpServerStatus(BaseModel):
+    """How one configured MCP server of this client is doing."""
+
+    name: str
+    state: McpState
+    kind: Literal["vaults", "filesystem", "generic"] | None = None
+    tools: int = 0
+    attempts: int = Field(0, description="Retries used in the current recovery cycle")
+    next_retry_in_seconds: float | None = None
+    last_error: str | None = None
+
+
+class McpStatusFrame(_Frame):
+    """The MCP servers' connection states; sent whenever one changes."""
+
+    type: Literal["mcp_status"] = "mcp_status"
+    servers: list[McpServerStatus]
+
+
 ServerFrame = Annotated[
     StartFrame
     | TextDeltaFrame
@@ -165,7 +187,8 @@ ServerFrame = Annotated[
     | DoneFrame
     | ErrorFrame
     | AckFrame
-    | PongFrame,
+    | PongFrame
+    | McpStatusFrame,
     Field(discriminator="type"),
 ]
 server_frame_adapter: TypeAdapter[Any] = TypeAdapter(ServerFrame)

@@ -1,0 +1,32 @@
+"""The MCP alarm port on a Durable Object's `ctx.storage` alarm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WorkersAlarm:
+    """`ctx.storage.setAlarm/getAlarm/deleteAlarm` behind albert.mcp.alarms.AlarmPort."""
+
+    def __init__(self, storage: Any) -> None:
+        self._storage = storage
+
+    async def set_alarm(self, at_ms: int) -> None:
+        await self._storage.setAlarm(at_ms)
+
+    async def get_alarm(self) -> int | None:
+        value = await self._storage.getAlarm()
+        return None if value is None else int(value)
+
+    async def delete_alarm(self) -> None:
+        await self._storage.deleteAlarm()
+
+
+def env_secret_lookup(env: Any) -> Any:
+    """Read one secret by name from the env object; MCP configs reference secrets by name."""
+
+    def lookup(name: str) -> str | None:
+        value = getattr(env, name, None)
+        return None if value is None else str(value)
+
+    return lookup

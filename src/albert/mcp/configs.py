@@ -1,0 +1,264 @@
+"""MCP server configs of one client, kept in the client's Durable Object SQLite.
+
+A config may carry plain headers and a secret reference: the NAME of an env
+secret (MCP_SECRET_*) whose value is added as one header when connecting. The
+value itself is never stored, and neither header values nor secrets are ever
+sent back to the browser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from albert.settings import Settings
+from albert.storage.ports import SqlStorage
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+SECRET_REF_PATTERN = r"^MCP_SECRET_[A-Z0-9_]{1,64}$"
+HEADER_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
+# Headers the transport sets itself; a config must not override them.
+RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "content-type", "accept", "mcp-session-id", "mcp-protocol-version"}
+)
+MAX_HEADERS = 16
+
+SecretLookup = Callable[[str], str | None]
+
+# Append only: each entry runs once per object, recorded in mcp_schema_migrations.
+MCP_MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        """CREATE TABLE IF NOT EXISTS mcp_servers (
+            name TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            secret_header TEXT,
+            secret_ref TEXT,
+            enabled INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        )""",
+    ),
+]
+
+
+def migrate_mcp(sql: SqlStorage) -> int:
+    """Apply pending MCP table migrations; returns the version now in force."""
+    sql.execute(
+        "CREATE TABLE IF NOT EXISTS mcp_schema_migrations "
+        "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+    )
+    rows = sql.execute("SELECT MAX(version) AS v FROM mcp_schema_migrations")
+    current = int(rows[0]["v"] or 0) if rows else 0
+    for version, statements in enumerate(MCP_MIGRATIONS, start=1):
+        if version <= current:
+            continue
+        for statement in statements:
+            sql.execute(statement)
+        sql.execute(
+            "INSERT INTO mcp_schema_migrations (version, applied_at) "
+            "VALUES (?, CAST(strftime('%s','now') AS INTEGER))",
+            version,
+        )
+        current = version
+    return current
+
+
+class McpServerIn(BaseModel):
+    """POST /api/mcp/servers: add or replace one server of this client."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN, description="Short id: lower-case, digits, - and _")
+    url: str = Field(min_length=8, max_length=2_000)
+    headers: dict[str, str] = Field(default_factory=dict)
+    secret_ref: str | None = Field(
+        None, pattern=SECRET_REF_PATTERN, description="Name of an env secret, never its value"
+    )
+    secret_header: str = Field("Authorization", pattern=HEADER_NAME_PATTERN)
+    secret_prefix: Literal["Bearer ", ""] = Field(
+        "Bearer ", description="Put before the secret value in the header"
+    )
+    enabled: bool = True
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        import re
+
+        if len(headers) > MAX_HEADERS:
+            raise ValueError(f"at most {MAX_HEADERS} headers")
+        for key, value in headers.items():
+            if not re.match(HEADER_NAME_PATTERN, key):
+                raise ValueError(f"invalid header name {key!r}")
+            if key.lower() in RESERVED_HEADERS:
+                raise ValueError(f"header {key!r} is set by the client itself")
+            if len(value) > 4_000 or any(c in value for c in "\r\n\0"):
+                raise ValueError(f"invalid value for header {key!r}")
+        return headers
+
+    @model_validator(mode="after")
+    def _secret_header_free(self) -> McpServerIn:
+        if self.secret_ref and any(k.lower() == self.secret_header.lower() for k in self.headers):
+            raise ValueError(f"header {self.secret_header!r} is given twice (plain and secret)")
+        return self
+
+
+class McpServerConfig(BaseModel):
+    """A stored server config (or the default one from settings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    secret_ref: str | None = None
+    secret_header: str = "Authorization"
+    secret_prefix: str = "Bearer "
+    enabled: bool = True
+    source: Literal["client", "default"] = "client"
+
+    def request_headers(self, secrets: SecretLookup) -> dict[str, str]:
+        """Headers to send, with the referenced secret filled in (never stored)."""
+        out = dict(self.headers)
+        if self.secret_ref:
+            value = secrets(self.secret_ref)
+            if value is None:
+                raise MissingSecret(self.secret_ref)
+            out[self.secret_header] = f"{self.secret_prefix}{value}"
+        return out
+
+
+class MissingSecret(LookupError):
+    """The config names a secret the environment does not have."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"secret {name} is not set in this environment")
+        self.name = name
+
+
+class McpServerView(BaseModel):
+    """What the browser sees of a config: header names only, no values, no secrets."""
+
+    name: str
+    url: str
+    header_names: list[str]
+    secret_ref: str | None
+    enabled: bool
+    source: Literal["client", "default"]
+
+    @classmethod
+    def of(cls, config: McpServerConfig) -> McpServerView:
+        """The browser-safe view of a config."""
+        return cls(
+            name=config.name,
+            url=config.url,
+            header_names=sorted(config.headers),
+            secret_ref=config.secret_ref,
+            enabled=config.enabled,
+            source=config.source,
+        )
+
+
+class McpServerList(BaseModel):
+    """GET /api/mcp/servers."""
+
+    servers: list[McpServerView]
+
+
+class McpConfigStore:
+    """The client's MCP server configs, plus the default server from settings."""
+
+    def __init__(self, sql: SqlStorage, settings: Settings, now_ms: Callable[[], int]) -> None:
+        migrate_mcp(sql)
+        self._sql = sql
+        self._settings = settings
+        self._now_ms = now_ms
+
+    def default(self) -> McpServerConfig | None:
+        """The settings' default server, if one is configured."""
+        url = self._settings.mcp_default_server_url.strip()
+        if not url:
+            return None
+        return McpServerConfig(
+            name=self._settings.mcp_default_server_name, url=url, source="default"
+        )
+
+    def has_any(self) -> bool:
+        """True when at least one server is configured (cheap; used before importing mcp)."""
+        if self.default() is not None:
+            return True
+        return bool(self._sql.execute("SELECT 1 AS one FROM mcp_servers LIMIT 1"))
+
+    def client_configs(self) -> list[McpServerConfig]:
+        """The client's own configs, by name."""
+        rows = self._sql.execute(
+            "SELECT name, url, headers, secret_header, secret_ref, enabled "
+            "FROM mcp_servers ORDER BY name"
+        )
+        out = []
+        for row in rows:
+            prefix, _, header = (row["secret_header"] or "Bearer |Authorization").partition("|")
+            out.append(
+                McpServerConfig(
+                    name=row["name"],
+                    url=row["url"],
+                    headers=json.loads(row["headers"]),
+                    secret_ref=row["secret_ref"],
+                    secret_header=header or "Authorization",
+                    secret_prefix=prefix,
+                    enabled=bool(row["enabled"]),
+                )
+            )
+        return out
+
+    def all(self) -> list[McpServerConfig]:
+        """Configs in force: the client's own, and the default unless one of them shadows it."""
+        own = self.client_configs()
+        default = self.default()
+        if default is not None and all(c.name != default.name for c in own):
+            return [default, *own]
+        return own
+
+    def get(self, name: str) -> McpServerConfig | None:
+        """The config in force under that name."""
+        return next((c for c in self.all() if c.name == name), None)
+
+    def count_client(self) -> int:
+        """How many configs the client stored."""
+        rows = self._sql.execute("SELECT COUNT(*) AS n FROM mcp_servers")
+        return int(rows[0]["n"]) if rows else 0
+
+    def put(self, body: McpServerIn) -> McpServerConfig:
+        """Insert or replace the client's config of that name."""
+        now = self._now_ms()
+        # The prefix rides along in secret_header ("prefix|header") to keep one table shape.
+        self._sql.execute(
+            "INSERT INTO mcp_servers (name, url, headers, secret_header, secret_ref, enabled, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET url = excluded.url, headers = excluded.headers, "
+            "secret_header = excluded.secret_header, secret_ref = excluded.secret_ref, "
+            "enabled = excluded.enabled, updated_at = excluded.updated_at",
+            body.name,
+            body.url,
+            json.dumps(body.headers),
+            f"{body.secret_prefix}|{body.secret_header}",
+            body.secret_ref,
+            1 if body.enabled else 0,
+            now,
+            now,
+        )
+        config = self.get(body.name)
+        assert config is not None
+        return config
+
+    def delete(self, name: str) -> bool:
+        """Remove the client's config; False when it had none of that name."""
+        found = self._sql.execute("SELECT 1 AS one FROM mcp_servers WHERE name = ?", name)
+        if not found:
+            return False
+        self._sql.execute("DELETE FROM mcp_servers WHERE name = ?", name)
+        return True

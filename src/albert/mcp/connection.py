@@ -1,0 +1,235 @@
+"""One live connection to an MCP server over streamable HTTP, on the official `mcp` SDK.
+
+This is the only module that imports `mcp`; the manager imports it lazily, so an
+object with no server configured never loads the SDK.
+
+The SDK's client is an async context manager whose transport runs in a task
+group: when the server goes away, that group cancels whatever task entered it.
+So a dedicated owner task enters the client and just waits; tool calls come
+from other tasks and see a dropped connection as an `MCPError` with code
+CONNECTION_CLOSED instead of being cancelled themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from albert.mcp.classify import ServerKind
+from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_PAGES = 20
+CLIENT_INFO = mcp_types.Implementation(name="albert", version="0.1.0")
+
+
+class ConnectFailed(Exception):
+    """Could not connect; the message is short and safe to show."""
+
+
+class McpConnection:
+    """A connected MCP client session owned by a background task."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        headers: dict[str, str],
+        *,
+        on_lost: Callable[[McpConnection], None],
+        on_tools_changed: Callable[[], None],
+    ) -> None:
+        self.name = name
+        self.url = url
+        self._headers = headers
+        self._on_lost = on_lost
+        self._on_tools_changed = on_tools_changed
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._error: BaseException | None = None
+        self._closing = False
+        self._connected = False
+        self.kind: ServerKind | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def connect(self, within: float) -> None:
+        """Open the session within `within` seconds, or raise ConnectFailed."""
+        self._owner = asyncio.create_task(self._own(within), name=f"mcp:{self.name}")
+        self._owner.add_done_callback(self._owner_done)
+        try:
+            await asyncio.wait_for(self._ready.wait(), within + 1.0)
+        except TimeoutError:
+            await self.close()
+            raise ConnectFailed(f"no answer within {within:g} s") from None
+        if self._client is None:
+            raise ConnectFailed(describe_error(self._error)) from None
+
+    async def _own(self, within: float) -> None:
+        http = create_mcp_http_client(
+            headers=self._headers,
+            timeout=httpx2.Timeout(within, read=300.0),
+        )
+        client = Client(
+            streamable_http_client(self.url, http_client=http),
+            cache=None,
+            read_timeout_seconds=None,
+            client_info=CLIENT_INFO,
+            message_handler=self._on_message,
+        )
+        try:
+            async with http:
+                async with asyncio.timeout(within):
+                    await client.__aenter__()
+                try:
+                    self._client = client
+                    self._connected = True
+                    self._ready.set()
+                    await self._stop.wait()
+                finally:
+                    self._client = None
+                    try:
+                        await client.__aexit__(None, None, None)
+                    except BaseException as exc:
+                        self._error = exc
+        except (Exception, asyncio.CancelledError) as exc:
+            # A dead transport ends the owner in an exception group or a cancel.
+            if self._error is None or not self._connected:
+                self._error = exc
+        finally:
+            self._ready.set()
+
+    def _owner_done(self, _task: asyncio.Task[None]) -> None:
+        if not self._closing and self._connected:
+            self._on_lost(self)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._on_tools_changed()
+
+    @property
+    def alive(self) -> bool:
+        """The session is open as far as we know."""
+        return self._client is not None and self._owner is not None and not self._owner.done()
+
+    async def close(self) -> None:
+        """End the session; never raises."""
+        self._closing = True
+        self._stop.set()
+        owner = self._owner
+        if owner is not None and not owner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(owner), 2.0)
+            except (TimeoutError, asyncio.CancelledError, Exception):
+                owner.cancel()
+
+    # --- what the server offers ------------------------------------------------------
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's own instructions, if it sent any."""
+        client = self._client
+        return client.instructions if client is not None else None
+
+    @property
+    def server_name(self) -> str:
+        """The name the server reports, or the configured one."""
+        client = self._client
+        info = client.server_info if client is not None else None
+        return info.name if info is not None else self.name
+
+    async def list_tools(self, within: float) -> list[RemoteToolSpec]:
+        """Every tool the server lists now, schemas exactly as sent."""
+        client = self._require()
+        specs: list[RemoteToolSpec] = []
+        cursor: str | None = None
+        async with asyncio.timeout(within):
+            for _ in range(MAX_TOOL_PAGES):
+                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                specs.extend(_spec(tool) for tool in page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        return specs
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> RemoteCallResult:
+        """Run one tool; connection failures raise, tool failures come back as results."""
+        client = self._require()
+        result = await client.call_tool(name, arguments)
+        return _result(result)
+
+    def _require(self) -> Client:
+        client = self._client
+        if client is None or not self.alive:
+            raise MCPError(code=mcp_types.CONNECTION_CLOSED, message="not connected")
+        return client
+
+
+def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
+    annotations = tool.annotations
+    return RemoteToolSpec(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        idempotent=bool(annotations is not None and annotations.idempotent_hint),
+    )
+
+
+def _result(result: mcp_types.CallToolResult) -> RemoteCallResult:
+    texts: list[str] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            texts.append(block.text)
+        else:
+            kind = getattr(block, "type", "content")
+            texts.append(f"[{kind} content omitted: only text reaches the model]")
+    structured = result.structured_content
+    return RemoteCallResult(
+        texts=texts,
+        is_error=result.is_error,
+        structured=structured if isinstance(structured, dict) else None,
+    )
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True when the exception means the connection is gone (by type and code, not text)."""
+    if isinstance(exc, MCPError):
+        return exc.code == mcp_types.CONNECTION_CLOSED
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_connection_error(e) for e in exc.exceptions)
+    closed = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+    return isinstance(exc, (httpx2.TransportError, OSError, EOFError, *closed))
+
+
+def describe_error(exc: BaseException | None) -> str:
+    """A short, safe description of why a connection failed."""
+    if exc is None:
+        return "connection failed"
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return describe_error(exc.exceptions[0])
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, MCPError):
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            return "connection closed"
+        return f"server error {exc.code}"
+    if isinstance(exc, httpx2.ConnectError | ConnectionError):
+        return "server unreachable"
+    if isinstance(exc, httpx2.TransportError):
+        return f"transport error ({type(exc).__name__})"
+    if isinstance(exc, asyncio.CancelledError):
+        return "connection closed"
+    return type(exc).__name__

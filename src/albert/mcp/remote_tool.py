@@ -1,0 +1,71 @@
+"""A remote MCP tool behind the one Tool interface.
+
+Name, description and input schema are exactly what the server listed; only
+`execute` is ours, and it hands the call to the manager, which owns the
+connection, the health check and the reconnection. Timeout, truncation and
+error capture are the ToolGuard's, as for every tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from albert.tools.base import TextPart, ToolResult
+
+
+class RemoteToolSpec(BaseModel):
+    """One tool as a server listed it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(description="As sent by the server, untouched")
+    idempotent: bool = Field(False, description="annotations.idempotentHint: safe to replay")
+
+
+class RemoteCallResult(BaseModel):
+    """What a server answered to a tool call, reduced to what the model can read."""
+
+    texts: list[str]
+    is_error: bool = False
+    structured: dict[str, Any] | None = None
+
+    def to_tool_result(self) -> ToolResult:
+        """The project's result type; an empty answer still says something."""
+        texts = self.texts or ["(the tool returned no text)"]
+        return ToolResult(
+            content=[TextPart(text=t) for t in texts],
+            is_error=self.is_error,
+            structured=self.structured,
+        )
+
+
+Invoker = Callable[[str, RemoteToolSpec, dict[str, Any]], Awaitable[ToolResult]]
+
+
+class RemoteTool:
+    """A server's tool; executing it goes through the manager's invoker."""
+
+    def __init__(self, server: str, spec: RemoteToolSpec, invoke: Invoker) -> None:
+        self.server = server
+        self.spec = spec
+        self._invoke = invoke
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.spec.input_schema
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        return await self._invoke(self.server, self.spec, arguments)
