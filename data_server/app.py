@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse
 from albert.search import TypesenseClient, TypesenseError
 from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
-from data_server.mcp_server.store_access import StoreCatalog, StoreHistory
+from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
@@ -116,6 +116,7 @@ def create_app(
     deps = ToolDeps(
         index=VaultIndex(typesense, settings.vaults_collection),
         history=StoreHistory(vault_store),
+        records=StoreRecords(vault_store),
         wallets=WalletReader(
             rpc_clients, StoreCatalog(vault_store), batch_size=settings.multicall_batch_size
         ),

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from data_server.mcp_server.chains import ChainRegistry
 from data_server.mcp_server.vault_index import VaultIndex
-from data_server.vaults.model import HistoryPoint
+from data_server.vaults.model import HistoryPoint, Vault
 from data_server.wallets.positions import WalletReader
 
 
@@ -23,12 +23,21 @@ class HistorySource(Protocol):
         ...
 
 
+class VaultRecords(Protocol):
+    """Full vault records, security inputs included (the write store)."""
+
+    async def get_vault(self, vault_id: str) -> Vault | None:
+        """One stored vault, or None."""
+        ...
+
+
 @dataclass
 class ToolDeps:
-    """Search index, history source and wallet reader shared by every tool."""
+    """Search index, write-store readers and wallet reader shared by every tool."""
 
     index: VaultIndex
     history: HistorySource | None = None
+    records: VaultRecords | None = None
     wallets: WalletReader | None = None
     chains: ChainRegistry = field(default_factory=ChainRegistry)
 

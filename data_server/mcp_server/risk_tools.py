@@ -12,6 +12,8 @@ from data_server.mcp_server.framework import ToolOutput
 from data_server.mcp_server.search import vault_line
 from data_server.mcp_server.vault_index import VaultHit
 from data_server.mcp_server.vault_tools import VaultIdInput, _require_vault
+from data_server.security import ScoreBreakdown, explain
+from data_server.security.scoring import WEIGHTS
 
 Assessment = Literal["good", "neutral", "concern", "unknown"]
 
@@ -36,6 +38,11 @@ class RiskAnalysis(BaseModel):
     risk_rating: str | None
     factors: list[RiskFactor]
     concerns: int = Field(description="How many factors read as a concern")
+    breakdown: ScoreBreakdown | None = Field(
+        None,
+        description="The score formula applied to the stored inputs: points per component "
+        "and points lost per risk flag",
+    )
     summary: str
 
 
@@ -119,6 +126,19 @@ def _factors(v: VaultHit) -> list[RiskFactor]:
 async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskAnalysis]:
     """Explain a vault's security score and rating from its inputs."""
     vault = await _require_vault(deps, params.vault_id)
+    record = await deps.records.get_vault(vault.id) if deps.records is not None else None
+    breakdown = explain(record) if record is not None else None
+    if breakdown is not None:
+        # The stored inputs are the ones the score was computed from; prefer them.
+        inputs = breakdown.inputs
+        vault = vault.model_copy(
+            update={
+                "audits": inputs.audits,
+                "protocol_age_days": inputs.protocol_age_days,
+                "exploits": inputs.exploits,
+                "source_flags": list(inputs.source_flags),
+            }
+        )
     factors = _factors(vault)
     concerns = [f for f in factors if f.assessment == "concern"]
     score = "unscored" if vault.security_score is None else f"{vault.security_score:.0f}/100"
@@ -135,7 +155,19 @@ async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskA
         factors=factors,
         concerns=len(concerns),
         summary=summary,
+        breakdown=breakdown,
     )
     lines = [summary, vault_line(vault), "Factors:"]
     lines += [f"- {f.factor}: {f.value} ({f.assessment}) {f.note}".rstrip() for f in factors]
+    if breakdown is not None:
+        points = ", ".join(
+            f"{name} {value:.1f}/{WEIGHTS.get(name, 0):.0f}"
+            for name, value in breakdown.components.items()
+        )
+        lines.append(f"Score {breakdown.score:.1f} = {points}")
+        if breakdown.penalties:
+            lines.append(
+                "minus flags: "
+                + ", ".join(f"{flag} −{pts:.0f}" for flag, pts in breakdown.penalties.items())
+            )
     return ToolOutput(data=data, text="\n".join(lines), coach=[vault.coach_item()])

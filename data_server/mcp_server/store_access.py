@@ -52,3 +52,14 @@ class StoreCatalog:
             self._cache = await asyncio.to_thread(self._load)
             self._loaded_at = time.monotonic()
         return list(self._cache.get(chain, []))
+
+
+class StoreRecords:
+    """Full vault records (with their security inputs) from the write store."""
+
+    def __init__(self, store: VaultStore) -> None:
+        self._store = store
+
+    async def get_vault(self, vault_id: str) -> Vault | None:
+        """The stored record of one vault, or None."""
+        return await asyncio.to_thread(self._store.get_vault, vault_id)

@@ -23,9 +23,9 @@ from data_server.typesense.process import free_port
 from tests.data_server.mcp_server.servers import (
     AppServer,
     drop_collection,
-    filled_store,
     publish_store,
     running_app,
+    seeded_store,
 )
 from tests.typesense_fixture import TypesenseServer, unique_name
 
@@ -37,7 +37,7 @@ def app_server(
     typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AppServer]:
     collection = unique_name("vaults_app")
-    store = filled_store(tmp_path_factory.mktemp("app_store") / "store.sqlite3")
+    store = asyncio.run(seeded_store(tmp_path_factory.mktemp("app_store") / "store.sqlite3"))
     try:
         asyncio.run(publish_store(store, typesense_server, collection))
         with running_app(typesense_server, store, collection) as server:

@@ -12,9 +12,9 @@ import pytest
 from tests.data_server.mcp_server.servers import (
     AppServer,
     drop_collection,
-    filled_store,
     publish_store,
     running_app,
+    seeded_store,
 )
 from tests.typesense_fixture import TypesenseServer, unique_name
 
@@ -25,7 +25,7 @@ def app_server(
 ) -> Iterator[AppServer]:
     """The data server over a freshly published collection, for one test module."""
     collection = unique_name("vaults")
-    store = filled_store(tmp_path_factory.mktemp("store") / "store.sqlite3")
+    store = asyncio.run(seeded_store(tmp_path_factory.mktemp("store") / "store.sqlite3"))
     try:
         asyncio.run(publish_store(store, typesense_server, collection))
         with running_app(typesense_server, store, collection) as server:

@@ -14,11 +14,13 @@ import uvicorn
 
 from albert.search import TypesenseClient
 from data_server.app import create_app
+from data_server.pipeline import offline_http, offline_processors, run_pipeline
 from data_server.settings import DataServerSettings
 from data_server.store import Publication, VaultStore
 from data_server.typesense.process import free_port
 from data_server.vaults.index import publish
-from tests.data_server.mcp_server.vault_data import all_vaults
+from data_server.vaults.model import Vault
+from tests.data_server.mcp_server.vault_data import constructed_vaults
 from tests.data_server.wallets.rpc_node import RpcNode
 from tests.typesense_fixture import TypesenseServer
 
@@ -57,13 +59,20 @@ class AppServer:
     rpc: RpcNode
 
 
-def filled_store(path: Path) -> VaultStore:
-    """A write store holding the test vaults and their recorded history."""
+async def seeded_store(path: Path) -> VaultStore:
+    """A write store filled by the offline pipeline, plus the constructed test vaults."""
     store = VaultStore(path)
-    vaults, points = all_vaults()
-    store.upsert_vaults(vaults)
-    store.upsert_history(points)
+    async with offline_http() as http:
+        report = await run_pipeline(offline_processors(), store, None, None, http=http)
+    # Every source must load; "partial" only reflects warnings and the skipped publish.
+    assert all(source.ok for source in report.run.sources), report.run
+    store.upsert_vaults(constructed_vaults())
     return store
+
+
+def active_vaults(store: VaultStore) -> list[Vault]:
+    """What the tools search by default: every active vault in the store."""
+    return [v for v in store.iter_vaults() if v.status == "active"]
 
 
 async def publish_store(
