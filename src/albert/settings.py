@@ -20,6 +20,15 @@ class Settings(BaseModel):
     model_api_key: SecretStr = Field(SecretStr(""), alias="MODEL_API_KEY")
     model_name: str = Field("gpt-4o-mini", alias="MODEL_NAME")
     model_timeout_seconds: float = Field(60.0, alias="MODEL_TIMEOUT_SECONDS", gt=0)
+    # Stall bounds on the model stream, apart from the whole turn's bound: a gateway
+    # that accepts the request and then goes quiet must not hold a turn open.
+    model_first_chunk_timeout_seconds: float = Field(
+        30.0, alias="MODEL_FIRST_CHUNK_TIMEOUT_SECONDS", gt=0
+    )
+    model_chunk_timeout_seconds: float = Field(20.0, alias="MODEL_CHUNK_TIMEOUT_SECONDS", gt=0)
+    turn_timeout_seconds: float = Field(300.0, alias="TURN_TIMEOUT_SECONDS", gt=0)
+    # Context window of the configured model, in tokens (about four characters each).
+    model_context_tokens: int = Field(128_000, alias="MODEL_CONTEXT_TOKENS", ge=2_000)
 
     # Tool loop.
     max_model_steps: int = Field(5, alias="MAX_MODEL_STEPS", ge=1, le=20)

@@ -34,6 +34,8 @@ class Reply(BaseModel):
     cut_after_chunks: int | None = None
     delay_seconds: float = 0.0
     chunk_delay_seconds: float = 0.0
+    pause_after_chunks: int | None = None
+    pause_seconds: float = 0.0
     prompt_tokens: int = 11
     completion_tokens: int = 7
 
@@ -110,6 +112,9 @@ class ScriptedModelServer:
                 raise _CutStream()
             if reply.chunk_delay_seconds:
                 await asyncio.sleep(reply.chunk_delay_seconds)
+            if reply.pause_after_chunks is not None and index == reply.pause_after_chunks:
+                # The stream goes quiet, as a stalled gateway does.
+                await asyncio.sleep(reply.pause_seconds)
             await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -17,6 +17,7 @@ from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
     ModelClient,
+    ModelError,
     ModelRequest,
     StepFinished,
     TextDelta,
@@ -89,13 +90,28 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
     return value
 
 
+class StallBounds(BaseModel):
+    """How long the model may stay silent before its first chunk and between chunks."""
+
+    first_chunk_seconds: float = 30.0
+    chunk_seconds: float = 20.0
+
+
 class ToolLoop:
     """Runs one turn of the agent against a model client and a tool registry."""
 
-    def __init__(self, model: ModelClient, guard: ToolGuard, *, max_steps: int) -> None:
+    def __init__(
+        self,
+        model: ModelClient,
+        guard: ToolGuard,
+        *,
+        max_steps: int,
+        stall: StallBounds | None = None,
+    ) -> None:
         self._model = model
         self._guard = guard
         self._max_steps = max_steps
+        self._stall = stall or StallBounds()
         self.state = StepState()
 
     async def run(
@@ -140,17 +156,33 @@ class ToolLoop:
         calls: list[ChatToolCall] = []
         finish = "stop"
         usage = Usage()
-        async for event in self._model.stream(request):
-            if isinstance(event, TextDelta):
-                self.state.text.append(event.text)
-                await observer.on_text(step, event.text)
-            elif isinstance(event, ToolCallRequest):
-                calls.append(event.call)
-            elif isinstance(event, StepFinished):
-                finish = event.reason
-                usage = Usage(
-                    prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
-                )
+        stream = aiter(self._model.stream(request))
+        started = False
+        try:
+            while True:
+                bound = self._stall.chunk_seconds if started else self._stall.first_chunk_seconds
+                try:
+                    event = await asyncio.wait_for(anext(stream), bound)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    what = "sent more" if started else "started answering"
+                    raise ModelError(
+                        "timeout", f"the model stalled: it has not {what} for {bound:g} s"
+                    ) from None
+                started = True
+                if isinstance(event, TextDelta):
+                    self.state.text.append(event.text)
+                    await observer.on_text(step, event.text)
+                elif isinstance(event, ToolCallRequest):
+                    calls.append(event.call)
+                elif isinstance(event, StepFinished):
+                    finish = event.reason
+                    usage = Usage(
+                        prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
+                    )
+        finally:
+            await stream.aclose()
         return self.state.partial_text, calls, finish, usage
 
     async def _run_tools(

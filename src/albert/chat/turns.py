@@ -18,9 +18,10 @@ from pydantic import BaseModel, ValidationError
 
 from albert.ai.model import ChatMessage, ChatToolCall, ModelClient, ModelError
 from albert.ai.prompt import build_system_prompt
-from albert.ai.tool_loop import ToolLoop, TurnResult
+from albert.ai.tool_loop import StallBounds, ToolLoop, TurnResult
 from albert.analytics.chat_events import TurnEvents
 from albert.analytics.service import AnalyticsService
+from albert.chat.live import LiveTurn
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
 from albert.protocol.frames import (
     AckFrame,
@@ -29,8 +30,11 @@ from albert.protocol.frames import (
     DoneFrame,
     ErrorCode,
     ErrorFrame,
+    FinishReason,
     PingFrame,
     PongFrame,
+    ResumeFrame,
+    ResyncFrame,
     StartFrame,
     TextDeltaFrame,
     ToolCallFrame,
@@ -38,7 +42,7 @@ from albert.protocol.frames import (
     Usage,
     client_frame_adapter,
 )
-from albert.protocol.http import Message, ToolCallRecord
+from albert.protocol.http import Message, MessageStatus, ToolCallRecord
 from albert.settings import Settings
 from albert.storage.threads import DEFAULT_TITLE, ThreadStore
 from albert.tools.base import validation_message
@@ -113,6 +117,7 @@ class ChatTurns:
             max_chars=settings.tool_result_max_chars,
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._live: dict[str, LiveTurn] = {}
 
     # --- frames ----------------------------------------------------------------------
 
@@ -133,6 +138,8 @@ class ChatTurns:
             _send(socket, PongFrame())
         elif isinstance(frame, CancelFrame):
             self._cancel(socket, frame)
+        elif isinstance(frame, ResumeFrame):
+            self._resume(socket, frame)
         else:
             await self._chat(socket, frame)
 
@@ -243,91 +250,117 @@ class ChatTurns:
 
     def broadcast(self, frame: BaseModel) -> None:
         """Send a frame to every socket of this client (all tabs see the turn)."""
+        self._send_all(frame, frame.model_dump_json())
+
+    def _send_all(self, frame: BaseModel, text: str) -> None:
         self.events.on_frame(frame)
-        text = frame.model_dump_json()
         for socket in self._hub.sockets():
             socket.send(text)
 
-    async def _run_turn(self, thread_id: str, turn_id: str) -> None:
-        self.broadcast(
-            StartFrame(thread_id=thread_id, turn_id=turn_id, model=self._model.model_name)
-        )
-        recorder = _TurnRecorder(self, thread_id, turn_id)
-        loop = ToolLoop(self._model, self._guard, max_steps=self._settings.max_model_steps)
-        try:
-            turn_tools = await self._tools.tools_for_turn()
-            system = build_system_prompt(
-                turn_tools.registry,
-                server_notes=turn_tools.server_notes,
-                vault_data_available=turn_tools.vault_data_available,
+    def _resume(self, socket: ChatSocket, frame: ResumeFrame) -> None:
+        live = self._live.get(frame.thread_id)
+        if live is None or (frame.turn_id is not None and frame.turn_id != live.turn_id):
+            # The turn ended while the browser was away: it loads the thread instead.
+            _send(
+                socket,
+                ResyncFrame(thread_id=frame.thread_id, turn_id=None, running=False, replayed=0),
             )
-            history = history_for_model(self._store.history(thread_id, HISTORY_MESSAGES))
-            messages = [ChatMessage(role="system", content=system), *history]
-            result = await loop.run(messages, turn_tools.registry, recorder)
-        except asyncio.CancelledError:
-            recorder.save_partial(loop, status="cancelled", finish_reason="cancelled")
-            self.broadcast(
-                DoneFrame(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    finish_reason="cancelled",
-                    steps=loop.state.step,
-                    usage=Usage(),
+            return
+        missed = live.frames_after(frame.after_seq if frame.turn_id is not None else 0)
+        for text in missed:
+            socket.send(text)
+        _send(
+            socket,
+            ResyncFrame(
+                thread_id=frame.thread_id, turn_id=live.turn_id, running=True, replayed=len(missed)
+            ),
+        )
+
+    async def _run_turn(self, thread_id: str, turn_id: str) -> None:
+        live = LiveTurn(thread_id, turn_id, self._send_all)
+        self._live[thread_id] = live
+        try:
+            await self._drive(live)
+        finally:
+            self._live.pop(thread_id, None)
+
+    async def _drive(self, live: LiveTurn) -> None:
+        """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
+        settings = self._settings
+        live.emit(
+            StartFrame(thread_id=live.thread_id, turn_id=live.turn_id, model=self._model.model_name)
+        )
+        recorder = _TurnRecorder(self, live)
+        loop = ToolLoop(
+            self._model,
+            self._guard,
+            max_steps=settings.max_model_steps,
+            stall=StallBounds(
+                first_chunk_seconds=settings.model_first_chunk_timeout_seconds,
+                chunk_seconds=settings.model_chunk_timeout_seconds,
+            ),
+        )
+        try:
+            async with asyncio.timeout(settings.turn_timeout_seconds):
+                turn_tools = await self._tools.tools_for_turn()
+                system = build_system_prompt(
+                    turn_tools.registry,
+                    server_notes=turn_tools.server_notes,
+                    vault_data_available=turn_tools.vault_data_available,
                 )
+                history = history_for_model(self._store.history(live.thread_id, HISTORY_MESSAGES))
+                messages = [ChatMessage(role="system", content=system), *history]
+                result = await loop.run(messages, turn_tools.registry, recorder)
+        except asyncio.CancelledError:
+            recorder.end(loop, "cancelled", status="cancelled")
+            return
+        except TimeoutError:
+            recorder.end(
+                loop,
+                "timeout",
+                status="incomplete",
+                code="timeout",
+                message=f"the answer took longer than {settings.turn_timeout_seconds:g} s and "
+                "was stopped; what was written so far is kept",
+                retryable=True,
             )
             return
         except ModelError as exc:
-            recorder.save_partial(loop, status="incomplete", finish_reason="error")
             code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
                 exc.kind, "model_error"
             )  # type: ignore[assignment]
-            self.broadcast(
-                ErrorFrame(
-                    code=code,
-                    message=str(exc),
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    retryable=exc.retryable,
-                )
+            recorder.end(
+                loop,
+                "error",
+                status="incomplete",
+                code=code,
+                message=str(exc),
+                retryable=exc.retryable,
             )
-            self._done_error(thread_id, turn_id, loop)
             return
         except Exception:
-            log.exception("turn %s failed", turn_id)
-            recorder.save_partial(loop, status="error", finish_reason="error")
-            self.broadcast(
-                ErrorFrame(
-                    code="internal",
-                    message="something went wrong on our side; your message is saved, try again",
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    retryable=True,
-                )
+            log.exception("turn %s failed", live.turn_id)
+            recorder.end(
+                loop,
+                "error",
+                status="error",
+                code="internal",
+                message="something went wrong on our side; your message is saved, try again",
+                retryable=True,
             )
-            self._done_error(thread_id, turn_id, loop)
             return
         recorder.finish(result)
-
-    def _done_error(self, thread_id: str, turn_id: str, loop: ToolLoop) -> None:
-        self.broadcast(
-            DoneFrame(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                finish_reason="error",
-                steps=loop.state.step,
-                usage=Usage(),
-            )
-        )
 
 
 class _TurnRecorder:
     """The tool loop's observer: streams frames and persists each piece as it completes."""
 
-    def __init__(self, turns: ChatTurns, thread_id: str, turn_id: str) -> None:
+    def __init__(self, turns: ChatTurns, live: LiveTurn) -> None:
         self._turns = turns
         self._store = turns._store
-        self._thread_id = thread_id
-        self._turn_id = turn_id
+        self._live = live
+        self._thread_id = live.thread_id
+        self._turn_id = live.turn_id
         self._last_answer_id: str | None = None
         self._step_saved = 0
         # A retried turn runs again under the same turn id; each run's messages
@@ -338,7 +371,7 @@ class _TurnRecorder:
         return f"{self._turn_id}:{self._run}:a{step}"
 
     async def on_text(self, step: int, delta: str) -> None:
-        self._turns.broadcast(
+        self._live.emit(
             TextDeltaFrame(thread_id=self._thread_id, turn_id=self._turn_id, step=step, delta=delta)
         )
 
@@ -359,7 +392,7 @@ class _TurnRecorder:
         self._step_saved = step
 
     async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
-        self._turns.broadcast(
+        self._live.emit(
             ToolCallFrame(
                 thread_id=self._thread_id,
                 turn_id=self._turn_id,
@@ -391,7 +424,7 @@ class _TurnRecorder:
                 "arguments": json.loads(call.arguments) if _is_json(call.arguments) else {},
             },
         )
-        self._turns.broadcast(
+        self._live.emit(
             ToolResultFrame(
                 thread_id=self._thread_id,
                 turn_id=self._turn_id,
@@ -405,8 +438,17 @@ class _TurnRecorder:
             )
         )
 
-    def save_partial(self, loop: ToolLoop, *, status: str, finish_reason: str) -> None:
-        """Keep what the interrupted step streamed so far."""
+    def end(
+        self,
+        loop: ToolLoop,
+        finish_reason: FinishReason,
+        *,
+        status: MessageStatus,
+        code: ErrorCode | None = None,
+        message: str = "",
+        retryable: bool = False,
+    ) -> None:
+        """End an interrupted turn: keep the partial text, say why, send done."""
         step = loop.state.step
         # When the interrupted step was already saved (e.g. cancelled while tools ran),
         # a closing marker records the outcome so the turn reads as ended.
@@ -417,8 +459,27 @@ class _TurnRecorder:
             turn_id=self._turn_id,
             role="assistant",
             content="" if saved else loop.state.partial_text,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             finish_reason=finish_reason,
+        )
+        if code is not None:
+            self._live.emit(
+                ErrorFrame(
+                    code=code,
+                    message=message,
+                    thread_id=self._thread_id,
+                    turn_id=self._turn_id,
+                    retryable=retryable,
+                )
+            )
+        self._live.emit(
+            DoneFrame(
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                finish_reason=finish_reason,
+                steps=step,
+                usage=Usage(),
+            )
         )
 
     def finish(self, result: TurnResult) -> None:
@@ -431,7 +492,7 @@ class _TurnRecorder:
                 finish_reason=result.finish_reason,
                 meta={"steps": result.steps, "usage": result.usage.model_dump()},
             )
-        self._turns.broadcast(
+        self._live.emit(
             DoneFrame(
                 thread_id=self._thread_id,
                 turn_id=self._turn_id,

@@ -19,6 +19,12 @@ class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class _TurnFrame(_Frame):
+    """A frame of one running turn; `seq` orders them (1, 2, 3, …) for resuming."""
+
+    seq: int = Field(0, ge=0)
+
+
 # --- client → server -------------------------------------------------------------------
 
 
@@ -44,8 +50,18 @@ class PingFrame(_Frame):
     type: Literal["ping"] = "ping"
 
 
-ClientFrame = Annotated[ChatFrame | CancelFrame | PingFrame, Field(discriminator="type")]
-client_frame_adapter: TypeAdapter[ChatFrame | CancelFrame | PingFrame] = TypeAdapter(ClientFrame)
+class ResumeFrame(_Frame):
+    """After a reconnect: send me the running turn's frames after `after_seq`, then live."""
+
+    type: Literal["resume"] = "resume"
+    thread_id: Id
+    turn_id: Id | None = Field(None, description="The turn the client was following, if any")
+    after_seq: int = Field(0, ge=0, description="Highest turn frame seq already applied")
+
+
+ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame
+ClientFrame = Annotated[ClientFrames, Field(discriminator="type")]
+client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(ClientFrame)
 
 
 # --- server → client -------------------------------------------------------------------
@@ -58,7 +74,7 @@ class Usage(BaseModel):
     completion_tokens: int = 0
 
 
-class StartFrame(_Frame):
+class StartFrame(_TurnFrame):
     """A turn began: the user's message is stored."""
 
     type: Literal["start"] = "start"
@@ -67,7 +83,7 @@ class StartFrame(_Frame):
     model: str
 
 
-class TextDeltaFrame(_Frame):
+class TextDeltaFrame(_TurnFrame):
     """A piece of the answer's text, in order."""
 
     type: Literal["text_delta"] = "text_delta"
@@ -77,7 +93,7 @@ class TextDeltaFrame(_Frame):
     delta: str
 
 
-class ToolCallFrame(_Frame):
+class ToolCallFrame(_TurnFrame):
     """The model asked for a tool; it is running now."""
 
     type: Literal["tool_call"] = "tool_call"
@@ -89,7 +105,7 @@ class ToolCallFrame(_Frame):
     arguments: dict[str, Any]
 
 
-class ToolResultFrame(_Frame):
+class ToolResultFrame(_TurnFrame):
     """A tool finished (or failed); preview of what the model saw."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -104,10 +120,11 @@ class ToolResultFrame(_Frame):
     content: str
 
 
-FinishReason = Literal["stop", "step_limit", "error", "cancelled", "length"]
+# Every turn ends in exactly one of these, stored with its last message.
+FinishReason = Literal["stop", "step_limit", "length", "error", "timeout", "cancelled"]
 
 
-class DoneFrame(_Frame):
+class DoneFrame(_TurnFrame):
     """A turn ended."""
 
     type: Literal["done"] = "done"
@@ -131,7 +148,7 @@ ErrorCode = Literal[
 ]
 
 
-class ErrorFrame(_Frame):
+class ErrorFrame(_TurnFrame):
     """Something went wrong; says what, and whether retrying can help."""
 
     type: Literal["error"] = "error"
@@ -155,6 +172,16 @@ class PongFrame(_Frame):
     """Answer to a ping."""
 
     type: Literal["pong"] = "pong"
+
+
+class ResyncFrame(_Frame):
+    """Answer to a resume: what was replayed, and whether the turn is still running."""
+
+    type: Literal["resync"] = "resync"
+    thread_id: str
+    turn_id: str | None
+    running: bool
+    replayed: int
 
 
 McpState = Literal["connecting", "ready", "reconnecting", "failed", "disabled"]
@@ -188,6 +215,7 @@ ServerFrame = Annotated[
     | ErrorFrame
     | AckFrame
     | PongFrame
+    | ResyncFrame
     | McpStatusFrame,
     Field(discriminator="type"),
 ]
