@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from data_server.mcp_server import filter_expr as fx
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
-from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
+from data_server.mcp_server.framework import (
+    StrictInput,
+    ToolFailure,
+    ToolOutput,
+    validation_message,
+)
 from data_server.mcp_server.vault_index import VaultHit
 
 RiskLevel = Literal["low", "medium", "high", "very_high"]
@@ -280,7 +285,8 @@ class SearchVaultsInput(VaultFilters):
     sort_by: SortField | None = Field(
         None,
         description="Field to sort by: 'apy', 'apy_base', 'tvl_usd', 'security_score', "
-        "'reward_share', 'updated_at'. Default: text relevance with a query, else tvl_usd.",
+        "'reward_share', 'updated_at'. Default: text relevance with a query, else tvl_usd. "
+        "Vaults missing the sort field come last.",
     )
     sort_direction: Literal["asc", "desc"] = Field(
         "desc", description="'desc' (largest first, the default) or 'asc'."
@@ -413,6 +419,6 @@ async def top_yields(deps: ToolDeps, params: TopYieldsInput) -> ToolOutput[Vault
             sort_by="apy",
             per_page=params.limit,
         )
-    except ValueError as exc:
-        raise ToolFailure(str(exc)) from exc
+    except ValidationError as exc:
+        raise ToolFailure(validation_message(exc)) from exc
     return await search_vaults(deps, search)

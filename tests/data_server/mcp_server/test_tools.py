@@ -257,6 +257,8 @@ async def test_top_yields(app_server: AppServer) -> None:
     assert loose["vaults"][0]["apy"] >= data["vaults"][0]["apy"]
     bad = await call(app_server, "top_yields", {"chain": "mordor"})
     assert bad.is_error and "unknown chain" in texts(bad)[0]
+    bad = await call(app_server, "top_yields", {"asset_symbol": "$$ bad"})
+    assert bad.is_error and "asset_symbol: '$$ bad' is not a token symbol" in texts(bad)[0]
 
 
 async def test_analyze_risk(app_server: AppServer) -> None:
