@@ -6,6 +6,7 @@ that importing this module stays cheap where the binary is not installed.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -56,16 +57,18 @@ def binary_path() -> Path:
 class TypesenseProcess:
     """One Typesense server child process, started with `start()` and ended with `stop()`."""
 
-    def __init__(self, data_dir: Path, api_key: str, port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, api_key: str, port: int | None = None, host: str = HOST
+    ) -> None:
         if not api_key:
             raise ValueError("Typesense needs a non-empty api_key")
         self.data_dir = Path(data_dir)
         self.api_key = api_key
-        self.host = HOST
+        self.host = host
         self._auto_port = port is None
         recorded = self._recorded_ports()
         if port is None:
-            port = recorded[0] if recorded and port_is_free(recorded[0]) else free_port(HOST)
+            port = recorded[0] if recorded and port_is_free(recorded[0], host) else free_port(host)
         self.port = port
         self.peering_port = (
             recorded[1] if recorded and recorded[0] == port and recorded[1] != port else None
@@ -128,6 +131,9 @@ class TypesenseProcess:
             # Own process group, so a Ctrl-C in the terminal is handled by us, not the child.
             start_new_session=True,
         )
+        # The child runs in its own session (a terminal Ctrl-C does not reach it), so make
+        # sure an interpreter that exits without calling stop() still ends it.
+        atexit.register(self.stop)
         try:
             self._wait_healthy(timeout)
         except BaseException:
@@ -184,6 +190,7 @@ class TypesenseProcess:
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the server, wait for it, and kill it if it does not exit in `timeout`."""
         proc, self._proc = self._proc, None
+        atexit.unregister(self.stop)
         if proc is not None:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

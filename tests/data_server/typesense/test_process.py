@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -141,3 +142,25 @@ def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
             proc.wait(timeout=5)
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+
+
+def test_server_is_stopped_when_the_interpreter_exits(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    port = free_port()
+    script = (
+        "from pathlib import Path\n"
+        "from data_server.typesense.process import TypesenseProcess\n"
+        f"p = TypesenseProcess(Path({str(tmp_path / 'exit')!r}), {KEY!r}, port={port})\n"
+        "p.start()\n"
+        "print(p.pid, flush=True)\n"  # exits without stop()
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid = int(done.stdout.strip())
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
