@@ -1,0 +1,518 @@
+// Albert's browser chat: threads over HTTP, one WebSocket for every thread.
+
+import { Api, chatSocketUrl, ensureClientId } from "./api.js";
+import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
+import { Conversation } from "./conversation.js";
+import { appendLinkified, renderMarkdown } from "./markdown.js";
+import { ChatConnection } from "./socket.js";
+
+const THEME_KEY = "albert.theme";
+const SIDEBAR_KEY = "albert.sidebar";
+const THREAD_KEY = "albert.thread";
+const PHONE = window.matchMedia("(max-width: 720px)");
+const CONN_LABELS = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" };
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, className, text) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+const state = {
+  api: null,
+  conn: null,
+  threads: [],
+  currentId: null,
+  convs: new Map(), // thread id -> Conversation
+  outbox: new Map(), // message id -> chat frame not yet acknowledged
+  openTools: new Set(),
+  loadSeq: 0,
+};
+
+function randomId(prefix) {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// --- theme and layout --------------------------------------------------------------------
+
+function currentTheme() {
+  return document.documentElement.dataset.theme === "dark" ? "dark" : "light";
+}
+
+function toggleTheme() {
+  const theme = currentTheme() === "dark" ? "light" : "dark";
+  document.documentElement.dataset.theme = theme;
+  localStorage.setItem(THEME_KEY, theme);
+  safeTrack(EVENT.THEME_TOGGLED, { theme });
+}
+
+function setSidebar(visible, { remember = true } = {}) {
+  $("app").dataset.sidebar = visible ? "open" : "closed";
+  const button = $("toggle-sidebar");
+  button.setAttribute("aria-expanded", String(visible));
+  button.setAttribute("aria-label", visible ? "Hide conversations" : "Show conversations");
+  $("scrim").hidden = !(visible && PHONE.matches);
+  if (remember && !PHONE.matches) localStorage.setItem(SIDEBAR_KEY, visible ? "open" : "closed");
+}
+
+function sidebarVisible() {
+  return $("app").dataset.sidebar === "open";
+}
+
+function toggleSidebar() {
+  const visible = !sidebarVisible();
+  setSidebar(visible);
+  safeTrack(EVENT.CONVERSATION_LIST_TOGGLED, { visible });
+}
+
+function showBanner(text) {
+  const banner = $("banner");
+  banner.textContent = text;
+  banner.hidden = !text;
+}
+
+function setConnState(connState) {
+  const badge = $("conn");
+  badge.dataset.state = connState;
+  $("conn-label").textContent = CONN_LABELS[connState] || connState;
+  badge.title = CONN_LABELS[connState] || connState;
+}
+
+// --- threads -------------------------------------------------------------------------------
+
+async function loadThreads() {
+  const page = await state.api.listThreads();
+  state.threads = page.threads;
+  renderThreads();
+}
+
+function renderThreads() {
+  const list = $("thread-list");
+  list.replaceChildren();
+  for (const thread of state.threads) {
+    const item = el("li", "thread");
+    item.dataset.threadId = thread.id;
+    if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
+    const open = el("button", "thread-open", thread.title);
+    open.type = "button";
+    open.title = thread.title;
+    open.addEventListener("click", () => {
+      if (thread.id !== state.currentId) safeTrack(EVENT.THREAD_SWITCHED, { new_thread: false });
+      selectThread(thread.id);
+      if (PHONE.matches) setSidebar(false, { remember: false });
+    });
+    const rename = el("button", "icon-btn thread-rename", "✎");
+    rename.type = "button";
+    rename.setAttribute("aria-label", `Rename ${thread.title}`);
+    rename.addEventListener("click", () => startRename(item, thread));
+    const remove = el("button", "icon-btn thread-delete", "✕");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Delete ${thread.title}`);
+    remove.addEventListener("click", () => deleteThread(thread));
+    item.append(open, rename, remove);
+    list.append(item);
+  }
+  $("thread-empty").hidden = state.threads.length > 0;
+  const current = state.threads.find((t) => t.id === state.currentId);
+  $("thread-title").textContent = current ? current.title : "New chat";
+}
+
+function startRename(item, thread) {
+  const input = el("input", "thread-rename-input");
+  input.value = thread.title;
+  input.maxLength = 200;
+  input.setAttribute("aria-label", "New title");
+  item.replaceChildren(input);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    if (save && title && title !== thread.title) {
+      try {
+        const updated = await state.api.renameThread(thread.id, title);
+        Object.assign(thread, updated);
+      } catch (e) {
+        showBanner(`Could not rename: ${e.message}`);
+      }
+    }
+    renderThreads();
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") finish(true);
+    if (event.key === "Escape") finish(false);
+  });
+  input.addEventListener("blur", () => finish(true));
+}
+
+async function deleteThread(thread) {
+  if (!window.confirm(`Delete “${thread.title}”? This cannot be undone.`)) return;
+  try {
+    await state.api.deleteThread(thread.id);
+  } catch (e) {
+    if (e.status !== 404) {
+      showBanner(`Could not delete: ${e.message}`);
+      return;
+    }
+  }
+  state.threads = state.threads.filter((t) => t.id !== thread.id);
+  state.convs.delete(thread.id);
+  if (state.currentId === thread.id) {
+    const next = state.threads[0];
+    if (next) selectThread(next.id);
+    else clearCurrent();
+  }
+  renderThreads();
+}
+
+async function newThread() {
+  const thread = await state.api.createThread();
+  state.threads.unshift(thread);
+  state.convs.set(thread.id, new Conversation(thread.id));
+  safeTrack(EVENT.THREAD_SWITCHED, { new_thread: true });
+  await selectThread(thread.id, { fetch: false });
+  return thread;
+}
+
+function clearCurrent() {
+  state.currentId = null;
+  localStorage.removeItem(THREAD_KEY);
+  renderConversation();
+  renderThreads();
+}
+
+/** Show a thread: at once from memory, then fresh from the server. */
+async function selectThread(id, { fetch = true } = {}) {
+  state.currentId = id;
+  localStorage.setItem(THREAD_KEY, id);
+  renderThreads();
+  renderConversation();
+  if (fetch) await reloadThread(id);
+  $("input").focus();
+}
+
+/** Replace a thread's conversation with the server's copy, keeping unsent questions. */
+async function reloadThread(id) {
+  const seq = ++state.loadSeq;
+  let detail;
+  try {
+    detail = await state.api.getThread(id);
+  } catch (e) {
+    if (e.status === 404) {
+      state.threads = state.threads.filter((t) => t.id !== id);
+      state.convs.delete(id);
+      if (state.currentId === id) clearCurrent();
+      return;
+    }
+    showBanner(`Could not load this conversation: ${e.message}`);
+    return;
+  }
+  if (seq !== state.loadSeq && id === state.currentId) {
+    // A newer load of the current thread is on its way.
+  }
+  const fresh = Conversation.fromMessages(id, detail.messages);
+  const old = state.convs.get(id);
+  if (old) {
+    for (const turn of old.turns.values()) {
+      const stored = fresh.turns.get(turn.id);
+      if (!stored && state.outbox.has(turn.id)) fresh.turns.set(turn.id, turn);
+      // A live turn keeps streaming into the fresh copy.
+      if (stored && turn.state === "running" && stored.state !== "done") {
+        stored.state = "running";
+        stored.seenStart = turn.seenStart;
+        stored.run = turn.run;
+      }
+    }
+  }
+  state.convs.set(id, fresh);
+  const known = state.threads.find((t) => t.id === id);
+  if (known) Object.assign(known, detail.thread);
+  else state.threads.unshift(detail.thread);
+  if (id === state.currentId) {
+    renderThreads();
+    renderConversation();
+  }
+}
+
+// --- conversation rendering ----------------------------------------------------------------
+
+function formatDuration(ms) {
+  if (ms === null || ms === undefined) return "";
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
+}
+
+function renderTool(part) {
+  const details = el("details", "tool");
+  details.dataset.status = part.status;
+  details.dataset.callId = part.callId;
+  details.open = state.openTools.has(part.callId);
+  details.addEventListener("toggle", () => {
+    if (details.open) state.openTools.add(part.callId);
+    else state.openTools.delete(part.callId);
+  });
+  const summary = el("summary");
+  const meta = [formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
+  summary.append(
+    el("span", "tool-name", part.name),
+    el("span", "tool-status", part.status),
+    el("span", "tool-meta", meta),
+  );
+  const body = el("div", "tool-body");
+  body.append(el("div", "label", "Arguments"), el("pre", "tool-args", JSON.stringify(part.args || {}, null, 2)));
+  if (part.content !== undefined) {
+    const result = el("pre", "tool-result");
+    appendLinkified(result, part.content);
+    body.append(el("div", "label", part.status === "error" ? "Error" : "Result"), result);
+  }
+  details.append(summary, body);
+  return details;
+}
+
+function renderTurnInto(item, turn) {
+  item.replaceChildren();
+  item.dataset.state = turn.state;
+  if (turn.user) {
+    const bubble = el("div", "msg-user", turn.user.text);
+    if (turn.user.pending) bubble.classList.add("pending");
+    item.append(bubble);
+  }
+  const texts = turn.parts.filter((p) => p.type === "text");
+  const lastText = texts[texts.length - 1];
+  for (const part of turn.parts) {
+    if (part.type === "tool") {
+      item.append(renderTool(part));
+    } else if (part.text) {
+      const answer = el("div", "answer");
+      // renderMarkdown escapes the text before adding its fixed set of tags.
+      answer.innerHTML = renderMarkdown(part.text);
+      if (turn.state === "running" && part === lastText) answer.classList.add("typing");
+      item.append(answer);
+    }
+  }
+  if (turn.state === "running" && !lastText) item.append(el("div", "answer typing"));
+  if (turn.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
+  const retryable = turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
+  if (turn.error || turn.state === "unanswered" || turn.state === "partial") {
+    const box = el("div", "turn-error");
+    box.setAttribute("role", "alert");
+    if (turn.error) {
+      box.append(el("code", "", turn.error.code), el("span", "", turn.error.message));
+    } else {
+      box.append(el("span", "", "This answer was interrupted."));
+    }
+    if (retryable) {
+      const retry = el("button", "btn btn-small retry", "Retry");
+      retry.type = "button";
+      retry.addEventListener("click", () => retryTurn(turn));
+      box.append(retry);
+    }
+    item.append(box);
+  }
+}
+
+function nearBottom() {
+  const box = $("conversation");
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+}
+
+function scrollToBottom() {
+  const box = $("conversation");
+  box.scrollTop = box.scrollHeight;
+}
+
+function renderConversation() {
+  const list = $("turns");
+  list.replaceChildren();
+  const conv = state.currentId ? state.convs.get(state.currentId) : null;
+  const turns = conv ? [...conv.turns.values()] : [];
+  for (const turn of turns) {
+    const item = el("li", "turn");
+    item.dataset.turnId = turn.id;
+    renderTurnInto(item, turn);
+    list.append(item);
+  }
+  $("empty").hidden = turns.length > 0;
+  updateComposer();
+  scrollToBottom();
+}
+
+function renderTurn(turn) {
+  const stick = nearBottom();
+  const list = $("turns");
+  let item = [...list.children].find((li) => li.dataset.turnId === turn.id);
+  if (!item) {
+    item = el("li", "turn");
+    item.dataset.turnId = turn.id;
+    list.append(item);
+  }
+  renderTurnInto(item, turn);
+  $("empty").hidden = true;
+  updateComposer();
+  if (stick) scrollToBottom();
+}
+
+function updateComposer() {
+  const conv = state.currentId ? state.convs.get(state.currentId) : null;
+  const running = Boolean(conv && conv.runningTurn);
+  $("stop").hidden = !running;
+  $("send").disabled = Boolean(conv && conv.busy);
+}
+
+// --- chat ------------------------------------------------------------------------------------
+
+function dispatch(frame) {
+  state.outbox.set(frame.message_id, frame);
+  state.conn.send(frame);
+}
+
+async function sendMessage(text) {
+  showBanner("");
+  if (!state.currentId) {
+    try {
+      await newThread();
+    } catch (e) {
+      showBanner(`Could not start a conversation: ${e.message}`);
+      return;
+    }
+  }
+  const threadId = state.currentId;
+  const conv = state.convs.get(threadId) || new Conversation(threadId);
+  state.convs.set(threadId, conv);
+  const messageId = randomId("m_");
+  const turn = conv.addPending(messageId, text);
+  renderTurn(turn);
+  scrollToBottom();
+  safeTrack(EVENT.MESSAGE_SUBMITTED, { chars: text.length, retry: false });
+  dispatch({ type: "chat", thread_id: threadId, message_id: messageId, text });
+}
+
+/** Send the same message id again: the server retries the failed turn, never stores it twice. */
+function retryTurn(turn) {
+  const threadId = state.currentId;
+  const conv = state.convs.get(threadId);
+  if (!conv || !turn.user) return;
+  conv.addPending(turn.id, turn.user.text);
+  renderTurn(turn);
+  safeTrack(EVENT.MESSAGE_SUBMITTED, { chars: turn.user.text.length, retry: true });
+  dispatch({ type: "chat", thread_id: threadId, message_id: turn.id, text: turn.user.text });
+}
+
+function stopTurn() {
+  if (state.currentId) state.conn.send({ type: "cancel", thread_id: state.currentId });
+}
+
+let threadRefresh = null;
+function refreshThreadsSoon() {
+  clearTimeout(threadRefresh);
+  threadRefresh = setTimeout(() => loadThreads().catch(() => {}), 150);
+}
+
+function onFrame(frame) {
+  if (frame.type === "pong") return;
+  if (frame.type === "error" && !frame.thread_id) {
+    showBanner(`${frame.code}: ${frame.message}`);
+    return;
+  }
+  if (frame.type === "ack") state.outbox.delete(frame.message_id);
+  const conv = frame.thread_id ? state.convs.get(frame.thread_id) : null;
+  if (frame.type === "error" && !frame.turn_id) {
+    // A refused message (busy, too large, unknown thread): it belongs to the question waiting for its ack.
+    const waiting = [...state.outbox.values()].filter((f) => f.thread_id === frame.thread_id).pop();
+    if (waiting && conv) {
+      state.outbox.delete(waiting.message_id);
+      conv.applyFrame({ ...frame, turn_id: waiting.message_id });
+      if (frame.thread_id === state.currentId) renderTurn(conv.turn(waiting.message_id));
+    } else {
+      showBanner(`${frame.code}: ${frame.message}`);
+    }
+    return;
+  }
+  if (!conv) return;
+  const turn = conv.applyFrame(frame);
+  const current = frame.thread_id === state.currentId;
+  if (turn && current) renderTurn(turn);
+  if (frame.type === "ack" && frame.duplicate) reloadThread(frame.thread_id);
+  if (frame.type === "done") {
+    refreshThreadsSoon();
+    // Joined mid-turn (another tab, or after a reconnect): the server's copy is complete.
+    if (turn && !turn.seenStart && current) reloadThread(frame.thread_id);
+  }
+  if (current) updateComposer();
+}
+
+function onOpen(again) {
+  for (const frame of state.outbox.values()) state.conn.send(frame);
+  if (again) {
+    // Whatever happened while we were away is on the server: reload, de-duplicated by id.
+    loadThreads().catch(() => {});
+    if (state.currentId) reloadThread(state.currentId);
+  }
+}
+
+// --- start ---------------------------------------------------------------------------------
+
+function bindUi() {
+  $("toggle-theme").addEventListener("click", toggleTheme);
+  $("toggle-sidebar").addEventListener("click", toggleSidebar);
+  $("scrim").addEventListener("click", () => toggleSidebar());
+  $("new-thread").addEventListener("click", async () => {
+    try {
+      await newThread();
+      if (PHONE.matches) setSidebar(false, { remember: false });
+    } catch (e) {
+      showBanner(`Could not create a conversation: ${e.message}`);
+    }
+  });
+  $("stop").addEventListener("click", stopTurn);
+  $("banner").addEventListener("click", () => showBanner(""));
+  const input = $("input");
+  const grow = () => {
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight, 240)}px`;
+  };
+  input.addEventListener("input", grow);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text || $("send").disabled) return;
+    input.value = "";
+    grow();
+    sendMessage(text);
+  });
+}
+
+async function main() {
+  bindUi();
+  const savedSidebar = localStorage.getItem(SIDEBAR_KEY);
+  setSidebar(PHONE.matches ? false : savedSidebar !== "closed", { remember: false });
+  setConnState("connecting");
+  const clientId = await ensureClientId();
+  state.api = new Api(clientId);
+  startAnalytics(state.api);
+  safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
+  state.conn = new ChatConnection(() => chatSocketUrl(clientId), { onFrame, onState: setConnState, onOpen });
+  state.conn.start();
+  try {
+    await loadThreads();
+  } catch (e) {
+    showBanner(`Could not load conversations: ${e.message}`);
+  }
+  const saved = localStorage.getItem(THREAD_KEY);
+  const initial = state.threads.find((t) => t.id === saved) || state.threads[0];
+  if (initial) await selectThread(initial.id);
+  else renderConversation();
+  document.body.dataset.ready = "true";
+}
+
+main().catch((e) => showBanner(`Albert could not start: ${e.message}`));

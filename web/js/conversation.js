@@ -1,0 +1,189 @@
+// The model of one thread's conversation: turns keyed by turn id, parts keyed by
+// call id or step, so applying the same data twice (HTTP reload + live frames,
+// a resent message) never shows anything twice.
+
+const ANSWERED = new Set(["stop", "step_limit", "length"]);
+
+function parseArgs(raw) {
+  if (raw && typeof raw === "object") return raw;
+  try {
+    const value = JSON.parse(raw || "{}");
+    return value && typeof value === "object" ? value : {};
+  } catch (e) {
+    return {};
+  }
+}
+
+export class Conversation {
+  constructor(threadId) {
+    this.threadId = threadId;
+    this.turns = new Map();
+  }
+
+  /** Build from GET /api/threads/{id} messages (oldest first). */
+  static fromMessages(threadId, messages) {
+    const conv = new Conversation(threadId);
+    for (const m of messages) conv.applyMessage(m);
+    for (const turn of conv.turns.values()) {
+      if (turn.state === "loading") {
+        // A stored question with no stored answer: the turn never got to finish.
+        turn.state = "unanswered";
+      }
+      for (const part of turn.parts) {
+        if (part.type === "tool" && part.status === "running" && turn.state !== "running") {
+          part.status = "error";
+          part.content = part.content || "No result: the turn ended before this tool finished.";
+        }
+      }
+    }
+    return conv;
+  }
+
+  turn(turnId) {
+    let turn = this.turns.get(turnId);
+    if (!turn) {
+      turn = { id: turnId, user: null, parts: [], state: "loading", error: null, finishReason: null, seenStart: false };
+      this.turns.set(turnId, turn);
+    }
+    return turn;
+  }
+
+  tool(turn, callId) {
+    return turn.parts.find((p) => p.type === "tool" && p.callId === callId);
+  }
+
+  applyMessage(m) {
+    const turn = this.turn(m.turn_id);
+    if (m.role === "user") {
+      turn.user = { text: m.content, pending: false };
+      return;
+    }
+    if (m.role === "tool") {
+      let part = this.tool(turn, m.tool_call_id);
+      if (!part) {
+        part = { type: "tool", callId: m.tool_call_id, name: m.name, args: {} };
+        turn.parts.push(part);
+      }
+      part.status = m.status === "error" ? "error" : "ok";
+      part.durationMs = m.meta?.duration_ms ?? null;
+      part.truncated = Boolean(m.meta?.truncated);
+      part.content = m.content;
+      if (m.meta?.arguments && !Object.keys(part.args).length) part.args = m.meta.arguments;
+      return;
+    }
+    // assistant
+    if (m.content) turn.parts.push({ type: "text", key: m.id, text: m.content });
+    for (const call of m.tool_calls || []) {
+      if (!this.tool(turn, call.id)) {
+        turn.parts.push({ type: "tool", callId: call.id, name: call.name, args: parseArgs(call.arguments), status: "running" });
+      }
+    }
+    const reason = m.finish_reason;
+    if (ANSWERED.has(reason)) {
+      turn.state = "done";
+      turn.error = null;
+    } else if (reason === "cancelled") {
+      turn.state = "cancelled";
+    } else if (reason === "error") {
+      turn.state = "error";
+      turn.error = { code: "failed", message: "This answer did not finish.", retryable: true };
+    } else if (turn.state === "loading") {
+      turn.state = "partial";
+    }
+    turn.finishReason = reason;
+  }
+
+  /** A question typed here, before the server has acknowledged it. */
+  addPending(turnId, text) {
+    const turn = this.turn(turnId);
+    turn.user = { text, pending: true };
+    turn.state = "pending";
+    turn.error = null;
+    return turn;
+  }
+
+  /** Apply a server frame of this thread; returns the turn it changed, if any. */
+  applyFrame(frame) {
+    switch (frame.type) {
+      case "ack": {
+        const turn = this.turns.get(frame.message_id);
+        if (turn && turn.user) turn.user.pending = false;
+        return turn || null;
+      }
+      case "start": {
+        const turn = this.turn(frame.turn_id);
+        if (turn.user) turn.user.pending = false;
+        turn.state = "running";
+        turn.error = null;
+        turn.seenStart = true;
+        turn.run = (turn.run || 0) + 1;
+        return turn;
+      }
+      case "text_delta": {
+        const turn = this.turn(frame.turn_id);
+        const key = `live:${turn.run || 0}:${frame.step}`;
+        let part = turn.parts.find((p) => p.type === "text" && p.key === key);
+        if (!part) {
+          part = { type: "text", key, text: "" };
+          turn.parts.push(part);
+        }
+        part.text += frame.delta;
+        if (turn.state !== "running") turn.state = "running";
+        return turn;
+      }
+      case "tool_call": {
+        const turn = this.turn(frame.turn_id);
+        if (!this.tool(turn, frame.call_id)) {
+          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, args: frame.arguments || {}, status: "running" });
+        }
+        return turn;
+      }
+      case "tool_result": {
+        const turn = this.turn(frame.turn_id);
+        let part = this.tool(turn, frame.call_id);
+        if (!part) {
+          part = { type: "tool", callId: frame.call_id, name: frame.name, args: {} };
+          turn.parts.push(part);
+        }
+        part.status = frame.ok ? "ok" : "error";
+        part.durationMs = frame.duration_ms;
+        part.truncated = frame.truncated;
+        part.content = frame.content;
+        return turn;
+      }
+      case "done": {
+        const turn = this.turn(frame.turn_id);
+        turn.finishReason = frame.finish_reason;
+        if (ANSWERED.has(frame.finish_reason)) turn.state = "done";
+        else if (frame.finish_reason === "cancelled") turn.state = "cancelled";
+        else turn.state = "error";
+        if (turn.state === "error" && !turn.error) {
+          turn.error = { code: "failed", message: "This answer did not finish.", retryable: true };
+        }
+        return turn;
+      }
+      case "error": {
+        if (!frame.turn_id) return null;
+        const turn = this.turn(frame.turn_id);
+        turn.state = "error";
+        turn.error = { code: frame.code, message: frame.message, retryable: Boolean(frame.retryable) };
+        return turn;
+      }
+      default:
+        return null;
+    }
+  }
+
+  /** True while a turn of this thread is waiting for or receiving an answer. */
+  get busy() {
+    for (const turn of this.turns.values()) {
+      if (turn.state === "running" || turn.state === "pending") return true;
+    }
+    return false;
+  }
+
+  get runningTurn() {
+    for (const turn of this.turns.values()) if (turn.state === "running") return turn;
+    return null;
+  }
+}

@@ -1,0 +1,107 @@
+// The one chat WebSocket: connection state, keep-alive, reconnect with backoff.
+
+const PING_EVERY_MS = 25_000;
+const BASE_DELAY_MS = 400;
+const MAX_DELAY_MS = 8_000;
+
+export class ChatConnection {
+  /**
+   * @param {() => string} url
+   * @param {{onFrame: (f: object) => void, onState: (s: string) => void, onOpen: (again: boolean) => void}} handlers
+   */
+  constructor(url, handlers) {
+    this.url = url;
+    this.handlers = handlers;
+    this.ws = null;
+    this.state = "connecting";
+    this.attempts = 0;
+    this.everOpened = false;
+    this.timer = null;
+    this.pinger = null;
+    window.addEventListener("online", () => this.reconnectNow());
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.reconnectNow();
+    });
+  }
+
+  start() {
+    this.connect();
+  }
+
+  get isOpen() {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  setState(state) {
+    if (this.state === state) return;
+    this.state = state;
+    this.handlers.onState(state);
+  }
+
+  connect() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.setState(this.everOpened ? "reconnecting" : "connecting");
+    let ws;
+    try {
+      ws = new WebSocket(this.url());
+    } catch (e) {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    ws.onopen = () => {
+      const again = this.everOpened;
+      this.everOpened = true;
+      this.attempts = 0;
+      this.setState("live");
+      clearInterval(this.pinger);
+      this.pinger = setInterval(() => this.send({ type: "ping" }), PING_EVERY_MS);
+      this.handlers.onOpen(again);
+    };
+    ws.onmessage = (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch (e) {
+        return;
+      }
+      this.handlers.onFrame(frame);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      clearInterval(this.pinger);
+      this.scheduleReconnect();
+    };
+    ws.onerror = () => {
+      // onclose follows and schedules the retry.
+    };
+  }
+
+  scheduleReconnect() {
+    this.setState(this.everOpened ? "reconnecting" : "connecting");
+    if (this.timer !== null) return;
+    const base = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** this.attempts);
+    const delay = base * (0.75 + Math.random() * 0.5);
+    this.attempts += 1;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.connect();
+    }, delay);
+  }
+
+  /** Skip the wait, e.g. when the network comes back. */
+  reconnectNow() {
+    if (this.ws !== null || this.timer === null) return;
+    this.attempts = 0;
+    this.connect();
+  }
+
+  /** Send a frame; false when the socket is not open (the caller keeps it for later). */
+  send(frame) {
+    if (!this.isOpen) return false;
+    this.ws.send(JSON.stringify(frame));
+    return true;
+  }
+}
