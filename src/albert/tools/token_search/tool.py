@@ -112,6 +112,18 @@ def _structured_hit(hit: SearchHit, base_url: str) -> dict[str, Any]:
     return out
 
 
+def _describe_sort(sort_by: str) -> str:
+    """`_text_match:desc,rank:asc` -> `relevance, then rank ascending`."""
+    parts = []
+    for clause in sort_by.split(","):
+        field, _, direction = clause.partition(":")
+        if field == "_text_match":
+            parts.append("relevance")
+        else:
+            parts.append(f"{field} {'ascending' if direction == 'asc' else 'descending'}")
+    return ", then ".join(parts)
+
+
 def render_results(
     q: TokenSearchQuery, compiled: CompiledSearch, found: int, hits: list[dict[str, Any]]
 ) -> str:
@@ -130,7 +142,7 @@ def render_results(
     first = (q.page - 1) * compiled.per_page + 1
     lines = [
         f"Tokens {first}-{first + len(hits) - 1} of {found} found "
-        f"(page {q.page} of {total_pages}, sorted by {compiled.sort_by}):"
+        f"(page {q.page} of {total_pages}, sorted by {_describe_sort(compiled.sort_by)}):"
     ]
     start = first
     for offset, hit in enumerate(hits):

@@ -83,6 +83,7 @@ async def test_deep_links_point_at_each_token(
     link = "https://app.albert.test/token/base/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
     assert hit["deep_link"] == link
     assert link in result.joined_text()
+    assert "sorted by relevance, then rank ascending" in result.joined_text()
     # Every link of the full listing matches its own document.
     by_link = {token_deep_link(BASE, d.chain, d.address): d for d in seeded_tokens.documents}
     for page in (1, 2):
@@ -105,6 +106,7 @@ async def test_stablecoins_with_filters_and_sort(tool: LocalTool[TokenSearchQuer
     assert {h["symbol"] for h in data["hits"]} == {"USDT", "USDC"}
     assert all(h["stablecoin"] for h in data["hits"])
     assert "stablecoin" in result.joined_text()
+    assert "sorted by rank ascending" in result.joined_text()
 
     risky = await tool.execute({"max_authenticity_score": 39})
     assert risky.structured is not None
