@@ -67,6 +67,7 @@ class ServerRuntime:
     tools_stale: bool = False
     kind: ServerKind | None = None
     instructions: str | None = None
+    server_name: str = ""
     last_error: str | None = None
     first_attempt: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -194,11 +195,9 @@ class McpManager:
                 await conn.close()
                 return False
             runtime.conn = conn
-            self._take_tools(runtime, specs)
             runtime.instructions = conn.instructions
-            runtime.kind = classify_server(
-                f"{config.name} {conn.server_name}", runtime.instructions, [s.name for s in specs]
-            )
+            runtime.server_name = conn.server_name
+            self._take_tools(runtime, specs)
             runtime.state = "ready"
             runtime.last_error = None
             runtime.retry.reset()
@@ -210,6 +209,10 @@ class McpManager:
         runtime.tools = specs
         runtime.tools_stale = False
         runtime.checked_at = time.monotonic()
+        # The tool set is the strongest evidence of what a server is; it can change.
+        runtime.kind = classify_server(
+            f"{runtime.name} {runtime.server_name}", runtime.instructions, [s.name for s in specs]
+        )
 
     def _on_tools_changed(self, runtime: ServerRuntime) -> None:
         runtime.tools_stale = True

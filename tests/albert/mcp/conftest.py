@@ -1,0 +1,49 @@
+"""Fixtures for the MCP client layer: real SQLite, real MCP test servers on loopback."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from albert.cloudflare.sql import WorkersSql
+from albert.settings import Settings
+from miniflare.storage import SqlStorage
+from tests.support.mcp_test_server import McpTestServer
+
+# Fast schedule: the whole recovery cycle takes well under a second.
+FAST = {
+    "ALBERT_MODE": "local",
+    "MCP_RETRY_BASE_SECONDS": "0.05",
+    "MCP_RETRY_MAX_SECONDS": "0.2",
+    "MCP_RETRY_ATTEMPTS": "5",
+    "MCP_HEALTH_CACHE_SECONDS": "0",
+    "MCP_HALF_OPEN_COOLDOWN_SECONDS": "0.3",
+    "MCP_CONNECT_TIMEOUT_SECONDS": "3",
+    "MCP_CONNECT_WAIT_SECONDS": "5",
+    "TOOL_TIMEOUT_SECONDS": "5",
+}
+
+
+def fast_settings(**overrides: str) -> Settings:
+    """Local-mode settings with the shortened schedule."""
+    return Settings.from_env({**FAST, **overrides})
+
+
+@pytest.fixture
+def sql(tmp_path: Path) -> Iterator[WorkersSql]:
+    storage = SqlStorage(tmp_path / "object.sqlite")
+    yield WorkersSql(storage)
+    storage.close()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@pytest.fixture
+def vaults() -> Iterator[McpTestServer]:
+    with McpTestServer("vaults") as server:
+        yield server

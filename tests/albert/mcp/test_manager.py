@@ -1,0 +1,278 @@
+"""The manager against real MCP servers on loopback: connect, merge, drop, recover."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+from pydantic import BaseModel
+
+from albert.cloudflare.sql import WorkersSql
+from albert.mcp.alarms import LoopAlarm
+from albert.mcp.configs import McpConfigStore, McpServerIn
+from albert.mcp.manager import McpManager
+from albert.settings import Settings
+from albert.tools.base import LocalTool, ToolInput, ToolResult
+from albert.tools.guard import ToolGuard
+from tests.albert.mcp.conftest import fast_settings, now_ms
+from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, McpTestServer
+from tests.support.tcp_proxy import TcpProxy
+
+
+class _NoArgs(ToolInput):
+    text: str = ""
+
+
+async def _local(_: BaseModel) -> ToolResult:
+    return ToolResult.text("local echo")
+
+
+LOCAL = [
+    LocalTool("echo", "Local echo.", _NoArgs, _local),
+    LocalTool("local_only", "Only here.", _NoArgs, _local),
+]
+
+
+@dataclass
+class RecordingSocket:
+    frames: list[dict] = field(default_factory=list)
+
+    def send(self, text: str) -> None:
+        self.frames.append(json.loads(text))
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+
+@dataclass
+class Hub:
+    socket: RecordingSocket = field(default_factory=RecordingSocket)
+
+    def sockets(self) -> Sequence[RecordingSocket]:
+        return [self.socket]
+
+
+@dataclass
+class Harness:
+    manager: McpManager
+    store: McpConfigStore
+    hub: Hub
+    alarm: LoopAlarm
+
+
+async def make(sql: WorkersSql, settings: Settings) -> Harness:
+    store = McpConfigStore(sql, settings, now_ms)
+    alarm = LoopAlarm()
+    hub = Hub()
+    manager = McpManager(
+        store=store,
+        settings=settings,
+        local_tools=LOCAL,
+        alarms=alarm,
+        secrets={"MCP_SECRET_T": "t0k"}.get,
+        hub=hub,
+    )
+    alarm.bind(manager.on_alarm)
+    return Harness(manager, store, hub, alarm)
+
+
+@pytest.fixture
+async def harness_factory(sql: WorkersSql) -> AsyncIterator[list[Harness]]:
+    made: list[Harness] = []
+    yield made
+    for h in made:
+        await h.manager.close()
+        h.alarm.close()
+
+
+async def wait_state(manager: McpManager, name: str, state: str, within: float = 8.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if any(s.name == name and s.state == state for s in manager.status()):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{name} not {state} within {within}s: {manager.status()}")
+
+
+async def harness(
+    sql: WorkersSql, made: list[Harness], url: str, name: str = "vaults", **env: str
+) -> Harness:
+    h = await make(
+        sql, fast_settings(MCP_DEFAULT_SERVER_URL=url, MCP_DEFAULT_SERVER_NAME=name, **env)
+    )
+    made.append(h)
+    return h
+
+
+async def test_remote_tools_are_merged_over_local_ones_with_the_schema_untouched(
+    sql: WorkersSql, harness_factory: list[Harness]
+) -> None:
+    with McpTestServer("generic") as generic:
+        h = await harness(sql, harness_factory, generic.url, name="utils")
+        turn = await h.manager.tools_for_turn()
+        names = turn.registry.names()
+        assert names[:2] == ["echo", "local_only"]  # echo kept its place, now remote
+        assert {"huge_report", "slow_tool", "call_count"} <= set(names)
+        assert turn.registry.source_of("echo") == "utils"
+        assert turn.registry.source_of("local_only") == "local"
+        result = await turn.registry.get("echo").execute({"text": "from afar"})
+        assert result.joined_text() == "from afar"
+        assert not turn.vault_data_available
+        assert [n.server for n in turn.server_notes] == ["utils"]
+        assert h.hub.socket.frames[-1]["type"] == "mcp_status"
+        assert h.hub.socket.frames[-1]["servers"][0]["state"] == "ready"
+
+
+async def test_vault_server_schema_passes_byte_for_byte_and_huge_results_are_cut(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+) -> None:
+    h = await harness(sql, harness_factory, vaults.url)
+    turn = await h.manager.tools_for_turn()
+    assert turn.vault_data_available
+    spec = next(s for s in turn.registry.specs() if s.name == "search_vaults")
+    assert json.dumps(spec.parameters) == json.dumps(SEARCH_VAULTS_SCHEMA)
+    guard = ToolGuard(timeout_seconds=5, max_chars=50_000)
+    outcome = await guard.run(turn.registry.get("huge_report"), {})
+    assert outcome.truncated and outcome.original_chars == HUGE_CHARS
+    assert outcome.result.content[0].text.startswith("x" * 50_000)
+    assert len(outcome.result.content[0].text.rstrip().split("x")[-1]) > 0  # the marker
+
+
+async def test_down_at_start_answers_at_once_then_connects_in_the_background(
+    sql: WorkersSql, harness_factory: list[Harness]
+) -> None:
+    server = McpTestServer("vaults")
+    h = await harness(sql, harness_factory, server.url, MCP_RETRY_ATTEMPTS="20")
+    try:
+        started = time.monotonic()
+        turn = await h.manager.tools_for_turn()
+        assert time.monotonic() - started < 5
+        assert turn.registry.names() == ["echo", "local_only"]
+        assert not turn.vault_data_available
+        assert [s.state for s in h.manager.status()] == ["reconnecting"]
+        server.start()
+        await wait_state(h.manager, "vaults", "ready")
+        turn = await h.manager.tools_for_turn()
+        assert "search_vaults" in turn.registry.names() and turn.vault_data_available
+    finally:
+        server.stop()
+
+
+async def test_killed_between_messages_and_mid_call_then_back_without_restarting(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+) -> None:
+    h = await harness(sql, harness_factory, vaults.url, MCP_RETRY_ATTEMPTS="20")
+    turn = await h.manager.tools_for_turn()
+    stale_tool = turn.registry.get("top_yields")
+    vaults.stop()
+    turn = await h.manager.tools_for_turn()  # the health check notices
+    assert "top_yields" not in turn.registry.names()
+    assert not turn.vault_data_available
+    result = await stale_tool.execute({})
+    assert result.is_error and "not connected" in result.joined_text()
+    vaults.start()
+    await wait_state(h.manager, "vaults", "ready")
+
+    turn = await h.manager.tools_for_turn()
+    call = asyncio.ensure_future(turn.registry.get("slow_tool").execute({"seconds": 3}))
+    await asyncio.sleep(0.5)
+    vaults.stop()
+    result = await asyncio.wait_for(call, 5)
+    assert result.is_error
+    assert "dropped during the call" in result.joined_text()
+    vaults.start()
+    await wait_state(h.manager, "vaults", "ready")
+    turn = await h.manager.tools_for_turn()
+    assert "slow_tool" in turn.registry.names()
+
+
+async def test_retries_exhausted_then_the_server_is_picked_up_after_the_cool_down(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+) -> None:
+    h = await harness(sql, harness_factory, vaults.url, MCP_RETRY_ATTEMPTS="3")
+    await h.manager.tools_for_turn()
+    vaults.stop()
+    await h.manager.tools_for_turn()
+    await wait_state(h.manager, "vaults", "failed")
+    [status] = h.manager.status()
+    assert status.attempts == 3 and status.next_retry_in_seconds is None
+    vaults.start()
+    await asyncio.sleep(0.5)  # no retries are planned any more: still failed
+    assert h.manager.status()[0].state == "failed"
+    await asyncio.sleep(0.3)  # past the cool-down
+    turn = await h.manager.tools_for_turn()
+    assert "search_vaults" in turn.registry.names()
+    assert h.manager.status()[0].state == "ready"
+
+
+async def test_a_dropped_call_is_replayed_only_for_idempotent_tools(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+) -> None:
+    proxy = await TcpProxy(vaults.port).start()
+    try:
+        h = await harness(sql, harness_factory, f"http://127.0.0.1:{proxy.port}/mcp")
+        turn = await h.manager.tools_for_turn()
+        call = asyncio.ensure_future(turn.registry.get("slow_lookup").execute({"seconds": 0.6}))
+        await asyncio.sleep(0.3)
+        assert proxy.drop_all() > 0
+        result = await asyncio.wait_for(call, 5)
+        assert not result.is_error, result
+        assert "slow_lookup done" in result.joined_text()
+
+        turn = await h.manager.tools_for_turn()
+        call = asyncio.ensure_future(turn.registry.get("slow_tool").execute({"seconds": 0.6}))
+        await asyncio.sleep(0.3)
+        assert proxy.drop_all() > 0
+        result = await asyncio.wait_for(call, 5)
+        assert result.is_error and "not repeated" in result.joined_text()
+        await wait_state(h.manager, "vaults", "ready")
+        turn = await h.manager.tools_for_turn()
+        count = await turn.registry.get("call_count").execute({})
+        # slow_lookup twice (first try and replay), slow_tool once, call_count itself.
+        assert count.joined_text() == "4"
+    finally:
+        await proxy.stop()
+
+
+async def test_a_tool_the_server_no_longer_offers_gives_a_clear_error(
+    sql: WorkersSql, harness_factory: list[Harness]
+) -> None:
+    server = McpTestServer("vaults").start()
+    try:
+        h = await harness(sql, harness_factory, server.url, MCP_RETRY_ATTEMPTS="20")
+        turn = await h.manager.tools_for_turn()
+        old = turn.registry.get("search_vaults")
+        server.stop()
+        server = McpTestServer("files", port=server.port).start()
+        await h.manager.tools_for_turn()
+        await wait_state(h.manager, "vaults", "ready")
+        turn = await h.manager.tools_for_turn()
+        assert "read_file" in turn.registry.names() and not turn.vault_data_available
+        result = await old.execute({"query": "usdc"})
+        assert result.is_error and "no longer offered" in result.joined_text()
+    finally:
+        server.stop()
+
+
+async def test_client_configs_with_secret_headers_and_reload(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+) -> None:
+    h = await make(sql, fast_settings())
+    harness_factory.append(h)
+    assert (await h.manager.tools_for_turn()).registry.names() == ["echo", "local_only"]
+    h.store.put(McpServerIn(name="mine", url=vaults.url, secret_ref="MCP_SECRET_T"))
+    await h.manager.reload("mine")
+    turn = await h.manager.tools_for_turn()
+    assert turn.registry.source_of("search_vaults") == "mine"
+    h.store.put(McpServerIn(name="mine", url=vaults.url, secret_ref="MCP_SECRET_MISSING"))
+    await h.manager.reload("mine")
+    turn = await h.manager.tools_for_turn()
+    assert "search_vaults" not in turn.registry.names()
+    assert "MCP_SECRET_MISSING" in (h.manager.status()[0].last_error or "")
+    h.store.delete("mine")
+    await h.manager.reload("mine")
+    assert h.manager.status() == []

@@ -1,0 +1,70 @@
+"""A loopback TCP proxy that can cut every open connection, as a network drop would."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from tests.support.ports import free_port
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:port to a target port; `drop_all()` resets live connections."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> TcpProxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        return self
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_writer}
+        pumps = [
+            asyncio.ensure_future(self._pump(reader, up_writer)),
+            asyncio.ensure_future(self._pump(up_reader, writer)),
+        ]
+        for task in pumps:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        for w in (writer, up_writer):
+            self._close(w)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            for _ in range(1_000_000):
+                data = await reader.read(65536)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+
+    def _close(self, writer: asyncio.StreamWriter) -> None:
+        self._writers.discard(writer)
+        with contextlib.suppress(Exception):
+            writer.transport.abort()
+
+    def drop_all(self) -> int:
+        """Abort every open connection at once; returns how many were cut."""
+        writers = list(self._writers)
+        for writer in writers:
+            self._close(writer)
+        return len(writers)
+
+    async def stop(self) -> None:
+        self.drop_all()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
