@@ -13,7 +13,7 @@ from data_server.mcp_server.search import vault_line
 from data_server.mcp_server.vault_index import VaultHit
 from data_server.mcp_server.vault_tools import VaultIdInput, _require_vault
 from data_server.security import ScoreBreakdown, explain
-from data_server.security.scoring import WEIGHTS
+from data_server.security.scoring import FLAG_PENALTIES, WEIGHTS
 
 Assessment = Literal["good", "neutral", "concern", "unknown"]
 
@@ -118,8 +118,21 @@ def _factors(v: VaultHit) -> list[RiskFactor]:
         assessment: Assessment = "concern" if band in ("high", "extreme") else "neutral"
         add("apy_level", f"{v.apy:.2f}%", assessment, band_label(v.apy))
 
+    if v.status and v.status != "active":
+        add(
+            "status", v.status, "concern", "Not taking deposits (paused or retired); withdraw only."
+        )
     for flag in v.source_flags:
-        add("source_flag", flag, "concern", "Risk flag reported by the data source.")
+        penalty = FLAG_PENALTIES.get(flag, 0.0)
+        if penalty:
+            add(
+                "source_flag",
+                flag,
+                "concern",
+                f"Risk flag from the source (−{penalty:.0f} points).",
+            )
+        else:
+            add("source_flag", flag, "neutral", "Informational tag from the source; no penalty.")
     return out
 
 

@@ -137,4 +137,6 @@ def build_mcp_server(deps: ToolDeps) -> MCPServer:
         instructions=INSTRUCTIONS,
         version="0.1.0",
         tools=build_tools(deps),
+        # The SDK configures logging at this level; INFO would log every outbound request.
+        log_level="WARNING",
     )

@@ -273,8 +273,10 @@ async def test_analyze_risk(app_server: AppServer) -> None:
     assert data["breakdown"]["score"] == pytest.approx(vault.security_score)
     factors = {f["factor"]: f for f in data["factors"]}
     assert factors["impermanent_loss"]["assessment"] == "concern"
-    flagged = {f["value"] for f in data["factors"] if f["factor"] == "source_flag"}
-    assert flagged == set(vault.security_inputs.source_flags)
+    flagged = {f["value"]: f for f in data["factors"] if f["factor"] == "source_flag"}
+    assert set(flagged) == set(vault.security_inputs.source_flags)
+    penalised = set(data["breakdown"]["penalties"])
+    assert {k for k, f in flagged.items() if f["assessment"] == "concern"} == penalised
     assert data["concerns"] == sum(f["assessment"] == "concern" for f in data["factors"])
     assert "Score " in texts(result)[0]
 
