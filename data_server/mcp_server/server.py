@@ -16,7 +16,7 @@ from data_server.mcp_server.framework import ToolOutput, build_tool
 INSTRUCTIONS = (
     "Vault and yield data for DeFi research. APY values are in percent. Find vaults with "
     "search_vaults (many filters) or top_yields; explain one with analyze_yield, analyze_risk "
-    "and vault_history using the vault id from a search. search_protocols and search_tokens "
+    "and vault_history using the vault id from a search. search_protocols and search_vault_assets "
     "list protocols and underlying assets. wallet_portfolio, wallet_positions and "
     "wallet_top_positions read an EVM address on chain. Results with a risk rating come with "
     "yield-versus-risk guidelines: follow them when recommending."
@@ -69,12 +69,12 @@ _SPECS: list[tuple[str, str, type[BaseModel], type[BaseModel], Callable[..., Any
         catalog_tools.search_protocols,
     ),
     (
-        "search_tokens",
+        "search_vault_assets",
         "Find the tokens vaults hold (their underlying assets) by symbol or contract address: "
         "per chain, how many vaults hold it, their TVL and the best APY.",
-        catalog_tools.SearchTokensInput,
+        catalog_tools.SearchVaultAssetsInput,
         catalog_tools.TokenSearchResult,
-        catalog_tools.search_tokens,
+        catalog_tools.search_vault_assets,
     ),
     (
         "top_yields",

@@ -222,9 +222,11 @@ async def test_search_protocols(app_server: AppServer) -> None:
     assert all(p["chains"] == ["base"] for p in listing["protocols"])
 
 
-async def test_search_tokens(app_server: AppServer) -> None:
+async def test_search_vault_assets(app_server: AppServer) -> None:
     vaults = active_vaults(app_server.store)
-    data = ok(await call(app_server, "search_tokens", {"query": "crvusd", "chain": "ethereum"}))
+    data = ok(
+        await call(app_server, "search_vault_assets", {"query": "crvusd", "chain": "ethereum"})
+    )
     exact = data["tokens"][0]
     holders = [
         v
@@ -234,10 +236,10 @@ async def test_search_tokens(app_server: AppServer) -> None:
     assert exact["symbol"] == "CRVUSD" and exact["chain"] == "ethereum"
     assert exact["vaults"] == len(holders) > 3
     usdc_arb = "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"
-    by_address = ok(await call(app_server, "search_tokens", {"query": usdc_arb}))
+    by_address = ok(await call(app_server, "search_vault_assets", {"query": usdc_arb}))
     assert by_address["tokens"][0]["chain"] == "arbitrum"
     assert usdc_arb.lower() in by_address["tokens"][0]["addresses"]
-    bad = await call(app_server, "search_tokens", {"query": "0x1234"})
+    bad = await call(app_server, "search_vault_assets", {"query": "0x1234"})
     assert bad.is_error and "not a token address" in texts(bad)[0]
 
 
