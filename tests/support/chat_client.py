@@ -20,6 +20,7 @@ class ChatClient:
         self.client_id = client_id
         self.http = httpx.AsyncClient(base_url=base_url, timeout=10)
         self.ws: ClientConnection | None = None
+        self.status_frames: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> ChatClient:
         if self.client_id is None:
@@ -63,10 +64,22 @@ class ChatClient:
         )
         return message_id
 
-    async def next_frame(self, timeout: float = 10.0) -> dict[str, Any]:
+    async def next_frame(
+        self, timeout: float = 10.0, include_status: bool = False
+    ) -> dict[str, Any]:
+        """The next frame; MCP status frames (pushed on connect and on changes) are set
+        aside in `status_frames` unless asked for."""
         assert self.ws is not None
-        raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        return dict(json.loads(raw))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for _ in range(10_000):
+            raw = await asyncio.wait_for(self.ws.recv(), max(0.0, deadline - loop.time()))
+            frame = dict(json.loads(raw))
+            if frame["type"] == "mcp_status" and not include_status:
+                self.status_frames.append(frame)
+                continue
+            return frame
+        raise AssertionError("only status frames arrived")
 
     async def frames_until(
         self, kind: str, timeout: float = 20.0, turn_id: str | None = None
@@ -79,7 +92,7 @@ class ChatClient:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            frame = await self.next_frame(remaining)
+            frame = await self.next_frame(remaining, include_status=kind == "mcp_status")
             frames.append(frame)
             if frame["type"] == kind and (turn_id is None or frame.get("turn_id") == turn_id):
                 return frames

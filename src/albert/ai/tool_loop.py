@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from albert.ai.context_budget import budget_chars, fit_context
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
@@ -26,6 +27,7 @@ from albert.ai.model import (
 from albert.protocol.frames import Usage
 from albert.tools.base import ToolResult
 from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.read_tool_result import NAME as READ_TOOL
 from albert.tools.registry import ToolRegistry
 
 STEP_CAP_NOTE = (
@@ -107,11 +109,13 @@ class ToolLoop:
         *,
         max_steps: int,
         stall: StallBounds | None = None,
+        context_tokens: int = 128_000,
     ) -> None:
         self._model = model
         self._guard = guard
         self._max_steps = max_steps
         self._stall = stall or StallBounds()
+        self._context_tokens = context_tokens
         self.state = StepState()
 
     async def run(
@@ -127,11 +131,16 @@ class ToolLoop:
             # call gets no tools and is told to answer from what it has.
             last_step = step == self._max_steps
             hit_cap = last_step and step > 1
-            request = ModelRequest(
-                messages=[*conversation, ChatMessage(role="system", content=STEP_CAP_NOTE)]
+            tools = [] if last_step else registry.specs()
+            messages = (
+                [*conversation, ChatMessage(role="system", content=STEP_CAP_NOTE)]
                 if hit_cap
-                else conversation,
-                tools=[] if last_step else registry.specs(),
+                else conversation
+            )
+            tools_chars = sum(len(t.model_dump_json()) for t in tools)
+            request = ModelRequest(
+                messages=fit_context(messages, budget_chars(self._context_tokens, tools_chars)),
+                tools=tools,
             )
             text, calls, finish, step_usage = await self._stream_step(step, request, observer)
             usage = Usage(
@@ -212,21 +221,25 @@ class ToolLoop:
             await observer.on_tool_result(
                 step, call, outcome, registry.source_of(call.name) or "unknown"
             )
-            return ChatMessage(
-                role="tool",
-                content=outcome.result.joined_text(),
-                tool_call_id=call.id,
-                name=call.name,
-            )
+            content = outcome.result.joined_text()
+            if outcome.truncated and registry.get(READ_TOOL) is not None:
+                content += (
+                    f'\n[To read on, call {READ_TOOL} with call_id "{call.id}" '
+                    f"and offset {outcome.shown_chars}.]"
+                )
+            return ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name)
 
         # Calls of one step are independent by contract, so they run side by side.
         return list(await asyncio.gather(*(one(c) for c in calls)))
 
 
 def _immediate(result: ToolResult) -> GuardedResult:
+    text = result.joined_text()
     return GuardedResult(
         result=result,
         duration_ms=0.0,
         truncated=False,
-        original_chars=len(result.joined_text()),
+        original_chars=len(text),
+        full_text=text,
+        shown_chars=len(text),
     )

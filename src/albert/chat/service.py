@@ -17,7 +17,7 @@ from albert.clock import Clock
 from albert.settings import Settings
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
-from albert.storage.threads import ThreadStore
+from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.tools.base import Tool
 from albert.tools.registry import ToolRegistry
 from albert.web import HttpRequest, HttpResponse
@@ -69,6 +69,7 @@ class ChatService:
         self._events = EventsApi(self.analytics, clock)
         self.turns = ChatTurns(
             store=self.store,
+            outputs=ToolOutputs(sql, clock),
             settings=settings,
             model=model,
             tools=tools,

@@ -44,9 +44,10 @@ from albert.protocol.frames import (
 )
 from albert.protocol.http import Message, MessageStatus, ToolCallRecord
 from albert.settings import Settings
-from albert.storage.threads import DEFAULT_TITLE, ThreadStore
+from albert.storage.threads import DEFAULT_TITLE, ThreadStore, ToolOutputs
 from albert.tools.base import validation_message
 from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.read_tool_result import read_tool_result_tool
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class ChatTurns:
         self,
         *,
         store: ThreadStore,
+        outputs: ToolOutputs,
         settings: Settings,
         model: ModelClient,
         tools: ToolProvider,
@@ -107,6 +109,7 @@ class ChatTurns:
         analytics: AnalyticsService | None = None,
     ) -> None:
         self._store = store
+        self.outputs = outputs
         self._settings = settings
         self._model = model
         self._tools = tools
@@ -299,18 +302,22 @@ class ChatTurns:
                 first_chunk_seconds=settings.model_first_chunk_timeout_seconds,
                 chunk_seconds=settings.model_chunk_timeout_seconds,
             ),
+            context_tokens=settings.model_context_tokens,
         )
         try:
             async with asyncio.timeout(settings.turn_timeout_seconds):
                 turn_tools = await self._tools.tools_for_turn()
+                registry = turn_tools.registry.extended(
+                    [read_tool_result_tool(self.outputs, live.thread_id)], "local"
+                )
                 system = build_system_prompt(
-                    turn_tools.registry,
+                    registry,
                     server_notes=turn_tools.server_notes,
                     vault_data_available=turn_tools.vault_data_available,
                 )
                 history = history_for_model(self._store.history(live.thread_id, HISTORY_MESSAGES))
                 messages = [ChatMessage(role="system", content=system), *history]
-                result = await loop.run(messages, turn_tools.registry, recorder)
+                result = await loop.run(messages, registry, recorder)
         except asyncio.CancelledError:
             recorder.end(loop, "cancelled", status="cancelled")
             return
@@ -407,6 +414,9 @@ class _TurnRecorder:
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:
         self._turns.events.tool_invoked(call.name, source, outcome)
+        self._turns.outputs.save(
+            call_id=call.id, thread_id=self._thread_id, name=call.name, content=outcome.full_text
+        )
         text = outcome.result.joined_text()
         self._store.add_message(
             message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",

@@ -35,6 +35,20 @@ MIGRATIONS: list[Migration] = [
         )""",
         "CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread_id, seq)",
     ),
+    (
+        # The whole output of every tool call, before the cut the model sees; the model
+        # pages through it with read_tool_result.
+        # Call ids repeat across turns with some gateways ("call_0"): the newest wins a lookup.
+        """CREATE TABLE IF NOT EXISTS tool_outputs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            call_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS tool_outputs_by_call ON tool_outputs (thread_id, call_id)",
+    ),
 ]
 
 

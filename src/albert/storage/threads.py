@@ -105,8 +105,9 @@ class ThreadStore:
         return self.get_thread(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete a thread and its messages."""
+        """Delete a thread, its messages and its tool outputs."""
         self.get_thread(thread_id)
+        self._sql.execute("DELETE FROM tool_outputs WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM messages WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM threads WHERE id = ?", thread_id)
 
@@ -228,6 +229,42 @@ class ThreadStore:
             max_messages,
         )
         return [_message_from_row(r) for r in rows]
+
+
+class ToolOutputs:
+    """Uncut tool outputs of one client, keyed by the model's call id."""
+
+    def __init__(self, sql: SqlStorage, clock: Clock) -> None:
+        self._sql = sql
+        self._clock = clock
+
+    def save(self, *, call_id: str, thread_id: str, name: str, content: str) -> None:
+        """Keep a call's whole output."""
+        self._sql.execute(
+            "INSERT INTO tool_outputs (call_id, thread_id, name, content, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            call_id,
+            thread_id,
+            name,
+            content,
+            self._clock.now_ms(),
+        )
+
+    def read(
+        self, thread_id: str, call_id: str, offset: int, length: int
+    ) -> tuple[str, int] | None:
+        """A slice of a stored output and its total length; None if there is no such call."""
+        rows = self._sql.execute(
+            "SELECT substr(content, ?, ?) AS part, length(content) AS total FROM tool_outputs "
+            "WHERE thread_id = ? AND call_id = ? ORDER BY id DESC LIMIT 1",
+            offset + 1,
+            length,
+            thread_id,
+            call_id,
+        )
+        if not rows:
+            return None
+        return str(rows[0]["part"]), int(rows[0]["total"])
 
 
 def _message_from_row(row: Row) -> Message:

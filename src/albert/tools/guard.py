@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from albert.tools.base import TextPart, Tool, ToolResult
 
@@ -23,6 +23,10 @@ TRUNCATION_MARKER = (
 )
 
 
+def _marker(shown: int, total: int) -> str:
+    return TRUNCATION_MARKER.format(shown=shown, total=total)
+
+
 class GuardedResult(BaseModel):
     """A tool's result as the model will see it, with how the call went."""
 
@@ -30,10 +34,16 @@ class GuardedResult(BaseModel):
     duration_ms: float
     truncated: bool
     original_chars: int
+    full_text: str = Field("", description="The whole output, before the cut")
+    shown_chars: int = Field(0, description="How much of full_text the model sees")
 
 
 def truncate_result(result: ToolResult, max_chars: int) -> tuple[ToolResult, bool, int]:
-    """Cut the text parts to `max_chars` in total, marking the cut visibly."""
+    """Cut the text parts to `max_chars` in total, marking the cut visibly.
+
+    The parts kept are a prefix of the whole text, so the model can read on from the
+    length of what it saw (less the marker).
+    """
     total = sum(len(p.text) for p in result.content)
     if total <= max_chars:
         return result, False, total
@@ -44,7 +54,7 @@ def truncate_result(result: ToolResult, max_chars: int) -> tuple[ToolResult, boo
             break
         parts.append(TextPart(text=part.text[:budget]))
         budget -= len(part.text)
-    marker = TRUNCATION_MARKER.format(shown=max_chars, total=total)
+    marker = _marker(max_chars, total)
     parts[-1] = TextPart(text=parts[-1].text + marker)
     cut = ToolResult(content=parts, is_error=result.is_error, structured=None)
     return cut, True, total
@@ -72,6 +82,13 @@ class ToolGuard:
             result = ToolResult.error(f"{tool.name} failed: {type(exc).__name__}")
         duration_ms = (time.monotonic() - started) * 1000
         cut, truncated, total = truncate_result(result, self._max_chars)
+        full_text = result.joined_text()
+        shown = len(cut.joined_text()) - (len(_marker(self._max_chars, total)) if truncated else 0)
         return GuardedResult(
-            result=cut, duration_ms=duration_ms, truncated=truncated, original_chars=total
+            result=cut,
+            duration_ms=duration_ms,
+            truncated=truncated,
+            original_chars=total,
+            full_text=full_text,
+            shown_chars=shown,
         )

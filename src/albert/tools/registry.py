@@ -33,6 +33,14 @@ class ToolRegistry:
             self._tools[tool.name] = tool
             self._sources[tool.name] = source
 
+    def extended(self, tools: Iterable[Tool], source: str) -> ToolRegistry:
+        """A copy with more tools merged in; this registry is left as it was."""
+        copy = ToolRegistry()
+        copy._tools = dict(self._tools)
+        copy._sources = dict(self._sources)
+        copy.merge(tools, source)
+        return copy
+
     def get(self, name: str) -> Tool | None:
         """The tool of that name, if callable now."""
         return self._tools.get(name)

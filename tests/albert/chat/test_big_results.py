@@ -1,0 +1,94 @@
+"""A 2 MB tool result: the answer still arrives, the model pages the rest with read_tool_result.
+
+The chat service runs in-process on a real SQLite file, against the scripted model server
+over real HTTP/SSE; the socket is the port's simplest adapter, a list of frames.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from pydantic import Field
+
+from albert.agent import build_chat_service
+from albert.cloudflare.sql import WorkersSql
+from albert.tools.base import LocalTool, ToolInput, ToolResult
+from miniflare import install_shims
+from miniflare.storage import SqlStorage
+from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
+
+install_shims()
+
+TWO_MB = "".join(f"{i:07d}," for i in range(262_144))  # 2,097,152 characters, all distinct
+
+
+class _NoArgs(ToolInput):
+    scope: str = Field("all", description="unused")
+
+
+async def _dump(_: _NoArgs) -> ToolResult:
+    return ToolResult.text(TWO_MB)
+
+
+class Sockets:
+    """Collects what the service sends."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict] = []
+
+    def send(self, text: str) -> None:
+        self.frames.append(json.loads(text))
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+    def sockets(self) -> list[Sockets]:
+        return [self]
+
+
+async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> None:
+    sockets = Sockets()
+    with ScriptedModelServer() as model:
+        async with httpx.AsyncClient() as http:
+            service = build_chat_service(
+                sql=WorkersSql(SqlStorage(tmp_path / "o.sqlite")),
+                hub=sockets,
+                env={"MODEL_BASE_URL": model.base_url, "MODEL_CONTEXT_TOKENS": "20000"},
+                http=http,
+                extra_tools=[LocalTool("big_dump", "a very large report", _NoArgs, _dump)],
+            )
+            thread = service.store.create_thread("t_big", None).id
+            model.script(
+                Reply(tool_calls=[ScriptedToolCall(name="big_dump")]),
+                Reply(
+                    tool_calls=[
+                        ScriptedToolCall(
+                            name="read_tool_result",
+                            arguments={"call_id": "call_1_0", "offset": 50_000},
+                        )
+                    ]
+                ),
+                Reply(text=["Summarised from the first 70,000 characters."]),
+            )
+            frame = {"type": "chat", "thread_id": thread, "message_id": "m1", "text": "dump it"}
+            await service.handle_frame(sockets, json.dumps(frame))
+
+            done = sockets.frames[-1]
+            assert done["type"] == "done" and done["finish_reason"] == "stop"
+            second, third = model.requests[1], model.requests[2]
+            first_result = second["messages"][-1]["content"]
+            assert first_result.startswith(TWO_MB[:50_000])
+            assert "result cut: 50,000 of 2,097,152 characters shown" in first_result
+            assert 'call read_tool_result with call_id "call_1_0" and offset 50000' in first_result
+            page = third["messages"][-1]["content"]
+            assert TWO_MB[50_000:70_000] in page
+            assert "characters 50,000–70,000 of 2,097,152; next offset 70000" in page
+            # The context budget stubbed the older, bigger result to fit the third call.
+            older = next(m for m in third["messages"] if m["role"] == "tool")["content"]
+            assert older.startswith("[Earlier result of big_dump")
+            assert sum(len(m["content"] or "") for m in third["messages"]) < 20_000 * 4
+
+            outputs = service.turns.outputs.read(thread, "call_1_0", 2_000_000, 200_000)
+            assert outputs == (TWO_MB[2_000_000:], len(TWO_MB))
