@@ -70,7 +70,12 @@ async def index_health(
     except ImportError:
         check = None
     if check is not None:
-        drift = await check(store, client, collection=settings.vaults_collection)
+        try:
+            drift = await check(store, client, collection=settings.vaults_collection)
+        except TypesenseError as exc:
+            # The collection answered but a later query failed: still an outage.
+            report.update(ok=False, reachable=False, stale=True, problems=[str(exc)])
+            return report
         reachable = not any(i.kind == "index_unreachable" for i in drift.issues)
         problems = [f"{i.kind}: {i.detail}" for i in drift.issues]
         report["documents"] = drift.index_count

@@ -1,4 +1,8 @@
-"""search_protocols and search_tokens: protocols and vault assets, aggregated from the index."""
+"""search_protocols and search_vault_assets: protocols and vault assets, from the index.
+
+The asset tool is not called `search_tokens`: the agent has a local token search under
+that name, and remote tools are merged over local ones, so the name would shadow it.
+"""
 
 from __future__ import annotations
 
@@ -139,8 +143,8 @@ async def search_protocols(
     return ToolOutput(data=data, text=text)
 
 
-class SearchTokensInput(StrictInput):
-    """Arguments of search_tokens."""
+class SearchVaultAssetsInput(StrictInput):
+    """Arguments of search_vault_assets."""
 
     query: str = Field(
         min_length=1,
@@ -185,7 +189,9 @@ def _pairs(v: VaultHit) -> list[tuple[str, str | None]]:
     return [(s, None) for s in v.asset_symbols]
 
 
-async def search_tokens(deps: ToolDeps, params: SearchTokensInput) -> ToolOutput[TokenSearchResult]:
+async def search_vault_assets(
+    deps: ToolDeps, params: SearchVaultAssetsInput
+) -> ToolOutput[TokenSearchResult]:
     """Find vault underlying tokens by symbol or address."""
     query = params.query.strip()
     if params.chain:

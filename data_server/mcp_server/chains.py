@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from albert.search import TypesenseError
+
+if TYPE_CHECKING:
+    from data_server.mcp_server.vault_index import VaultIndex
 
 KNOWN_CHAINS: frozenset[str] = frozenset(
     {
@@ -49,7 +53,7 @@ def normalize_chain(value: str) -> str:
 class ChainRegistry:
     """Known chains: the static list plus whatever chains the index actually holds."""
 
-    def __init__(self, index: object | None = None, ttl_seconds: float = 60.0) -> None:
+    def __init__(self, index: VaultIndex | None = None, ttl_seconds: float = 60.0) -> None:
         self._index = index
         self._ttl = ttl_seconds
         self._indexed: frozenset[str] = frozenset()
@@ -59,7 +63,7 @@ class ChainRegistry:
         """Static chains plus the indexed ones (refreshed at most once per ttl)."""
         if self._index is not None and time.monotonic() - self._fetched_at > self._ttl:
             try:
-                _, facets = await self._index.search(per_page=0, facet_by="chain")  # type: ignore[attr-defined]
+                _, facets = await self._index.search(per_page=0, facet_by="chain")
                 self._indexed = frozenset(
                     str(c["value"]).lower()
                     for f in facets

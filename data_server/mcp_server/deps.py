@@ -39,8 +39,7 @@ class ToolDeps:
     history: HistorySource | None = None
     records: VaultRecords | None = None
     wallets: WalletReader | None = None
-    chains: ChainRegistry = field(default_factory=ChainRegistry)
+    chains: ChainRegistry = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.chains._index is None:
-            self.chains = ChainRegistry(self.index)
+        self.chains = ChainRegistry(self.index)

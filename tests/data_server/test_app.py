@@ -143,3 +143,22 @@ def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+def test_settings_from_environment_names() -> None:
+    settings = DataServerSettings.from_env(
+        {
+            "RPC_URL": "http://node.example/eth",
+            "RPC_URLS": '{"Base": "http://node.example/base"}',
+            "DATA_SERVER_PORT": "9999",
+            "DATA_SERVER_MCP_PATH": "/mcp/",
+            "UNRELATED": "x",
+        }
+    )
+    assert settings.port == 9999 and settings.mcp_path == "/mcp"
+    assert settings.chain_rpc_urls() == {
+        "base": "http://node.example/base",
+        "ethereum": "http://node.example/eth",
+    }
+    with pytest.raises(ValueError, match="must start with '/'"):
+        DataServerSettings.from_env({"DATA_SERVER_MCP_PATH": "mcp"})
