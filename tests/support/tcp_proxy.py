@@ -1,4 +1,9 @@
-"""A loopback TCP proxy that can cut every open connection, as a network drop would."""
+"""A loopback TCP proxy that can cut every open connection, as a network drop would.
+
+Stopping it and starting it again on the same port looks, to a client, exactly
+like the server behind it dying and coming back, but without the seconds a
+Python server process takes to start.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,9 @@ from tests.support.ports import free_port
 class TcpProxy:
     """Forwards 127.0.0.1:port to a target port; `drop_all()` resets live connections."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, port: int | None = None) -> None:
         self.target_port = target_port
-        self.port = free_port()
+        self.port = port or free_port()
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -61,10 +66,17 @@ class TcpProxy:
             self._close(writer)
         return len(writers)
 
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
     async def stop(self) -> None:
+        """Stop listening and cut every connection: to clients, the server is gone."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         self.drop_all()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        if server is not None:
+            await server.wait_closed()
         for task in list(self._tasks):
             task.cancel()

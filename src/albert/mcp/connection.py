@@ -218,6 +218,8 @@ def describe_error(exc: BaseException | None) -> str:
     """A short, safe description of why a connection failed."""
     if exc is None:
         return "connection failed"
+    if isinstance(exc, ConnectFailed):
+        return str(exc)
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return describe_error(exc.exceptions[0])
     if isinstance(exc, TimeoutError):

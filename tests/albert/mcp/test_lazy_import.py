@@ -1,0 +1,105 @@
+"""A worker with no MCP server never imports the `mcp` SDK; and what importing it costs.
+
+Both run in fresh interpreters, since this test process has long imported `mcp`.
+Run with `-s` to see the import figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from albert.ai.prompt import VAULT_UNAVAILABLE
+from tests.support.scripted_model import Reply, ScriptedModelServer
+
+PROJECT_DIR = Path(__file__).resolve().parents[3]
+
+CHAT_TURN = """
+import asyncio, json, sys, time
+import httpx
+from albert.agent import build_chat_service
+from albert.cloudflare.sql import WorkersSql
+from albert.web import HttpRequest
+from miniflare.storage import SqlStorage
+
+class Socket:
+    def __init__(self): self.frames = []
+    def send(self, text): self.frames.append(json.loads(text))
+    def close(self, code, reason): pass
+
+class Hub:
+    def __init__(self): self.socket = Socket()
+    def sockets(self): return [self.socket]
+
+async def main():
+    hub = Hub()
+    async with httpx.AsyncClient() as http:
+        service = build_chat_service(
+            sql=WorkersSql(SqlStorage(__import__("pathlib").Path(sys.argv[2]))),
+            hub=hub,
+            env={"ALBERT_MODE": "local", "MODEL_BASE_URL": sys.argv[1]},
+            http=http,
+        )
+        service.start_background()
+        created = await service.handle_http(
+            HttpRequest(method="POST", path="/api/threads", body=b"{}")
+        )
+        thread_id = json.loads(created.body)["id"]
+        frame = {"type": "chat", "thread_id": thread_id, "message_id": "m1", "text": "Best APY?"}
+        await service.handle_frame(hub.socket, json.dumps(frame))
+        status = await service.handle_http(HttpRequest(method="GET", path="/api/mcp/status"))
+    print(json.dumps({
+        "kinds": [f["type"] for f in hub.socket.frames],
+        "status": json.loads(status.body),
+        "mcp_loaded": "mcp" in sys.modules,
+    }))
+
+asyncio.run(main())
+"""
+
+IMPORT_COST = """
+import json, sys, time
+t = time.perf_counter(); import albert.agent; agent = time.perf_counter() - t
+loaded = "mcp" in sys.modules
+t = time.perf_counter(); import albert.mcp.connection; mcp_path = time.perf_counter() - t
+print(json.dumps({"agent": agent, "mcp_path": mcp_path, "mcp_loaded_by_agent": loaded}))
+"""
+
+
+def _python(code: str, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{PROJECT_DIR / 'src'}:{PROJECT_DIR}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_full_chat_turn_without_mcp_servers_never_imports_mcp(tmp_path: Path) -> None:
+    with ScriptedModelServer(default=Reply(text=["No vault data here."])) as model:
+        out = _python(CHAT_TURN, model.base_url, str(tmp_path / "object.sqlite"))
+        [request] = model.requests
+    assert out["kinds"][0] == "ack" and out["kinds"][-1] == "done", out
+    assert out["status"] == {"servers": []}
+    assert out["mcp_loaded"] is False
+    system = request["messages"][0]["content"]
+    assert VAULT_UNAVAILABLE in system
+    sent = {t["function"]["name"] for t in request.get("tools", [])}
+    assert sent and not sent & {"search_vaults", "top_yields", "analyze_yield"}
+
+
+def test_import_cost_of_the_mcp_path() -> None:
+    out = _python(IMPORT_COST)
+    assert out["mcp_loaded_by_agent"] is False
+    print(
+        f"\nimport albert.agent: {out['agent'] * 1000:.0f} ms; "
+        f"then the MCP path (albert.mcp.connection + mcp SDK): {out['mcp_path'] * 1000:.0f} ms"
+    )

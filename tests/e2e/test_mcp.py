@@ -1,0 +1,327 @@
+"""MCP servers end to end: the local runtime process, real MCP servers, the scripted model.
+
+The configured URL points at a TCP gate in front of a real MCP test server:
+closing the gate (listener and every connection) is, to the worker, the server
+dying, and opening it again on the same port is the server coming back, in
+milliseconds rather than the seconds a Python process needs to start. So the
+retry schedule can be short (0.1, 0.2, 0.4, 0.4, 0.4 s); retries ride the
+object's alarm in the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from albert.ai.prompt import VAULT_UNAVAILABLE
+from tests.support.asgi_server import AsgiServer
+from tests.support.chat_client import ChatClient, answer_text
+from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, McpTestServer
+from tests.support.ports import free_port
+from tests.support.runtime_process import RuntimeProcess
+from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
+from tests.support.tcp_proxy import TcpProxy
+
+FAST_MCP = {
+    "MCP_RETRY_BASE_SECONDS": "0.1",
+    "MCP_RETRY_MAX_SECONDS": "0.4",
+    "MCP_RETRY_ATTEMPTS": "5",
+    "MCP_HEALTH_CACHE_SECONDS": "0",
+    "MCP_HALF_OPEN_COOLDOWN_SECONDS": "0.5",
+    "MCP_CONNECT_TIMEOUT_SECONDS": "2",
+    "MCP_CONNECT_WAIT_SECONDS": "4",
+}
+
+
+@pytest.fixture(scope="module")
+def vaults_port() -> int:
+    """The port of the gate the runtime's default server URL names."""
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def vaults_server() -> Iterator[McpTestServer]:
+    with McpTestServer("vaults") as server:
+        yield server
+
+
+@pytest.fixture
+async def vaults(vaults_port: int, vaults_server: McpTestServer) -> AsyncIterator[TcpProxy]:
+    """The vault server as the worker sees it; the test opens and closes the gate."""
+    gate = TcpProxy(vaults_server.port, port=vaults_port)
+    yield gate
+    await gate.stop()
+
+
+@pytest.fixture(scope="module")
+def mcp_runtime(
+    tmp_path_factory: pytest.TempPathFactory,
+    model: ScriptedModelServer,
+    platform: AsgiServer,
+    vaults_port: int,
+) -> Iterator[RuntimeProcess]:
+    state: Path = tmp_path_factory.mktemp("mcp-runtime")
+    variables = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "PLATFORM_API_URL": platform.url,
+        "TOOL_TIMEOUT_SECONDS": "5",
+        "MCP_DEFAULT_SERVER_URL": f"http://127.0.0.1:{vaults_port}/mcp",
+        "MCP_DEFAULT_SERVER_NAME": "vaults",
+        **FAST_MCP,
+    }
+    with RuntimeProcess(state, variables) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def production_runtime(
+    tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer, platform: AsgiServer
+) -> Iterator[RuntimeProcess]:
+    state: Path = tmp_path_factory.mktemp("mcp-production")
+    variables = {
+        "ALBERT_MODE": "production",
+        "MODEL_BASE_URL": model.base_url,
+        "PLATFORM_API_URL": platform.url,
+        "MCP_DEFAULT_SERVER_URL": "",  # wrangler.toml names one; this deployment has none
+        **FAST_MCP,
+    }
+    with RuntimeProcess(state, variables) as process:
+        yield process
+
+
+async def up(gate: TcpProxy) -> None:
+    if not gate.listening:
+        await gate.start()
+
+
+def tool_names(request: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools", [])}
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"])
+
+
+async def wait_status(client: ChatClient, name: str, state: str, within: float = 10.0) -> dict:
+    deadline = time.monotonic() + within
+    last: dict = {}
+    while time.monotonic() < deadline:
+        last = (await client.http.get("/api/mcp/status")).json()
+        for server in last["servers"]:
+            if server["name"] == name and server["state"] == state:
+                return server
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} not {state} within {within}s: {last}")
+
+
+async def chat(
+    client: ChatClient, model: ScriptedModelServer, thread: str, *replies: Reply
+) -> list:
+    model.script(*(replies or (Reply(text=["ok"]),)))
+    return await client.turn(thread, "What are the best stablecoin yields?")
+
+
+async def test_no_server_configured_answers_with_local_tools_and_refuses_private_urls(
+    production_runtime: RuntimeProcess, model: ScriptedModelServer
+) -> None:
+    async with ChatClient(production_runtime.url, production_runtime.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await chat(client, model, thread, Reply(text=["Local answer."]))
+        assert answer_text(frames) == "Local answer."
+        request = model.requests[-1]
+        assert VAULT_UNAVAILABLE in system_prompt(request)
+        assert "analyze_token" in tool_names(request)
+        assert not tool_names(request) & {"search_vaults", "top_yields"}
+        assert (await client.http.get("/api/mcp/status")).json() == {"servers": []}
+
+        for url in (
+            "http://127.0.0.1:9/mcp",
+            "http://10.1.2.3/mcp",
+            "http://172.20.0.5/mcp",
+            "http://192.168.0.10/mcp",
+            "http://169.254.169.254/mcp",
+            "http://[::1]/mcp",
+            "http://[fd00::1]/mcp",
+            "http://[fe80::1]/mcp",
+            "http://localhost:9/mcp",
+        ):
+            response = await client.http.post("/api/mcp/servers", json={"name": "x", "url": url})
+            assert response.status_code == 422, (url, response.text)
+            assert response.json()["error"] == "url_refused"
+        bad = await client.http.post("/api/mcp/servers", json={"name": "X Y", "url": "https://a.b"})
+        assert bad.status_code == 422 and bad.json()["error"] == "invalid_body"
+        assert (await client.http.get("/api/mcp/servers")).json() == {"servers": []}
+
+
+async def test_server_down_at_start_then_its_tools_arrive_byte_for_byte(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await vaults.stop()
+    async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await chat(client, model, thread, Reply(text=["Without vault data."]))
+        assert answer_text(frames) == "Without vault data."
+        assert not vaults.listening
+        request = model.requests[-1]
+        assert "search_vaults" not in tool_names(request)
+        assert VAULT_UNAVAILABLE in system_prompt(request)
+
+        await vaults.start()
+        await wait_status(client, "vaults", "ready")
+        status_frames = [f for f in await client.frames_until("mcp_status", timeout=5)]
+        assert status_frames[-1]["type"] == "mcp_status"
+
+        await chat(client, model, thread)
+        request = model.requests[-1]
+        [sent] = [t for t in request["tools"] if t["function"]["name"] == "search_vaults"]
+        assert json.dumps(sent["function"]["parameters"]) == json.dumps(SEARCH_VAULTS_SCHEMA)
+        assert VAULT_UNAVAILABLE not in system_prompt(request)
+        assert "[vaults] This server has live DeFi vault and yield data" in system_prompt(request)
+        assert "analyze_token" in tool_names(request)  # local tools stay
+
+
+async def test_a_huge_remote_result_is_cut_at_fifty_thousand_characters(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await up(vaults)
+    async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await chat(
+            client,
+            model,
+            thread,
+            Reply(tool_calls=[ScriptedToolCall(name="huge_report")]),
+            Reply(text=["Summarised."]),
+        )
+        [result] = [f for f in frames if f["type"] == "tool_result"]
+        assert result["ok"] and result["truncated"]
+        tool_message = model.requests[-1]["messages"][-1]
+        assert tool_message["role"] == "tool"
+        assert tool_message["content"].startswith("x" * 50_000)
+        assert "x" * 50_001 not in tool_message["content"]
+        assert f"{HUGE_CHARS:,}" in tool_message["content"]
+
+
+async def test_killed_between_messages_and_mid_call_then_back_within_the_backoff(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await up(vaults)
+    async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        await chat(client, model, thread)
+        assert "search_vaults" in tool_names(model.requests[-1])
+
+        await vaults.stop()
+        frames = await chat(
+            client,
+            model,
+            thread,
+            Reply(tool_calls=[ScriptedToolCall(name="search_vaults", arguments={"query": "usdc"})]),
+            Reply(text=["Could not check vaults."]),
+        )
+        [result] = [f for f in frames if f["type"] == "tool_result"]
+        assert not result["ok"] and "search_vaults" in result["content"]
+        assert frames[-1]["type"] == "done" and frames[-1]["finish_reason"] == "stop"
+        assert "search_vaults" not in tool_names(model.requests[-2])
+
+        await vaults.start()
+        await wait_status(client, "vaults", "ready")
+        await chat(client, model, thread)
+        assert "search_vaults" in tool_names(model.requests[-1])
+
+        # Mid-call: the server dies while a slow tool runs.
+        model.script(
+            Reply(tool_calls=[ScriptedToolCall(name="slow_tool", arguments={"seconds": 3})]),
+            Reply(text=["The tool failed."]),
+        )
+        turn_id = await client.ask(thread, "Run the slow tool")
+        await client.frames_until("tool_call", turn_id=turn_id)
+        await asyncio.sleep(0.3)
+        await vaults.stop()
+        frames = await client.frames_until("done", turn_id=turn_id)
+        [result] = [f for f in frames if f["type"] == "tool_result"]
+        assert not result["ok"] and "dropped during the call" in result["content"]
+        assert answer_text(frames) == "The tool failed."
+
+        await vaults.start()
+        await wait_status(client, "vaults", "ready")
+        await chat(client, model, thread)
+        assert "slow_tool" in tool_names(model.requests[-1])
+
+
+async def test_retries_exhausted_then_the_returning_server_is_picked_up(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await up(vaults)
+    async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        await chat(client, model, thread)
+        await vaults.stop()
+        await chat(client, model, thread)  # the health check notices the drop
+        failed = await wait_status(client, "vaults", "failed")
+        assert failed["attempts"] == 5 and failed["next_retry_in_seconds"] is None
+
+        await vaults.start()
+        await asyncio.sleep(0.7)  # past the half-open cool-down; nothing retries by itself
+        assert (await wait_status(client, "vaults", "failed"))["attempts"] == 5
+        await chat(client, model, thread)
+        assert "search_vaults" in tool_names(model.requests[-1])
+        await wait_status(client, "vaults", "ready", within=1)
+
+
+async def test_two_clients_with_different_servers_never_see_each_others(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await up(vaults)
+    with McpTestServer("generic") as utils, McpTestServer("files") as files:
+        async with (
+            ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as alice,
+            ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as bob,
+        ):
+            made = await alice.http.post(
+                "/api/mcp/servers",
+                json={"name": "utils", "url": utils.url, "headers": {"X-Key": "hunter2"}},
+            )
+            assert made.status_code == 201, made.text
+            assert "hunter2" not in made.text and made.json()["header_names"] == ["X-Key"]
+            made = await bob.http.post("/api/mcp/servers", json={"name": "files", "url": files.url})
+            assert made.status_code == 201, made.text
+
+            listed = (await alice.http.get("/api/mcp/servers")).json()["servers"]
+            assert [s["name"] for s in listed] == ["vaults", "utils"]
+            assert "hunter2" not in json.dumps(listed)
+            assert [
+                s["name"] for s in (await bob.http.get("/api/mcp/servers")).json()["servers"]
+            ] == [
+                "vaults",
+                "files",
+            ]
+
+            await alice.connect()
+            await chat(alice, model, await alice.new_thread())
+            alice_tools = tool_names(model.requests[-1])
+            await bob.connect()
+            await chat(bob, model, await bob.new_thread())
+            bob_tools = tool_names(model.requests[-1])
+            assert "echo" in alice_tools and "read_file" not in alice_tools
+            assert "read_file" in bob_tools and "echo" not in bob_tools
+            assert "search_vaults" in alice_tools and "search_vaults" in bob_tools
+
+            gone = await alice.http.delete("/api/mcp/servers/utils")
+            assert gone.status_code == 204
+            default = await alice.http.delete("/api/mcp/servers/vaults")
+            assert default.status_code == 409
+            await chat(alice, model, await alice.new_thread())
+            assert "echo" not in tool_names(model.requests[-1])
