@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -340,3 +341,17 @@ async def test_wallet_chain_without_rpc_is_an_error(app_server: AppServer) -> No
         {"address": app_server.rpc.vectors.wallet, "chains": ["base"]},
     )
     assert result.is_error and "no RPC node for base" in texts(result)[0]
+
+
+async def test_concurrent_calls_on_one_session(app_server: AppServer) -> None:
+    async with Client(app_server.mcp_url) as client:
+        results = await asyncio.gather(
+            client.call_tool("search_vaults", {"chain": "base", "per_page": 3}),
+            client.call_tool("top_yields", {"limit": 3}),
+            client.call_tool("search_protocols", {"limit": 3}),
+            client.call_tool("wallet_portfolio", {"address": app_server.rpc.vectors.wallet}),
+            client.call_tool("search_vaults", {"min_tvl_usd": -1}),
+        )
+    assert [r.is_error for r in results] == [False, False, False, False, True]
+    assert all(v["chain"] == "base" for v in ok(results[0])["vaults"])
+    assert ok(results[3])["total_value_usd"] == pytest.approx(8500.5)
