@@ -17,7 +17,7 @@ from data_server.mcp_server import filter_expr as fx
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
-from data_server.mcp_server.search import _fmt_usd
+from data_server.mcp_server.search import fmt_usd
 from data_server.mcp_server.vault_index import VaultHit
 
 # Aggregates read at most this many vaults: enough for every protocol on a chain, bounded.
@@ -136,7 +136,7 @@ async def search_protocols(
             med = "n/a" if s.median_apy is None else f"{s.median_apy:.2f}%"
             lines.append(
                 f"- {s.protocol}: {s.vaults} vaults on {', '.join(s.chains)}; TVL "
-                f"{_fmt_usd(s.total_tvl_usd)}; median APY {med}; avg security "
+                f"{fmt_usd(s.total_tvl_usd)}; median APY {med}; avg security "
                 f"{s.avg_security_score if s.avg_security_score is not None else 'n/a'}"
             )
         text = "\n".join(lines)
@@ -258,7 +258,7 @@ async def search_vault_assets(
         for t in tokens:
             apy = "n/a" if t.max_apy is None else f"{t.max_apy:.2f}%"
             lines.append(
-                f"- {t.symbol} on {t.chain}: {t.vaults} vaults, TVL {_fmt_usd(t.total_tvl_usd)}, "
+                f"- {t.symbol} on {t.chain}: {t.vaults} vaults, TVL {fmt_usd(t.total_tvl_usd)}, "
                 f"best APY {apy}"
                 + (f", best ≥$1M vault {t.best_vault_id}" if t.best_vault_id else "")
             )

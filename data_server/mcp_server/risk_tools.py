@@ -11,7 +11,7 @@ from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import ToolOutput
 from data_server.mcp_server.search import vault_line
 from data_server.mcp_server.vault_index import VaultHit
-from data_server.mcp_server.vault_tools import VaultIdInput, _require_vault
+from data_server.mcp_server.vault_tools import VaultIdInput, require_vault
 from data_server.security import ScoreBreakdown, explain
 from data_server.security.scoring import FLAG_PENALTIES, WEIGHTS
 
@@ -138,7 +138,7 @@ def _factors(v: VaultHit) -> list[RiskFactor]:
 
 async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskAnalysis]:
     """Explain a vault's security score and rating from its inputs."""
-    vault = await _require_vault(deps, params.vault_id)
+    vault = await require_vault(deps, params.vault_id)
     record = await deps.records.get_vault(vault.id) if deps.records is not None else None
     breakdown = explain(record) if record is not None else None
     if breakdown is not None:

@@ -307,11 +307,13 @@ class VaultSearchResult(BaseModel):
     vaults: list[VaultHit]
 
 
-def _fmt_pct(value: float | None) -> str:
+def fmt_pct(value: float | None) -> str:
+    """A percent for reading, or n/a."""
     return "n/a" if value is None else f"{value:.2f}%"
 
 
-def _fmt_usd(value: float | None) -> str:
+def fmt_usd(value: float | None) -> str:
+    """A compact dollar amount ($1.25M), or n/a."""
     if value is None:
         return "n/a"
     for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
@@ -325,9 +327,9 @@ def vault_line(v: VaultHit) -> str:
     assets = "/".join(v.asset_symbols) or "?"
     score = "n/a" if v.security_score is None else f"{v.security_score:.0f}/100"
     return (
-        f"- {v.name} [{v.protocol} on {v.chain}] assets {assets}; APY {_fmt_pct(v.apy)} "
-        f"(base {_fmt_pct(v.apy_base)}, rewards {_fmt_pct(v.apy_reward)}); "
-        f"TVL {_fmt_usd(v.tvl_usd)}; security {score}; risk {v.risk_rating or 'unrated'}; "
+        f"- {v.name} [{v.protocol} on {v.chain}] assets {assets}; APY {fmt_pct(v.apy)} "
+        f"(base {fmt_pct(v.apy_base)}, rewards {fmt_pct(v.apy_reward)}); "
+        f"TVL {fmt_usd(v.tvl_usd)}; security {score}; risk {v.risk_rating or 'unrated'}; "
         f"id {v.id}"
     )
 

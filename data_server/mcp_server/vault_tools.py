@@ -81,7 +81,8 @@ class AnalyzeYieldInput(VaultIdInput):
     )
 
 
-async def _require_vault(deps: ToolDeps, vault_id: str) -> VaultHit:
+async def require_vault(deps: ToolDeps, vault_id: str) -> VaultHit:
+    """The indexed vault with this id, or a ToolFailure telling where ids come from."""
     vault = await deps.index.get(vault_id.strip())
     if vault is None:
         raise ToolFailure(
@@ -155,7 +156,7 @@ def _sustainability(reward_share: float | None) -> Sustainability:
 
 async def analyze_yield(deps: ToolDeps, params: AnalyzeYieldInput) -> ToolOutput[YieldAnalysis]:
     """Decompose one vault's APY, summarise its history and rank it among peers."""
-    vault = await _require_vault(deps, params.vault_id)
+    vault = await require_vault(deps, params.vault_id)
     points = await _history(deps, vault.id, params.history_days)
     stats = history_stats(points, params.history_days) if points else None
     peers = await _peers(deps, vault)

@@ -11,7 +11,7 @@ from data_server.coaching import CoachItem
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
-from data_server.mcp_server.search import _fmt_usd
+from data_server.mcp_server.search import fmt_usd
 from data_server.wallets.address import InvalidAddress, validate_address
 from data_server.wallets.positions import ChainReadError, Position, WalletReadout
 
@@ -69,7 +69,7 @@ def _by_value(positions: list[Position]) -> list[Position]:
 
 def _position_line(p: Position) -> str:
     amount = "?" if p.balance is None else f"{p.balance:,.6g}"
-    value = _fmt_usd(p.value_usd) if p.value_usd is not None else "value unknown"
+    value = fmt_usd(p.value_usd) if p.value_usd is not None else "value unknown"
     if p.kind == "vault":
         apy = "n/a" if p.apy is None else f"{p.apy:.2f}%"
         return (
@@ -189,17 +189,17 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
         by_risk_rating=_buckets([p for p in positions if p.kind == "vault"], "risk_rating"),
     )
     lines = [
-        f"Portfolio of {readout.address}: {_fmt_usd(data.total_value_usd)} across "
+        f"Portfolio of {readout.address}: {fmt_usd(data.total_value_usd)} across "
         f"{len(positions)} positions ({data.vault_positions} in vaults, "
         f"{data.unpriced_positions} unpriced).",
         "Weighted vault APY: " + ("n/a" if weighted_apy is None else f"{weighted_apy:.2f}%"),
-        "By chain: " + ", ".join(f"{b.key} {_fmt_usd(b.value_usd)}" for b in data.by_chain),
-        "By protocol: " + ", ".join(f"{b.key} {_fmt_usd(b.value_usd)}" for b in data.by_protocol),
+        "By chain: " + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_chain),
+        "By protocol: " + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_protocol),
     ]
     if data.by_risk_rating:
         lines.append(
             "Vaults by risk: "
-            + ", ".join(f"{b.key} {_fmt_usd(b.value_usd)}" for b in data.by_risk_rating)
+            + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_risk_rating)
         )
     lines += [f"Could not read {e.chain}: {e.error}" for e in readout.chain_errors]
     return ToolOutput(data=data, text="\n".join(lines), coach=_coach(positions))
