@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterable
 
 from albert.tools.base import Tool, ToolSpec, spec_of
+from albert.tools.quarantine import Rejection, sanitised, vet
 
 log = logging.getLogger(__name__)
 
@@ -16,13 +17,27 @@ class ToolRegistry:
     def __init__(self, local: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._sources: dict[str, str] = {}
+        self.rejected: list[Rejection] = []
         for tool in local:
             self._tools[tool.name] = tool
             self._sources[tool.name] = "local"
 
-    def merge(self, tools: Iterable[Tool], source: str) -> None:
-        """Add tools from a remote source; a clash replaces the earlier tool (logged)."""
+    def merge(self, tools: Iterable[Tool], source: str) -> list[Rejection]:
+        """Add tools from another source; later sources win a name clash (logged).
+
+        Every tool passes the quarantine gate first; the ones that fail are left out,
+        logged, kept in `rejected` and returned.
+        """
+        taken = {sanitised(name): name for name in self._tools}
+        rejected: list[Rejection] = []
         for tool in tools:
+            rejection = vet(tool, source, taken)
+            if rejection is not None:
+                log.warning(
+                    "tool %s from %s left out: %s", rejection.tool, source, rejection.reason
+                )
+                rejected.append(rejection)
+                continue
             if tool.name in self._tools:
                 log.info(
                     "tool %s from %s replaces the one from %s",
@@ -32,12 +47,16 @@ class ToolRegistry:
                 )
             self._tools[tool.name] = tool
             self._sources[tool.name] = source
+            taken[sanitised(tool.name)] = tool.name
+        self.rejected.extend(rejected)
+        return rejected
 
     def extended(self, tools: Iterable[Tool], source: str) -> ToolRegistry:
         """A copy with more tools merged in; this registry is left as it was."""
         copy = ToolRegistry()
         copy._tools = dict(self._tools)
         copy._sources = dict(self._sources)
+        copy.rejected = list(self.rejected)
         copy.merge(tools, source)
         return copy
 

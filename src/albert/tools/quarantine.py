@@ -1,0 +1,75 @@
+"""The gate every tool passes before the model sees it.
+
+Model APIs refuse a whole request when one tool is malformed: a bad name, a schema
+that is not valid JSON Schema, or two names that collide once a gateway sanitises
+them. One broken remote tool must not break every turn, so such a tool is left
+out alone, logged, and reported; the rest of its server keeps working.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from albert.tools.base import Tool
+
+log = logging.getLogger(__name__)
+
+# What OpenAI-compatible APIs (and Workers AI, Anthropic via gateways) accept.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Rejection(BaseModel):
+    """A tool left out of the catalog, and why."""
+
+    tool: str
+    source: str
+    reason: str
+
+
+def sanitised(name: str) -> str:
+    """The name as strict gateways fold it (case and dashes), for clash checks."""
+    return name.lower().replace("-", "_")
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why a tool's input schema cannot be sent to a model, or None if it can."""
+    if not isinstance(schema, dict):
+        return "its input schema is not a JSON object"
+    if schema.get("type", "object") != "object":
+        return "its input schema must describe an object"
+    try:
+        # Imported here: only remote tools need it, and it is not on the cold path.
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+    except ImportError:  # pragma: no cover - jsonschema comes with the mcp extra
+        return None
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        return f"its input schema is not valid JSON Schema ({exc.message[:120]})"
+    return None
+
+
+def vet(tool: Tool, source: str, taken: dict[str, str]) -> Rejection | None:
+    """Check one tool against the gate; `taken` maps sanitised names to tools already in."""
+    name = tool.name
+    if not NAME_PATTERN.match(name):
+        reason = (
+            f"its name is {len(name)} characters (64 at most)"
+            if len(name) > 64
+            else "its name has characters model APIs refuse (allowed: letters, digits, _ and -)"
+        )
+        return Rejection(tool=name[:80], source=source, reason=reason)
+    folded = sanitised(name)
+    if folded in taken and taken[folded] != name:
+        return Rejection(
+            tool=name, source=source, reason=f"its name clashes with {taken[folded]!r}"
+        )
+    problem = schema_problem(tool.input_schema)
+    if problem is not None:
+        return Rejection(tool=name, source=source, reason=problem)
+    return None

@@ -1,0 +1,57 @@
+"""The quarantine gate: a malformed tool is left out alone; its siblings keep working."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from albert.tools.base import ToolResult
+from albert.tools.registry import ToolRegistry
+
+
+class RawTool:
+    """A tool with a schema exactly as some remote server might send it."""
+
+    def __init__(self, name: str, schema: Any) -> None:
+        self.name = name
+        self.description = "remote"
+        self.input_schema = schema
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult.text("ok")
+
+
+GOOD = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def test_bad_names_and_schemas_are_rejected_and_the_rest_merge() -> None:
+    registry = ToolRegistry()
+    rejected = registry.merge(
+        [
+            RawTool("fine_tool", GOOD),
+            RawTool("x" * 100, GOOD),
+            RawTool("has space", GOOD),
+            RawTool("bad_schema", {"type": "object", "properties": {"q": {"type": "strng"}}}),
+            RawTool("not_object", {"type": "array"}),
+            RawTool("weird", ["not", "a", "schema"]),
+            RawTool("Fine-Tool", GOOD),
+            RawTool("also_fine", {"type": "object"}),
+        ],
+        source="vaults",
+    )
+    assert registry.names() == ["fine_tool", "also_fine"]
+    reasons = {r.tool: r.reason for r in rejected}
+    assert reasons["x" * 80] == "its name is 100 characters (64 at most)"
+    assert "characters model APIs refuse" in reasons["has space"]
+    assert "not valid JSON Schema" in reasons["bad_schema"]
+    assert "must describe an object" in reasons["not_object"]
+    assert "not a JSON object" in reasons["weird"]
+    assert "clashes with 'fine_tool'" in reasons["Fine-Tool"]
+    assert all(r.source == "vaults" for r in rejected)
+    assert registry.rejected == rejected
+
+
+def test_a_remote_tool_may_still_replace_a_local_one_of_the_same_name() -> None:
+    registry = ToolRegistry([RawTool("search", GOOD)])
+    assert registry.merge([RawTool("search", {"type": "object"})], source="remote") == []
+    assert registry.source_of("search") == "remote"
+    assert registry.get("search").input_schema == {"type": "object"}  # type: ignore[union-attr]
