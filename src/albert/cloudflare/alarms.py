@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from albert.cloudflare.ffi import py_value
+
 
 class WorkersAlarm:
     """`ctx.storage.setAlarm/getAlarm/deleteAlarm` behind albert.mcp.alarms.AlarmPort."""
@@ -15,7 +17,8 @@ class WorkersAlarm:
         await self._storage.setAlarm(at_ms)
 
     async def get_alarm(self) -> int | None:
-        value = await self._storage.getAlarm()
+        # Unset is JS null (None or jsnull, by SDK version); a set time is a JS number.
+        value = py_value(await self._storage.getAlarm())
         return None if value is None else int(value)
 
     async def delete_alarm(self) -> None:

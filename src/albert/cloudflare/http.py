@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from workers import Response
-
 from albert.web import HttpRequest, HttpResponse
 
 
@@ -31,8 +29,10 @@ async def to_core_request(request: Any, *, read_body: bool = True) -> HttpReques
     )
 
 
-def to_response(response: HttpResponse) -> Response:
+def to_response(response: HttpResponse) -> Any:
     """A platform response from the core's."""
+    from workers import Response
+
     body = response.body.decode() if response.body else None
     return Response(body, status=response.status, headers=response.headers)
 

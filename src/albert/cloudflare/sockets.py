@@ -1,4 +1,15 @@
-"""Chat sockets over the hibernatable WebSocket API."""
+"""Chat sockets over the hibernatable WebSocket API.
+
+The contract both runtimes are held to (tests/cloudflare/test_socket_port.py):
+
+- `send` on a socket the peer closed, or that we closed, is dropped silently;
+- `close` with a code that may not be sent on the wire (1005, 1006, 1015, or
+  outside 1000-4999) closes with 1000; a reason is cut to the 123 bytes allowed;
+  closing twice is harmless;
+- the hub lists every accepted socket still open, including those that survived
+  hibernation (the platform keeps them, not this object);
+- a received message is str for a text frame and bytes for a binary frame.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +17,25 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from js import WebSocketPair
-from workers import Response
+from albert.cloudflare.ffi import py_value
 
 log = logging.getLogger(__name__)
+
+# Close codes that RFC 6455 reserves for reporting and forbids in a close frame.
+_UNSENDABLE = {1004, 1005, 1006, 1015}
+_MAX_REASON_BYTES = 123
+
+
+def close_code(code: int) -> int:
+    """A close code the platform accepts, standing in 1000 for reserved ones."""
+    sendable = 1000 <= code <= 1014 or 3000 <= code <= 4999
+    return code if sendable and code not in _UNSENDABLE else 1000
+
+
+def close_reason(reason: str) -> str:
+    """The reason cut, on a character boundary, to what a close frame can carry."""
+    encoded = reason.encode()[:_MAX_REASON_BYTES]
+    return encoded.decode(errors="ignore")
 
 
 class WorkersSocket:
@@ -18,7 +44,13 @@ class WorkersSocket:
     def __init__(self, ws: Any) -> None:
         self._ws = ws
 
+    @property
+    def raw(self) -> Any:
+        """The platform's WebSocket object."""
+        return self._ws
+
     def send(self, text: str) -> None:
+        """Queue a text frame; a closed socket drops it."""
         try:
             self._ws.send(text)
         except Exception:
@@ -26,8 +58,9 @@ class WorkersSocket:
             log.debug("send on a closed socket dropped")
 
     def close(self, code: int, reason: str) -> None:
+        """Start the closing handshake (idempotent)."""
         try:
-            self._ws.close(code, reason)
+            self._ws.close(close_code(code), close_reason(reason))
         except Exception:
             log.debug("close on a closed socket ignored")
 
@@ -39,19 +72,28 @@ class WorkersSocketHub:
         self._ctx = ctx
 
     def sockets(self) -> Sequence[WorkersSocket]:
+        """Every open socket of this object."""
         return [WorkersSocket(ws) for ws in self._ctx.getWebSockets()]
 
 
-def accept_websocket(ctx: Any) -> Response:
+def accept_websocket(ctx: Any, tags: Sequence[str] = ()) -> Any:
     """Accept a hibernatable WebSocket and return the 101 response for the client end."""
+    from js import WebSocketPair
+    from workers import Response
+
     client, server = WebSocketPair.new().object_values()
-    ctx.acceptWebSocket(server)
+    if tags:
+        ctx.acceptWebSocket(server, list(tags))
+    else:
+        ctx.acceptWebSocket(server)
     return Response(None, status=101, web_socket=client)
 
 
 def message_payload(message: Any) -> str | bytes:
-    """A received message as str (text frame) or bytes (binary frame)."""
+    """A received message as str (text frame) or bytes (binary frame: an ArrayBuffer)."""
     if isinstance(message, str | bytes):
         return message
-    to_bytes = getattr(message, "to_bytes", None)
-    return to_bytes() if to_bytes is not None else bytes(message)
+    value = py_value(message)
+    if isinstance(value, str | bytes):
+        return value
+    raise TypeError(f"unexpected WebSocket message type {type(message).__name__}")

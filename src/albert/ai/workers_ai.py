@@ -1,0 +1,217 @@
+"""Workers AI as a model client: the `AI` binding, streaming, with tool calls.
+
+The binding is passed in as an `AiRunner` (albert.cloudflare.ai.WorkersAiBinding
+on Cloudflare), so this module never touches JS: it sends plain dicts and reads
+the server-sent-events bytes the binding streams back.
+
+Workers AI streams two chunk shapes, by model: its own envelope
+(`{"response": "...", "tool_calls": [...], "usage": {...}}`) and OpenAI's
+chat-completion chunks (`{"choices": [{"delta": ...}]}`); both are read here. A
+tool call arrives either whole (`{"name", "arguments": {...}}`) or as OpenAI
+deltas (`{"index", "id", "function": {"name", "arguments": "<part>"}}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import re
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any, Protocol
+
+from albert.ai.model import (
+    ChatToolCall,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+    tool_payload,
+)
+from albert.ai.openai_client import message_payload
+from albert.ai.sse import parse_sse
+
+
+class AiRunner(Protocol):
+    """The `AI` binding, already converted at the JS boundary."""
+
+    async def run(self, model: str, inputs: dict[str, Any], *, stream: bool) -> Any:
+        """Run a model: the result dict, or (stream=True) an async iterable of SSE bytes."""
+        ...
+
+
+# Workers AI error codes that mean "too much right now": capacity, rate and daily limits.
+_RATE_LIMIT_CODES = {"3040", "3036", "3007", "429"}
+_SERVER_CODES = {"3043", "3028", "5000", "500", "502", "503", "504"}
+
+
+def classify_error(exc: BaseException) -> ModelError:
+    """A ModelError for an exception the binding raised (a JS Error's message)."""
+    message = str(exc) or type(exc).__name__
+    codes = set(re.findall(r"\b\d{3,4}\b", message))
+    lowered = message.lower()
+    if codes & _RATE_LIMIT_CODES or "capacity" in lowered or "rate limit" in lowered:
+        return ModelError("rate_limited", f"Workers AI is rate limiting requests ({message})")
+    if "timed out" in lowered or "timeout" in lowered:
+        return ModelError("timeout", "Workers AI did not answer in time")
+    if codes & _SERVER_CODES or "internal" in lowered:
+        return ModelError("http", f"Workers AI failed: {message}", status=500)
+    return ModelError("http", f"Workers AI refused the request: {message}", status=400)
+
+
+async def _lines(chunks: AsyncIterable[bytes | str]) -> AsyncIterator[str]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    async for chunk in chunks:
+        pending += decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            yield line
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending
+
+
+class _Call:
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+class WorkersAIClient:
+    """Streams one model step through the `AI` binding."""
+
+    def __init__(
+        self,
+        ai: AiRunner,
+        *,
+        model: str,
+        max_tokens: int = 2048,
+        timeout: float = 60.0,
+    ) -> None:
+        self._ai = ai
+        self._model = model
+        self._max_tokens = max_tokens
+        self._timeout = timeout
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    def build_inputs(self, request: ModelRequest) -> dict[str, Any]:
+        """The inputs object sent with `AI.run` for a request."""
+        inputs: dict[str, Any] = {
+            "messages": [message_payload(m) for m in request.messages],
+            "stream": True,
+            "max_tokens": self._max_tokens,
+        }
+        if request.tools:
+            inputs["tools"] = [tool_payload(t) for t in request.tools]
+        return inputs
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one step; raises ModelError on failure."""
+        inputs = self.build_inputs(request)
+        try:
+            body = await asyncio.wait_for(
+                self._ai.run(self._model, inputs, stream=True), self._timeout
+            )
+        except TimeoutError as exc:
+            raise ModelError("timeout", "Workers AI did not answer in time") from exc
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise classify_error(exc) from exc
+        try:
+            async for event in self._events(body):
+                yield event
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise ModelError("stream_cut", f"the Workers AI stream broke off ({exc})") from exc
+
+    async def _events(self, body: AsyncIterable[bytes | str]) -> AsyncIterator[ModelEvent]:
+        calls: dict[int, _Call] = {}
+        finish_reason: str | None = None
+        usage: dict[str, Any] = {}
+        saw_done = False
+        async for sse in parse_sse(_lines(body)):
+            if sse.data.strip() == "[DONE]":
+                saw_done = True
+                break
+            try:
+                chunk = json.loads(sse.data)
+            except ValueError as exc:
+                raise ModelError("bad_response", "Workers AI sent a malformed chunk") from exc
+            if not isinstance(chunk, dict):
+                raise ModelError("bad_response", "Workers AI sent a chunk that is not an object")
+            if chunk.get("error") or chunk.get("errors"):
+                raise classify_error(RuntimeError(str(chunk.get("error") or chunk.get("errors"))))
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            if "choices" in chunk:
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        yield TextDelta(text=str(delta["content"]))
+                    self._collect(calls, delta.get("tool_calls") or [])
+                    if choice.get("finish_reason"):
+                        finish_reason = str(choice["finish_reason"])
+                continue
+            text = chunk.get("response")
+            if isinstance(text, str) and text:
+                yield TextDelta(text=text)
+            self._collect(calls, chunk.get("tool_calls") or [])
+            if chunk.get("finish_reason"):
+                finish_reason = str(chunk["finish_reason"])
+        if not saw_done and finish_reason is None:
+            raise ModelError("stream_cut", "the Workers AI stream ended before it finished")
+        for index in sorted(calls):
+            call = calls[index]
+            if not call.name:
+                raise ModelError("bad_response", "Workers AI sent a tool call without a name")
+            yield ToolCallRequest(
+                call=ChatToolCall(
+                    id=call.id or f"call_{index}", name=call.name, arguments="".join(call.arguments)
+                )
+            )
+        if calls and finish_reason in (None, "stop"):
+            finish_reason = "tool_calls"
+        yield StepFinished(
+            reason=finish_reason or "stop",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+    @staticmethod
+    def _collect(calls: dict[int, _Call], parts: list[Any]) -> None:
+        for position, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            if "function" in part:
+                # An OpenAI-style delta: pieces of one call share its index.
+                index = int(part.get("index", position))
+                call = calls.setdefault(index, _Call())
+                call.id = str(part.get("id") or call.id)
+                fn = part.get("function") or {}
+                call.name = str(fn.get("name") or call.name)
+                if fn.get("arguments") is not None:
+                    call.arguments.append(_arguments_text(fn["arguments"]))
+                continue
+            # A whole call in Workers AI's own shape; each gets the next free index.
+            call = _Call()
+            call.id = str(part.get("id") or "")
+            call.name = str(part.get("name") or "")
+            call.arguments.append(_arguments_text(part.get("arguments")))
+            calls[max(calls, default=-1) + 1] = call

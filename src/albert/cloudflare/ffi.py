@@ -1,0 +1,104 @@
+"""The Python/JavaScript boundary: turning JS values into plain Python and back.
+
+Every adapter in this package converts at the boundary with these helpers, so
+the core only ever sees dicts, lists, str, int, float, bytes and None.
+
+`pyodide.ffi` and `js` are looked up when a helper runs, not when this module is
+imported: under Cloudflare they are Pyodide's modules, in the local runtime its
+stand-ins (miniflare/shims), and in the conformance tests faithful fakes.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+_NOT_AVAILABLE = (ImportError, NotImplementedError, AttributeError)
+
+
+def _ffi_attr(name: str) -> Any:
+    try:
+        module = __import__("pyodide.ffi", fromlist=[name])
+        return getattr(module, name)
+    except _NOT_AVAILABLE:
+        return None
+
+
+def js_null() -> Any:
+    """JavaScript `null` (Python None crosses as `undefined`, which SQL bindings reject)."""
+    return _ffi_attr("jsnull")
+
+
+def is_js_nullish(value: Any) -> bool:
+    """True for None, JS `null` and JS `undefined`."""
+    if value is None:
+        return True
+    null = js_null()
+    if null is not None and value is null:
+        return True
+    return type(value).__name__ in ("JsNull", "JsUndefined")
+
+
+def to_js_bytes(data: bytes | bytearray | memoryview) -> Any:
+    """A Uint8Array holding `data` (a Python bytes object would cross as an opaque proxy)."""
+    to_js = _ffi_attr("to_js")
+    raw = bytes(data)
+    return raw if to_js is None else to_js(raw)
+
+
+def to_js_object(value: Any) -> Any:
+    """A plain JS object tree (dicts become Objects, not Maps; None becomes null)."""
+    to_js = _ffi_attr("to_js")
+    if to_js is None:
+        return value
+    null = js_null()
+    value = _none_to_null(value, null)
+    js = sys.modules.get("js")
+    object_ctor = getattr(js, "Object", None) if js is not None else None
+    if object_ctor is None:
+        return to_js(value)
+    return to_js(value, dict_converter=object_ctor.fromEntries)
+
+
+def _none_to_null(value: Any, null: Any) -> Any:
+    if value is None:
+        return null
+    if isinstance(value, dict):
+        return {k: _none_to_null(v, null) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_none_to_null(v, null) for v in value]
+    return value
+
+
+def py_value(value: Any) -> Any:
+    """Deep conversion of a JS value (proxy or already converted) into plain Python.
+
+    null/undefined → None, ArrayBuffer and typed arrays → bytes, arrays → list,
+    objects → dict; primitives pass through unchanged.
+    """
+    if is_js_nullish(value):
+        return None
+    if isinstance(value, str | bool | int | float | bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    to_bytes = _method(value, "to_bytes")
+    if to_bytes is not None:
+        return bytes(to_bytes())
+    to_py = _method(value, "to_py")
+    if to_py is not None:
+        return py_value(to_py())
+    if isinstance(value, dict):
+        return {str(k): py_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [py_value(v) for v in value]
+    return value
+
+
+def _method(value: Any, name: str) -> Any:
+    try:
+        found = getattr(value, name)
+    except Exception:
+        # A JsProxy raises for a missing JS property; so may a closed resource.
+        return None
+    return found if callable(found) else None
