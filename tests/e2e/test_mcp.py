@@ -196,6 +196,7 @@ async def test_a_huge_remote_result_is_cut_at_fifty_thousand_characters(
     async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
         await client.connect()
         thread = await client.new_thread()
+        await wait_status(client, "vaults", "ready")
         frames = await chat(
             client,
             model,
@@ -219,6 +220,7 @@ async def test_killed_between_messages_and_mid_call_then_back_within_the_backoff
     async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
         await client.connect()
         thread = await client.new_thread()
+        await wait_status(client, "vaults", "ready")
         await chat(client, model, thread)
         assert "search_vaults" in tool_names(model.requests[-1])
 
@@ -267,6 +269,7 @@ async def test_retries_exhausted_then_the_returning_server_is_picked_up(
     async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
         await client.connect()
         thread = await client.new_thread()
+        await wait_status(client, "vaults", "ready")
         await chat(client, model, thread)
         await vaults.stop()
         await chat(client, model, thread)  # the health check notices the drop
@@ -285,7 +288,8 @@ async def test_two_clients_with_different_servers_never_see_each_others(
     mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
 ) -> None:
     await up(vaults)
-    with McpTestServer("generic") as utils, McpTestServer("files") as files:
+    utils, files = McpTestServer("generic").launch(), McpTestServer("files").launch()
+    with utils.wait_ready(), files.wait_ready():
         async with (
             ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as alice,
             ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as bob,
@@ -309,6 +313,10 @@ async def test_two_clients_with_different_servers_never_see_each_others(
                 "files",
             ]
 
+            # Isolation, not timing, is the point here: wait until both are connected.
+            for client, own in ((alice, "utils"), (bob, "files")):
+                await wait_status(client, own, "ready")
+                await wait_status(client, "vaults", "ready")
             await alice.connect()
             await chat(alice, model, await alice.new_thread())
             alice_tools = tool_names(model.requests[-1])

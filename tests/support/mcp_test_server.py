@@ -213,7 +213,8 @@ class McpTestServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self, timeout: float = 15.0) -> McpTestServer:
+    def launch(self) -> McpTestServer:
+        """Start the process without waiting for it (see `wait_ready`)."""
         args = [sys.executable, "-m", "tests.support.mcp_test_server", "--port", str(self.port)]
         args += ["--profile", self.profile, "--tag", self.tag]
         self._proc = subprocess.Popen(
@@ -223,6 +224,11 @@ class McpTestServer:
             stderr=subprocess.DEVNULL,
             env={**os.environ, "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
         )
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> McpTestServer:
+        """Block until the server answers HTTP (bounded)."""
+        assert self._proc is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -235,6 +241,10 @@ class McpTestServer:
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError("MCP test server did not start")
+
+    def start(self, timeout: float = 30.0) -> McpTestServer:
+        """Start the process and wait until it listens."""
+        return self.launch().wait_ready(timeout)
 
     def stop(self) -> None:
         """Kill the process at once, as a crash would."""

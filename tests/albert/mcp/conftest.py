@@ -43,7 +43,15 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def vaults() -> Iterator[McpTestServer]:
+    """A vault server shared by a module's tests; tests that kill a server start their own."""
+    with McpTestServer("vaults") as server:
+        yield server
+
+
+@pytest.fixture
+def killable_vaults() -> Iterator[McpTestServer]:
+    """A vault server of this test alone, to kill and restart."""
     with McpTestServer("vaults") as server:
         yield server
