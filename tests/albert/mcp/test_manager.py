@@ -284,3 +284,34 @@ async def test_client_configs_with_secret_headers_and_reload(
     h.store.delete("mine")
     await h.manager.reload("mine")
     assert h.manager.status() == []
+
+
+async def test_a_server_that_accepts_but_never_answers_costs_a_bounded_wait(
+    sql: WorkersSql, harness_factory: list[Harness]
+) -> None:
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    silent = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    try:
+        h = await harness(
+            sql,
+            harness_factory,
+            f"http://127.0.0.1:{port}/mcp",
+            MCP_CONNECT_TIMEOUT_SECONDS="0.5",
+            MCP_CONNECT_WAIT_SECONDS="0.2",
+        )
+        started = time.monotonic()
+        turn = await h.manager.tools_for_turn()
+        assert time.monotonic() - started < 1.5
+        assert turn.registry.names() == ["echo", "local_only"]
+        # The failed attempt records why before the state turns to reconnecting.
+        await wait_state(h.manager, "vaults", "reconnecting", within=5)
+        assert h.manager.status()[0].last_error == "timed out"
+    finally:
+        for writer in held:
+            writer.transport.abort()
+        silent.close()
