@@ -7,10 +7,10 @@ import json
 import httpx
 import pytest
 
-from albert.ai.demo_planner import LABEL, DemoPlanner, read_intent
+from albert.ai.demo_planner import LABEL, DemoPlanner, read_intent, read_intents, unavailable_note
 from albert.ai.model import ChatMessage, ChatToolCall, ModelRequest, TextDelta, ToolCallRequest
 from albert.settings import Settings
-from albert.tools.base import spec_of
+from albert.tools.base import ToolSpec, spec_of
 from albert.tools.catalog import build_local_tools
 
 
@@ -102,3 +102,121 @@ async def test_unmatched_questions_get_help_not_invention(specs) -> None:
     )
     text = "".join([e.text async for e in planner.stream(request) if isinstance(e, TextDelta)])
     assert LABEL in text and "Try, for example" in text
+
+
+def _spec(name: str, *props: str) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=name,
+        parameters={"type": "object", "properties": {p: {"type": "string"} for p in props}},
+    )
+
+
+@pytest.fixture(scope="module")
+def with_vaults(specs):
+    remote = [
+        _spec(
+            "search_vaults", "chain", "protocol", "asset_symbol", "stablecoin_only", "min_tvl_usd"
+        ),
+        _spec("top_yields", "chain", "asset_symbol", "stablecoin_only", "min_tvl_usd"),
+        _spec("search_protocols", "query", "chain"),
+        _spec("analyze_yield", "vault_id", "history_days"),
+        _spec("analyze_risk", "vault_id"),
+        _spec("vault_history", "vault_id", "days"),
+        _spec("wallet_portfolio", "address", "chains"),
+        _spec("wallet_positions", "address", "chains", "min_value_usd"),
+        _spec("wallet_top_positions", "address", "chains"),
+    ]
+    return {**specs, **{s.name: s for s in remote}}
+
+
+VAULT = "defillama:base:10137e20-efbc-4e15-a733-17ecb52c48e8"
+WALLET = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045"
+
+
+@pytest.mark.parametrize(
+    ("question", "calls"),
+    [
+        (
+            "Compare PEPE and SHIB",
+            [("analyze_token", {"symbol": "PEPE"}), ("analyze_token", {"symbol": "SHIB"})],
+        ),
+        ("what's the market cap of MKR right now", [("analyze_token", {"symbol": "MKR"})]),
+        (
+            f"How risky is vault {VAULT}?",
+            [("analyze_risk", {"vault_id": VAULT})],
+        ),
+        (
+            f"APY history of {VAULT} over the last 90 days",
+            [("vault_history", {"vault_id": VAULT, "days": 90})],
+        ),
+        (f"where does the yield of {VAULT} come from", [("analyze_yield", {"vault_id": VAULT})]),
+        (f"show my portfolio {WALLET}", [("wallet_portfolio", {"address": WALLET})]),
+        (f"biggest holdings of {WALLET}", [("wallet_top_positions", {"address": WALLET})]),
+        (
+            "best stablecoin yields on arbitrum",
+            [("top_yields", {"chain": "arbitrum", "stablecoin_only": True})],
+        ),
+        (
+            "Find ETH vaults on ethereum with at least $10M TVL",
+            [("search_vaults", {"chain": "ethereum", "asset_symbol": "ETH", "min_tvl_usd": 1e7})],
+        ),
+        (
+            "Beefy vaults on arbitrum",
+            [("search_vaults", {"chain": "arbitrum", "protocol": "beefy"})],
+        ),
+        ("Tell me about the Aave protocol", [("search_protocols", {"query": "aave"})]),
+        (
+            "which tokens fell more than 3% in the past day?",
+            [("search_tokens", {"price_change_window": "24h", "max_price_change_pct": -3.0})],
+        ),
+        (
+            "tokens with authenticity score below 70",
+            [("search_tokens", {"max_authenticity_score": 69})],
+        ),
+        (
+            "tokens where daily volume is above 0.2 of market cap",
+            [("search_tokens", {"min_vol_mcap_ratio": 0.2})],
+        ),
+        ("any news on the Bybit hack?", [("search_feed", {"query": "Bybit hack"})]),
+    ],
+)
+def test_entities_and_intents_pick_calls(with_vaults, question, calls) -> None:
+    intents = read_intents(question, with_vaults)
+    assert [(i.tool, i.arguments) for i in intents] == calls
+
+
+def test_vault_questions_without_vault_tools_say_so_instead_of_guessing(specs) -> None:
+    assert read_intents("USDC vaults on base", specs) == []
+    note = unavailable_note("USDC vaults on base", specs)
+    assert note is not None and "not available" in note
+
+
+async def _answer(tool_text: str, specs) -> str:
+    user = ChatMessage(role="user", content="What is PEPE?")
+    call = ChatToolCall(id="c1", name="analyze_token", arguments='{"symbol": "PEPE"}')
+    messages = [
+        user,
+        ChatMessage(role="assistant", tool_calls=[call]),
+        ChatMessage(role="tool", content=tool_text, tool_call_id="c1"),
+    ]
+    request = ModelRequest(messages=messages, tools=list(specs.values()))
+    return "".join(
+        [e.text async for e in DemoPlanner().stream(request) if isinstance(e, TextDelta)]
+    )
+
+
+async def test_a_failed_tool_is_rendered_as_what_could_not_be_checked(specs) -> None:
+    text = await _answer("Error: analyze_token timed out after 1 s", specs)
+    assert "could not check this" in text and "timed out after 1 s" in text
+
+
+async def test_a_cut_result_says_the_rest_was_not_checked(specs) -> None:
+    body = "Pepe (PEPE) " + "x" * 900
+    marker = (
+        "\n\n[… result cut: 1,000 of 1,030 characters shown. "
+        "The rest was not sent to you; say so if it matters.]"
+    )
+    text = await _answer(body + marker, specs)
+    assert "was cut before it reached me (1,000 of 1,030 characters shown)" in text
+    assert "could not check the rest" in text

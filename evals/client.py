@@ -1,0 +1,121 @@
+"""Asks one question over the worker's real WebSocket and records the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+from evals.scorer import ToolCallRecord, ToolResultRecord, TurnRecord
+
+MAX_FRAMES_PER_TURN = 20_000
+
+
+class EvalClient:
+    """One browser-like client: a session, a socket, a thread per question."""
+
+    def __init__(self, base_url: str, *, turn_timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.ws_url = "ws" + self.base_url.removeprefix("http")
+        self.turn_timeout = turn_timeout
+        self.http = httpx.AsyncClient(base_url=self.base_url, timeout=15)
+        self.ws: ClientConnection | None = None
+        self.client_id = ""
+
+    async def __aenter__(self) -> EvalClient:
+        response = await self.http.post("/api/session", json={})
+        response.raise_for_status()
+        session = response.json()
+        # A signed session token where the worker issues one, else the bare client id.
+        if session.get("token"):
+            self.http.headers["authorization"] = f"Bearer {session['token']}"
+            query = f"token={session['token']}"
+        else:
+            self.client_id = str(session["client_id"])
+            self.http.headers["x-albert-client"] = self.client_id
+            query = f"client_id={self.client_id}"
+        self.ws = await connect(f"{self.ws_url}/api/chat?{query}", open_timeout=15, max_size=2**24)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        await self.http.aclose()
+
+    async def ask(self, question: str) -> TurnRecord:
+        """Ask in a fresh thread; collect frames up to `done` and read back the tool results."""
+        assert self.ws is not None
+        response = await self.http.post("/api/threads", json={})
+        response.raise_for_status()
+        thread_id = str(response.json()["id"])
+        turn_id = uuid.uuid4().hex
+        record = TurnRecord(question=question)
+        started = time.monotonic()
+        await self.ws.send(
+            json.dumps(
+                {"type": "chat", "thread_id": thread_id, "message_id": turn_id, "text": question}
+            )
+        )
+        answer: list[str] = []
+        try:
+            async with asyncio.timeout(self.turn_timeout):
+                for _ in range(MAX_FRAMES_PER_TURN):
+                    frame = json.loads(await self.ws.recv())
+                    kind, tid = frame.get("type"), frame.get("turn_id")
+                    if kind == "error" and tid in (turn_id, None):
+                        if frame.get("thread_id") in (thread_id, None):
+                            record.error = f"{frame['code']}: {frame['message']}"
+                            break
+                        continue
+                    if tid != turn_id:
+                        continue
+                    if kind == "text_delta":
+                        answer.append(frame["delta"])
+                    elif kind == "tool_call":
+                        record.calls.append(
+                            ToolCallRecord(
+                                call_id=frame["call_id"],
+                                name=frame["name"],
+                                arguments=frame["arguments"],
+                            )
+                        )
+                    elif kind == "tool_result":
+                        record.results.append(
+                            ToolResultRecord(
+                                call_id=frame["call_id"],
+                                name=frame["name"],
+                                ok=frame["ok"],
+                                truncated=frame["truncated"],
+                                content=frame["content"],
+                            )
+                        )
+                    elif kind == "done":
+                        record.finish_reason = frame["finish_reason"]
+                        record.steps = frame["steps"]
+                        break
+        except TimeoutError:
+            record.error = f"no done frame within {self.turn_timeout:g} s"
+        record.latency_s = round(time.monotonic() - started, 3)
+        record.answer = "".join(answer)
+        await self._full_results(thread_id, turn_id, record)
+        return record
+
+    async def _full_results(self, thread_id: str, turn_id: str, record: TurnRecord) -> None:
+        """Replace the frames' 4,000-character previews with the stored tool results."""
+        response = await self.http.get(f"/api/threads/{thread_id}", params={"limit": 200})
+        if response.status_code != 200:
+            return
+        stored: dict[str, Any] = {
+            m.get("tool_call_id") or "": m
+            for m in response.json().get("messages", [])
+            if m.get("role") == "tool" and m.get("turn_id") == turn_id
+        }
+        for result in record.results:
+            message = stored.get(result.call_id)
+            if message is not None:
+                result.content = str(message.get("content", result.content))
