@@ -7,7 +7,7 @@ The contract both runtimes are held to (tests/cloudflare/test_storage_port.py):
 - NULL comes back as None, BLOB as bytes, TEXT as str, INTEGER as int;
 - a REAL that holds a whole number may come back as int on Cloudflare (a JS
   number has no int/float distinction): compare REALs by value, never by type;
-- a statement that fails raises and changes nothing; explicit transactions
+- a statement that fails raises SqlError and changes nothing; explicit transactions
   (BEGIN/COMMIT/ROLLBACK/SAVEPOINT) are refused, as the platform refuses them.
 """
 
@@ -21,7 +21,11 @@ from albert.storage.ports import Row
 _TRANSACTION_WORDS = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
-class TransactionRefused(RuntimeError):
+class SqlError(RuntimeError):
+    """A statement failed (syntax, constraint, type); the platform's message is kept."""
+
+
+class TransactionRefused(SqlError):
     """The core tried to manage a transaction; the platform makes each event atomic itself."""
 
 
@@ -61,8 +65,14 @@ class WorkersSql:
                 "each event handler's writes are already atomic"
             )
         null = js_null()
-        cursor = self._sql.exec(sql, *(sql_binding(p, null) for p in params))
-        rows = [dict(row) for row in _rows(cursor)]
+        try:
+            cursor = self._sql.exec(sql, *(sql_binding(p, null) for p in params))
+            rows = [dict(row) for row in _rows(cursor)]
+        except SqlError:
+            raise
+        except Exception as exc:
+            # sqlite3.Error locally, a JsException on Cloudflare: one type for the core.
+            raise SqlError(str(exc)) from exc
         # The counters grow as the cursor is consumed, so read them afterwards.
         self.rows_read += int(py_value(getattr(cursor, "rowsRead", 0)) or 0)
         self.rows_written += int(py_value(getattr(cursor, "rowsWritten", 0)) or 0)

@@ -1,0 +1,129 @@
+"""Two runtimes behind one fixture: the local runtime's objects and fakes of the JS ones.
+
+Every conformance test takes `platform` and runs twice: once against the local
+runtime (miniflare: its ctx, SQLite storage, alarms and WebSockets, with its
+stand-in `js`/`pyodide.ffi`/`workers` modules) and once against faithful fakes of
+what a Durable Object sees under Pyodide (tests/cloudflare/fakes.py, installed in
+sys.modules for the test). The code under test is the same adapter layer,
+src/albert/cloudflare/, in both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cloudflare import fakes
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Platform:
+    """One runtime's view of a Durable Object, as the conformance tests drive it."""
+
+    name: str
+    ctx: Any
+    alarms_fired: list[float]
+    frames: Callable[[Any], list[tuple[str, Any]]]
+    binary_message: Callable[[bytes], Any]
+    wake: Callable[[], Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Probe:
+    """A minimal Durable Object class for the local runtime to host."""
+
+    fired: list[float]
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        self.ctx = ctx
+
+    async def alarm(self, *_info: Any) -> None:
+        _Probe.fired.append(asyncio.get_running_loop().time())
+
+
+def _drain(ws: Any) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    queue = ws._outgoing
+    for _ in range(1000):
+        if queue.empty():
+            break
+        out.append(queue.get_nowait())
+    ws.drained = [*getattr(ws, "drained", []), *out]
+    return list(ws.drained)
+
+
+async def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Platform]:
+    from miniflare import install_shims
+    from miniflare.config import load_config
+    from miniflare.objects import ObjectHost
+    from miniflare.runtime import LocalRuntime
+
+    install_shims()
+    for name in ("js", "pyodide", "pyodide.ffi", "workers"):
+        module = sys.modules.get(name)
+        if module is not None and "shims" not in (getattr(module, "__file__", "") or ""):
+            monkeypatch.delitem(sys.modules, name)
+    runtime = LocalRuntime(load_config(PROJECT), tmp_path)
+    fired: list[float] = []
+    _Probe.fired = fired
+    host = ObjectHost(runtime, "Probe", _Probe, tmp_path / "do")
+    object_id = host.id_from_name("conformance")
+    ctx = host.state(object_id)
+
+    def wake() -> Any:
+        host.evict(object_id)
+        host.instance(object_id)
+        return host.state(object_id)
+
+    try:
+        yield Platform(
+            name="local",
+            ctx=ctx,
+            alarms_fired=fired,
+            frames=_drain,
+            binary_message=lambda data: data,
+            wake=wake,
+        )
+    finally:
+        host.close()
+        await runtime.shutdown(grace_seconds=1.0)
+
+
+async def _fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Platform]:
+    for name, module in fakes.modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    fired: list[float] = []
+
+    async def on_alarm() -> None:
+        fired.append(asyncio.get_running_loop().time())
+
+    ctx = fakes.DurableObjectState(tmp_path / "object.sqlite", on_alarm)
+    try:
+        yield Platform(
+            name="cloudflare-fakes",
+            ctx=ctx,
+            alarms_fired=fired,
+            frames=lambda ws: list(ws.sent),
+            binary_message=fakes.JsArrayBuffer,
+            wake=lambda: ctx,
+        )
+    finally:
+        ctx.storage.close()
+
+
+@pytest.fixture(params=["local", "cloudflare-fakes"])
+async def platform(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Platform]:
+    """The same Durable Object surface from the local runtime, then from the JS fakes."""
+    factory = _local if request.param == "local" else _fakes
+    async for value in factory(tmp_path, monkeypatch):
+        yield value

@@ -1,0 +1,85 @@
+"""The alarm port (albert.mcp.alarms.AlarmPort) and waitUntil on both runtimes.
+
+Contract: one alarm per object, in Unix milliseconds as an int; unset reads as
+None; setting again replaces it; deleting cancels it; at the time set the
+platform calls the object's `alarm` handler once and then the alarm reads None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from albert.cloudflare.alarms import WorkersAlarm
+from albert.cloudflare.context import WaitUntil
+from tests.cloudflare.conftest import Platform
+
+WAIT_SECONDS = 3.0
+
+
+async def _until(condition, timeout: float = WAIT_SECONDS) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(0.02)
+    return condition()
+
+
+def _in(seconds: float) -> int:
+    return int(time.time() * 1000 + seconds * 1000)
+
+
+async def test_unset_alarm_reads_none_and_a_set_one_reads_back_as_int(platform: Platform) -> None:
+    alarms = WorkersAlarm(platform.ctx.storage)
+    assert await alarms.get_alarm() is None
+    when = _in(3600)
+    await alarms.set_alarm(when)
+    got = await alarms.get_alarm()
+    assert got == when and type(got) is int
+    await alarms.delete_alarm()
+    assert await alarms.get_alarm() is None
+
+
+async def test_setting_again_replaces_the_alarm(platform: Platform) -> None:
+    alarms = WorkersAlarm(platform.ctx.storage)
+    await alarms.set_alarm(_in(3600))
+    soon = _in(0.1)
+    await alarms.set_alarm(soon)
+    assert await alarms.get_alarm() == soon
+    assert await _until(lambda: len(platform.alarms_fired) >= 1)
+    await asyncio.sleep(0.2)
+    assert len(platform.alarms_fired) == 1
+
+
+async def test_the_handler_runs_once_and_the_alarm_is_cleared(platform: Platform) -> None:
+    alarms = WorkersAlarm(platform.ctx.storage)
+    await alarms.set_alarm(_in(0.05))
+    assert await _until(lambda: len(platform.alarms_fired) == 1)
+    for _ in range(50):
+        if await alarms.get_alarm() is None:
+            break
+        await asyncio.sleep(0.02)
+    assert await alarms.get_alarm() is None
+    assert len(platform.alarms_fired) == 1
+
+
+async def test_a_deleted_alarm_never_fires(platform: Platform) -> None:
+    alarms = WorkersAlarm(platform.ctx.storage)
+    await alarms.set_alarm(_in(0.1))
+    await alarms.delete_alarm()
+    await asyncio.sleep(0.3)
+    assert platform.alarms_fired == []
+
+
+async def test_wait_until_runs_the_work_to_completion(platform: Platform) -> None:
+    done: list[str] = []
+
+    async def work() -> None:
+        await asyncio.sleep(0.01)
+        done.append("flushed")
+
+    defer = WaitUntil(platform.ctx)
+    task = defer(work())
+    await asyncio.wait_for(task, WAIT_SECONDS)
+    assert done == ["flushed"]
