@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,9 @@ class Page:
         )
 
     def client_id(self) -> str:
-        return str(self.page.evaluate("localStorage.getItem('albert.client_id')"))
+        return str(
+            self.page.evaluate("JSON.parse(localStorage.getItem('albert.session')).client_id")
+        )
 
 
 @pytest.fixture
@@ -103,6 +106,15 @@ def test_chat_streams_tools_threads_history_and_theme(
     page.wait_for_selector("#thread-list .thread")
     first = tab.current_thread()
 
+    # Record every status a tool box shows, to see it running before it finishes.
+    page.evaluate(
+        """() => {
+        window.__toolStates = [];
+        new MutationObserver(() => document.querySelectorAll('details.tool').forEach(
+            (d) => window.__toolStates.push(d.dataset.status)))
+          .observe(document.body, {subtree: true, childList: true, attributes: true});
+        }"""
+    )
     script_tool_turn(model)
     tab.ask("What is PEPE?")
     # The answer streams: part of it is on screen while the turn is still running.
@@ -116,6 +128,8 @@ def test_chat_streams_tools_threads_history_and_theme(
     assert not page.is_visible("#stop")
 
     tool = page.wait_for_selector('details.tool[data-status="ok"]')
+    states = page.evaluate("window.__toolStates")
+    assert states.index("running") < states.index("ok")
     assert tool.query_selector(".tool-name").text_content() == "analyze_token"
     assert tool.query_selector(".tool-meta").text_content().endswith("ms")
     assert not page.is_visible(".tool-result")
@@ -209,21 +223,25 @@ def test_restart_reconnects_with_nothing_lost_or_doubled(
     runtime.stop()
     page.wait_for_selector('#conn[data-state="reconnecting"]')
     assert page.inner_text("#conn-label") == "Reconnecting…"
-    runtime.start()
-    tab.wait_live(timeout=20_000)
-    # The page reloaded the thread from the server after reconnecting.
-    page.wait_for_function("() => document.querySelectorAll('#turns > li').length === 2")
-    page.wait_for_timeout(300)
-    assert tab.turn_ids() == before_ids
-    assert tab.user_texts() == ["First question", "Second question"]
-    assert tab.answers() == before_answers
-
-    # The same socket carries on: a new question after the restart.
+    # Asked while the server is down: kept, and sent once the socket is back.
     model.script(Reply(text=["After ", "restart."]))
     tab.ask("Still there?")
+    page.wait_for_selector(".msg-user.pending")
+    runtime.start()
+    tab.wait_live(timeout=20_000)
     tab.wait_turn(3)
-    assert tab.answers().endswith("After restart.")
+    page.wait_for_timeout(300)
+    assert tab.turn_ids()[:2] == before_ids
     assert len(set(tab.turn_ids())) == 3
+    assert tab.user_texts() == ["First question", "Second question", "Still there?"]
+    assert tab.answers() == before_answers + "\nAfter restart."
+
+    # What the page shows is what the server stored, once each.
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    tab.wait_turn(3)
+    assert tab.user_texts() == ["First question", "Second question", "Still there?"]
+    assert tab.answers() == before_answers + "\nAfter restart."
 
 
 XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
@@ -257,11 +275,11 @@ def test_errors_retry_and_stop(tab: Page, model: ScriptedModelServer) -> None:
     page = tab.open().page
     model.script(Reply(status=503, error_message="gateway is down"))
     tab.ask("Will this fail?")
-    error = page.wait_for_selector(".turn-error")
-    assert error.query_selector("code").text_content() == "model_error"
-    assert "503" in error.text_content() or "gateway" in error.text_content()
+    tab.wait_turn(1, "error")
+    assert page.inner_text(".turn-error code") == "model_error"
+    assert "503" in page.inner_text(".turn-error")
     model.script(Reply(text=["Worked ", "this time."]))
-    error.query_selector("button.retry").click()
+    page.locator(".turn-error button.retry").click()
     tab.wait_turn(1)
     assert tab.user_texts() == ["Will this fail?"]
     assert "Worked this time." in tab.answers()
@@ -373,3 +391,15 @@ def test_analytics_events_from_browser_and_server(
     assert response["latency_ms"] > 0
     assert response["model"]
     assert len(by_type["thread_created"]) == 2
+
+    # Leaving the page sends session_ended by beacon.
+    page.goto("about:blank")
+    for _ in range(50):
+        ended = [
+            e for e in read_events(events_log, client_id) if e["event_type"] == "session_ended"
+        ]
+        if ended:
+            break
+        time.sleep(0.1)
+    assert len(ended) == 1
+    assert ended[0]["event_properties"]["duration_ms"] > 0

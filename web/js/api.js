@@ -1,6 +1,8 @@
-// HTTP side of the chat: the client id and the thread API.
+// HTTP side of the chat: the session (client id + signed token) and the thread API.
 
-const CLIENT_KEY = "albert.client_id";
+const SESSION_KEY = "albert.session";
+// Renew a token this long before it expires, so a long-open tab never sends a stale one.
+const RENEW_MARGIN_MS = 24 * 3600 * 1000;
 
 export class ApiError extends Error {
   constructor(status, error, detail) {
@@ -11,33 +13,75 @@ export class ApiError extends Error {
   }
 }
 
-async function newSession() {
-  const response = await fetch("/api/session", { method: "POST" });
-  if (!response.ok) throw new ApiError(response.status, "session", "could not start a session");
-  const body = await response.json();
-  localStorage.setItem(CLIENT_KEY, body.client_id);
-  return body.client_id;
+function loadSession() {
+  try {
+    const session = JSON.parse(localStorage.getItem(SESSION_KEY) || "null");
+    if (session && typeof session.client_id === "string") return session;
+  } catch (e) {
+    // A damaged entry is replaced by a new session.
+  }
+  return null;
 }
 
-/** The stored client id, or a new one from POST /api/session. */
-export async function ensureClientId() {
-  const stored = localStorage.getItem(CLIENT_KEY);
-  if (stored && /^c_[A-Za-z0-9_-]{16,64}$/.test(stored)) return stored;
-  return newSession();
+function fresh(session) {
+  if (!session) return false;
+  if (!session.token) return true;
+  return !session.expires_at || session.expires_at * 1000 - Date.now() > RENEW_MARGIN_MS;
+}
+
+function authHeaders(session) {
+  const headers = { "x-albert-client": session.client_id };
+  if (session.token) headers.authorization = `Bearer ${session.token}`;
+  return headers;
 }
 
 export class Api {
-  constructor(clientId) {
-    this.clientId = clientId;
+  constructor() {
+    this.session = loadSession();
+    this.renewing = null;
   }
 
-  async request(method, path, body) {
-    const init = { method, headers: { "x-albert-client": this.clientId } };
+  get clientId() {
+    return this.session ? this.session.client_id : null;
+  }
+
+  /** A usable session: the stored one, renewed when close to expiry, or a new one. */
+  async ensureSession() {
+    if (fresh(this.session)) return this.session;
+    return this.renew();
+  }
+
+  /** POST /api/session: renews the current client when its token is still valid. */
+  renew() {
+    if (!this.renewing) {
+      this.renewing = (async () => {
+        const headers = this.session?.token ? { authorization: `Bearer ${this.session.token}` } : {};
+        const response = await fetch("/api/session", { method: "POST", headers });
+        if (!response.ok) throw new ApiError(response.status, "session", "could not start a session");
+        const body = await response.json();
+        this.session = { client_id: body.client_id, token: body.token || "", expires_at: body.expires_at || 0 };
+        localStorage.setItem(SESSION_KEY, JSON.stringify(this.session));
+        return this.session;
+      })().finally(() => {
+        this.renewing = null;
+      });
+    }
+    return this.renewing;
+  }
+
+  async request(method, path, body, { retried = false } = {}) {
+    const session = await this.ensureSession();
+    const init = { method, headers: authHeaders(session) };
     if (body !== undefined) {
       init.headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
     }
     const response = await fetch(path, init);
+    if (response.status === 401 && !retried) {
+      // Expired or rotated-out token: renew once and try again.
+      await this.renew();
+      return this.request(method, path, body, { retried: true });
+    }
     if (response.status === 204) return null;
     let payload = null;
     try {
@@ -45,9 +89,7 @@ export class Api {
     } catch (e) {
       payload = null;
     }
-    if (!response.ok) {
-      throw new ApiError(response.status, payload?.error, payload?.detail);
-    }
+    if (!response.ok) throw new ApiError(response.status, payload?.error, payload?.detail);
     return payload;
   }
 
@@ -67,23 +109,27 @@ export class Api {
     return this.request("DELETE", `/api/threads/${encodeURIComponent(id)}`);
   }
 
+  /** Query string that authenticates where headers cannot be set (WebSocket, beacon). */
+  authQuery() {
+    const params = new URLSearchParams({ client_id: this.session.client_id });
+    if (this.session.token) params.set("token", this.session.token);
+    return params.toString();
+  }
+
+  /** The chat socket's URL, with a session renewed first if it is close to expiry. */
+  async socketUrl() {
+    await this.ensureSession();
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    return `${scheme}://${location.host}/api/chat?${this.authQuery()}`;
+  }
+
   /** Post client analytics events; `beacon` survives the page closing. */
   postEvents(events, { beacon = false } = {}) {
+    if (!this.session) return null;
     const body = JSON.stringify({ events });
     if (beacon && navigator.sendBeacon) {
-      const url = `/api/events?client_id=${encodeURIComponent(this.clientId)}`;
-      return navigator.sendBeacon(url, new Blob([body], { type: "application/json" }));
+      return navigator.sendBeacon(`/api/events?${this.authQuery()}`, new Blob([body], { type: "application/json" }));
     }
-    return fetch("/api/events", {
-      method: "POST",
-      keepalive: true,
-      headers: { "x-albert-client": this.clientId, "content-type": "application/json" },
-      body,
-    });
+    return this.request("POST", "/api/events", { events });
   }
-}
-
-export function chatSocketUrl(clientId) {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${location.host}/api/chat?client_id=${encodeURIComponent(clientId)}`;
 }

@@ -1,6 +1,6 @@
 // Albert's browser chat: threads over HTTP, one WebSocket for every thread.
 
-import { Api, chatSocketUrl, ensureClientId } from "./api.js";
+import { Api } from "./api.js";
 import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
 import { Conversation } from "./conversation.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
@@ -50,7 +50,7 @@ function toggleTheme() {
 }
 
 function setSidebar(visible, { remember = true } = {}) {
-  $("app").dataset.sidebar = visible ? "open" : "closed";
+  document.documentElement.dataset.sidebar = visible ? "open" : "closed";
   const button = $("toggle-sidebar");
   button.setAttribute("aria-expanded", String(visible));
   button.setAttribute("aria-label", visible ? "Hide conversations" : "Show conversations");
@@ -59,7 +59,7 @@ function setSidebar(visible, { remember = true } = {}) {
 }
 
 function sidebarVisible() {
-  return $("app").dataset.sidebar === "open";
+  return document.documentElement.dataset.sidebar === "open";
 }
 
 function toggleSidebar() {
@@ -221,10 +221,11 @@ async function reloadThread(id) {
     for (const turn of old.turns.values()) {
       const stored = fresh.turns.get(turn.id);
       if (!stored && state.outbox.has(turn.id)) fresh.turns.set(turn.id, turn);
-      // A live turn keeps streaming into the fresh copy.
+      // A live turn keeps streaming into the fresh copy; what streamed before this load
+      // is not in it, so its done frame reloads the thread once more (seenStart = false).
       if (stored && turn.state === "running" && stored.state !== "done") {
         stored.state = "running";
-        stored.seenStart = turn.seenStart;
+        stored.seenStart = false;
         stored.run = turn.run;
       }
     }
@@ -497,11 +498,11 @@ async function main() {
   const savedSidebar = localStorage.getItem(SIDEBAR_KEY);
   setSidebar(PHONE.matches ? false : savedSidebar !== "closed", { remember: false });
   setConnState("connecting");
-  const clientId = await ensureClientId();
-  state.api = new Api(clientId);
+  state.api = new Api();
+  await state.api.ensureSession();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
-  state.conn = new ChatConnection(() => chatSocketUrl(clientId), { onFrame, onState: setConnState, onOpen });
+  state.conn = new ChatConnection(() => state.api.socketUrl(), { onFrame, onState: setConnState, onOpen });
   state.conn.start();
   try {
     await loadThreads();

@@ -6,7 +6,7 @@ const MAX_DELAY_MS = 8_000;
 
 export class ChatConnection {
   /**
-   * @param {() => string} url
+   * @param {() => Promise<string>} url
    * @param {{onFrame: (f: object) => void, onState: (s: string) => void, onOpen: (again: boolean) => void}} handlers
    */
   constructor(url, handlers) {
@@ -18,6 +18,7 @@ export class ChatConnection {
     this.everOpened = false;
     this.timer = null;
     this.pinger = null;
+    this.connecting = false;
     window.addEventListener("online", () => this.reconnectNow());
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "visible") this.reconnectNow();
@@ -38,16 +39,19 @@ export class ChatConnection {
     this.handlers.onState(state);
   }
 
-  connect() {
+  async connect() {
     clearTimeout(this.timer);
     this.timer = null;
     this.setState(this.everOpened ? "reconnecting" : "connecting");
+    this.connecting = true;
     let ws;
     try {
-      ws = new WebSocket(this.url());
+      ws = new WebSocket(await this.url());
     } catch (e) {
       this.scheduleReconnect();
       return;
+    } finally {
+      this.connecting = false;
     }
     this.ws = ws;
     ws.onopen = () => {
@@ -93,7 +97,7 @@ export class ChatConnection {
 
   /** Skip the wait, e.g. when the network comes back. */
   reconnectNow() {
-    if (this.ws !== null || this.timer === null) return;
+    if (this.ws !== null || this.timer === null || this.connecting) return;
     this.attempts = 0;
     this.connect();
   }
