@@ -9,8 +9,10 @@ tool timeout, a small result limit. Starting workers alone keeps it to one seede
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -153,6 +155,8 @@ class StackProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # Its own process group, so stop() also reaches the Typesense it starts.
+            start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + timeout
@@ -185,6 +189,9 @@ class StackProcess:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(timeout=5)
+        # Whatever it started and did not stop (a Typesense left by a crash) goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc = None
 
     def log_tail(self, lines: int = 40) -> str:
