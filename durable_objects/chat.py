@@ -7,12 +7,15 @@ request and WebSocket event to albert.chat.service.ChatService.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import httpx
 from workers import DurableObject
 
 from albert.agent import build_chat_service
+from albert.auth.tenants import DEFAULT_TENANT
+from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
 from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
 from albert.cloudflare.env import env_mapping
@@ -24,6 +27,10 @@ from albert.cloudflare.sockets import (
     message_payload,
 )
 from albert.cloudflare.sql import WorkersSql
+from albert.router import authenticate
+from albert.settings import Settings
+from albert.storage.meta import ObjectMeta
+from albert.web import HttpResponse
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +45,18 @@ class ChatDurableObject(DurableObject):
         self._service: ChatService | None = None
         self._http: httpx.AsyncClient | None = None
 
-    def _chat(self) -> ChatService:
+    def _chat(self, tenant: str | None = None) -> ChatService:
         # Built on first use, not in the constructor: a woken object that only
         # answers one request should not pay for what it does not touch.
         if self._service is None:
+            sql = WorkersSql(self.ctx.storage.sql)
+            meta = ObjectMeta(sql)
+            if tenant is not None and meta.get("tenant") is None:
+                meta.set("tenant", tenant)
             self._http = httpx.AsyncClient()
             self._service = build_chat_service(
-                sql=WorkersSql(self.ctx.storage.sql),
+                sql=sql,
+                tenant=meta.get("tenant") or DEFAULT_TENANT,
                 hub=WorkersSocketHub(self.ctx),
                 env=env_mapping(self.env),
                 http=self._http,
@@ -55,10 +67,19 @@ class ChatDurableObject(DurableObject):
         return self._service
 
     async def fetch(self, request: Any) -> Any:
-        service = self._chat()
+        core = await to_core_request(request)
+        # The router verified the token already; checking again here means the object
+        # never trusts a caller for its tenant, and learns it from the token alone.
+        try:
+            identity = authenticate(
+                core, Settings.from_env(env_mapping(self.env)), int(time.time())
+            )
+        except TokenError as exc:
+            return to_response(HttpResponse.error(401, "unauthorized", exc.reason))
+        service = self._chat(identity.tenant)
         if is_websocket_upgrade(request):
             return accept_websocket(self.ctx)
-        response = await service.handle_http(await to_core_request(request))
+        response = await service.handle_http(core, client_id=identity.client_id)
         return to_response(response)
 
     async def webSocketMessage(self, ws: Any, message: Any) -> None:

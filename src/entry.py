@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from workers import WorkerEntrypoint
 
+from albert.cloudflare.env import env_mapping
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.router import Forward, route
+from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
 
 __all__ = ["ChatDurableObject", "Default"]
@@ -16,10 +19,21 @@ __all__ = ["ChatDurableObject", "Default"]
 class Default(WorkerEntrypoint):
     """Routes each request: health and sessions here, everything else to the client's object."""
 
+    _settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = Settings.from_env(env_mapping(self.env))
+        return self._settings
+
     async def fetch(self, request: Any) -> Any:
-        decision = route(await to_core_request(request, read_body=False))
+        head = await to_core_request(request, read_body=False)
+        if head.path == "/api/session":
+            # The only body the router reads; forwarded requests keep theirs unread.
+            head = await to_core_request(request)
+        decision = route(head, self.settings(), int(time.time()))
         if not isinstance(decision, Forward):
             return to_response(decision)
         namespace = self.env.CHAT
-        stub = namespace.get(namespace.idFromName(decision.client_id))
+        stub = namespace.get(namespace.idFromName(decision.object_name))
         return await forward(stub, request)

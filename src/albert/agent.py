@@ -33,13 +33,14 @@ def build_chat_service(
     defer: Defer | None = None,
     alarms: AlarmPort | None = None,
     secrets: SecretLookup | None = None,
+    tenant: str = "default",
 ) -> ChatService:
     """Wire a ChatService from the platform's ports and env.
 
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
     analytics batches go out as background tasks.
     """
-    settings = Settings.from_env(env)
+    settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
     tools = [*build_local_tools(settings, http), *extra_tools]
     mcp_store = McpConfigStore(sql, settings, clock.now_ms)

@@ -1,29 +1,36 @@
 """The worker router's decisions, free of platform types.
 
-It answers health and session requests itself and, for every other API request,
-names the client whose Durable Object must handle it.
+It answers health and session requests itself. Every other API request must carry
+a valid signed token; the router verifies it before any Durable Object is touched
+and names the object from the verified identity only.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from albert.protocol.http import SessionResponse
+from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
+from albert.auth.tokens import Identity, TokenError, issue_token, verify_token
+from albert.protocol.http import SessionRequest, SessionResponse
+from albert.settings import Settings
+from albert.tools.base import validation_message
 from albert.web import HttpRequest, HttpResponse
 
-CLIENT_HEADER = "x-albert-client"
-CLIENT_ID = re.compile(r"^c_[A-Za-z0-9_-]{16,64}$")
+MAX_SESSION_BODY = 1_024
 
 
 class Forward(BaseModel):
-    """Send the request to this client's object."""
+    """Send the request to this verified client's object."""
 
     model_config = ConfigDict(frozen=True)
 
-    client_id: str
+    identity: Identity
+
+    @property
+    def object_name(self) -> str:
+        return self.identity.object_name
 
 
 def new_client_id() -> str:
@@ -31,19 +38,85 @@ def new_client_id() -> str:
     return "c_" + secrets.token_urlsafe(18)
 
 
-def route(request: HttpRequest) -> HttpResponse | Forward:
-    """Answer the request here, or say which client's object gets it."""
+def bearer_token(request: HttpRequest) -> str:
+    """The token from `Authorization: Bearer …`, or from `?token=` (browsers cannot set
+    headers on a WebSocket)."""
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.query.get("token", "")
+
+
+def authenticate(request: HttpRequest, settings: Settings, now: int) -> Identity:
+    """The verified identity of a request, or TokenError."""
+    return verify_token(bearer_token(request), settings.signing_keys(), now=now)
+
+
+def _unauthorized(reason: str) -> HttpResponse:
+    return HttpResponse.error(401, "unauthorized", reason, headers={"www-authenticate": "Bearer"})
+
+
+def route(request: HttpRequest, settings: Settings, now: int) -> HttpResponse | Forward:
+    """Answer the request here, or say which verified client's object gets it."""
     if request.path == "/healthz":
         return HttpResponse.json({"ok": True})
     if request.path == "/api/session":
         if request.method != "POST":
             return HttpResponse.error(405, "method_not_allowed", "use POST")
-        return HttpResponse.json(SessionResponse(client_id=new_client_id()), status=201)
+        return _session(request, settings, now)
     if not request.path.startswith("/api/"):
         return HttpResponse.error(404, "not_found", "no such route")
-    client_id = request.headers.get(CLIENT_HEADER) or request.query.get("client_id")
-    if not client_id:
-        return HttpResponse.error(401, "unauthorized", "missing client id: call POST /api/session")
-    if not CLIENT_ID.match(client_id):
-        return HttpResponse.error(401, "unauthorized", "malformed client id")
-    return Forward(client_id=client_id)
+    try:
+        identity = authenticate(request, settings, now)
+    except TokenError as exc:
+        return _unauthorized(f"{exc.reason}: call POST /api/session for a token")
+    if request.headers.get("upgrade", "").lower() == "websocket" and not settings.origin_allowed(
+        request.headers.get("origin")
+    ):
+        return HttpResponse.error(403, "forbidden_origin", "this origin may not open the chat")
+    if request.path == "/api/me":
+        return HttpResponse.json(_me(identity, settings))
+    return Forward(identity=identity)
+
+
+def _me(identity: Identity, settings: Settings) -> SessionResponse:
+    tenant = settings.tenants().get(identity.tenant)
+    return SessionResponse(
+        client_id=identity.client_id,
+        token="",
+        expires_at=identity.expires_at,
+        tenant=PublicTenant(key=identity.tenant, name=tenant.name if tenant else "Albert"),
+    )
+
+
+def _session(request: HttpRequest, settings: Settings, now: int) -> HttpResponse:
+    """Issue a token: a new client, or a renewal for the client of a valid token."""
+    keys = settings.signing_keys()
+    if not keys:
+        return HttpResponse.error(503, "not_configured", "session signing is not configured")
+    if len(request.body) > MAX_SESSION_BODY:
+        return HttpResponse.error(413, "too_large", "session request body too large")
+    try:
+        body = SessionRequest.model_validate_json(request.body or b"{}")
+    except ValidationError as exc:
+        return HttpResponse.error(422, "invalid_body", validation_message(exc))
+    tenants = settings.tenants()
+    try:
+        current = authenticate(request, settings, now) if bearer_token(request) else None
+    except TokenError:
+        current = None  # an invalid token on a session request just starts a new client
+    tenant_key = body.tenant or (current.tenant if current else DEFAULT_TENANT)
+    if tenant_key not in tenants:
+        return HttpResponse.error(400, "unknown_tenant", f"no tenant named {tenant_key!r}")
+    client_id = current.client_id if current and current.tenant == tenant_key else new_client_id()
+    expires_at = now + settings.session_ttl_seconds
+    token = issue_token(keys[0], client_id=client_id, tenant=tenant_key, expires_at=expires_at)
+    return HttpResponse.json(
+        SessionResponse(
+            client_id=client_id,
+            token=token,
+            expires_at=expires_at,
+            tenant=PublicTenant(key=tenant_key, name=tenants[tenant_key].name),
+        ),
+        status=201,
+    )

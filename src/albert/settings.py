@@ -7,6 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from albert.auth.tenants import Tenant, parse_tenants
+from albert.auth.tokens import SigningKey, parse_key
+
+# Used only when ALBERT_MODE=local and no key is configured; never in production.
+LOCAL_DEV_SIGNING_KEY = "albert-local-development-key-not-a-secret"
+
 
 class Settings(BaseModel):
     """Every knob of the agent; names match the env vars in wrangler.toml and .dev.vars."""
@@ -57,17 +63,88 @@ class Settings(BaseModel):
     mcp_retry_base_seconds: float = Field(1.0, alias="MCP_RETRY_BASE_SECONDS", gt=0)
     mcp_retry_max_seconds: float = Field(16.0, alias="MCP_RETRY_MAX_SECONDS", gt=0)
     mcp_retry_attempts: int = Field(5, alias="MCP_RETRY_ATTEMPTS", ge=0, le=20)
-    mcp_half_open_cooldown_seconds: float = Field(60.0, alias="MCP_HALF_OPEN_COOLDOWN_SECONDS", ge=0)
+    mcp_half_open_cooldown_seconds: float = Field(
+        60.0, alias="MCP_HALF_OPEN_COOLDOWN_SECONDS", ge=0
+    )
     mcp_max_servers: int = Field(10, alias="MCP_MAX_SERVERS", ge=1, le=50)
 
     # Analytics: Amplitude key (no key, no network) and a local JSON-lines file.
     analytics_api_key: SecretStr = Field(SecretStr(""), alias="ANALYTICS_API_KEY")
     analytics_log_path: str = Field("", alias="ANALYTICS_LOG_PATH")
 
+    # Identity: session tokens are signed with the current key; the previous key still
+    # verifies until its grace period ends, so a rotation logs nobody out.
+    auth_signing_key: SecretStr = Field(SecretStr(""), alias="AUTH_SIGNING_KEY")
+    auth_previous_signing_key: SecretStr = Field(SecretStr(""), alias="AUTH_PREVIOUS_SIGNING_KEY")
+    auth_previous_key_valid_until: int | None = Field(None, alias="AUTH_PREVIOUS_KEY_VALID_UNTIL")
+    session_ttl_seconds: int = Field(30 * 24 * 3600, alias="SESSION_TTL_SECONDS", ge=60)
+    tenants_json: str = Field("", alias="TENANTS", description="JSON object: key → tenant")
+    allowed_origins: str = Field(
+        "", alias="ALLOWED_ORIGINS", description="Comma-separated origins allowed to open the chat"
+    )
+
+    # Per-client limits.
+    chat_messages_per_minute: int = Field(20, alias="CHAT_MESSAGES_PER_MINUTE", ge=1)
+    mcp_changes_per_minute: int = Field(10, alias="MCP_CHANGES_PER_MINUTE", ge=1)
+    max_threads_per_client: int = Field(1_000, alias="MAX_THREADS_PER_CLIENT", ge=1)
+
+    # Set from the verified tenant of the object (see for_tenant), never from env.
+    tenant_key: str = Field("default", exclude=True)
+    tenant_name: str = Field("Albert", exclude=True)
+    prompt_flavour: str = Field("", exclude=True)
+    mcp_allowed_hosts: list[str] | None = Field(None, exclude=True)
+
     @classmethod
     def from_env(cls, env: Mapping[str, Any]) -> Settings:
         """Build settings from a mapping of env names to values; unknown names are ignored."""
         return cls.model_validate({k: v for k, v in env.items() if v is not None})
+
+    def signing_keys(self) -> list[SigningKey]:
+        """Keys that verify tokens, current first; a fixed key only in local mode."""
+        keys = []
+        current = self.auth_signing_key.get_secret_value()
+        if current:
+            keys.append(parse_key(current))
+        elif self.mode == "local":
+            keys.append(parse_key(f"local:{LOCAL_DEV_SIGNING_KEY}"))
+        previous = self.auth_previous_signing_key.get_secret_value()
+        if previous:
+            keys.append(parse_key(previous, valid_until=self.auth_previous_key_valid_until))
+        return keys
+
+    def for_tenant(self, key: str) -> Settings:
+        """These settings with a tenant's overrides applied (unknown keys: the default)."""
+        tenants = self.tenants()
+        tenant = tenants.get(key)
+        if tenant is None:
+            key, tenant = "default", tenants["default"]
+        update: dict[str, Any] = {
+            "tenant_key": key,
+            "tenant_name": tenant.name,
+            "prompt_flavour": tenant.prompt_flavour,
+            "mcp_allowed_hosts": tenant.allowed_mcp_hosts,
+        }
+        if tenant.model_name:
+            update["model_name"] = tenant.model_name
+        if tenant.deep_link_base_url:
+            update["deep_link_base_url"] = tenant.deep_link_base_url
+        return self.model_copy(update=update)
+
+    def tenants(self) -> dict[str, Tenant]:
+        """Configured tenants; the default tenant always exists."""
+        return parse_tenants(self.tenants_json)
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        """Whether a browser page from `origin` may open the chat socket."""
+        if origin is None:
+            return True  # not a browser: the token is what protects the socket
+        allowed = {o.strip().rstrip("/") for o in self.allowed_origins.split(",") if o.strip()}
+        if origin.rstrip("/") in allowed:
+            return True
+        if self.mode == "local":
+            host = origin.split("://", 1)[-1].split(":", 1)[0]
+            return host in ("127.0.0.1", "localhost", "[::1]")
+        return False
 
     @property
     def uses_demo_planner(self) -> bool:

@@ -48,9 +48,15 @@ class HttpResponse(BaseModel):
         )
 
     @classmethod
-    def error(cls, status: int, error: str, detail: str | None = None) -> HttpResponse:
+    def error(
+        cls,
+        status: int,
+        error: str,
+        detail: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> HttpResponse:
         """A JSON error body with a stable error code and a human detail."""
-        return cls.json(ErrorBody(error=error, detail=detail), status=status)
+        return cls.json(ErrorBody(error=error, detail=detail), status=status, headers=headers)
 
 
 class BadRequest(Exception):

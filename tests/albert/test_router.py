@@ -1,38 +1,138 @@
-"""The router's decisions: health, sessions, client ids."""
+"""The router's decisions: health, sessions, signed tokens, rotation, tenants, origins."""
 
+from __future__ import annotations
+
+import json
+
+from albert.auth.tokens import SigningKey, issue_token
 from albert.router import Forward, new_client_id, route
+from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 
+NOW = 1_800_000_000
+KEY = "k2:" + "s" * 32
+OLD = "k1:" + "o" * 32
+SETTINGS = Settings.from_env(
+    {
+        "AUTH_SIGNING_KEY": KEY,
+        "AUTH_PREVIOUS_SIGNING_KEY": OLD,
+        "AUTH_PREVIOUS_KEY_VALID_UNTIL": str(NOW + 3600),
+        "TENANTS": json.dumps({"acme": {"name": "Acme Terminal", "prompt_flavour": "Be terse."}}),
+        "ALLOWED_ORIGINS": "https://terminal.example",
+    }
+)
 
-def _route(method: str, path: str, **kw) -> HttpResponse | Forward:
-    return route(HttpRequest(method=method, path=path, **kw))
+
+def call(
+    method: str, path: str, now: int = NOW, settings: Settings = SETTINGS, **kw
+) -> HttpResponse | Forward:
+    return route(HttpRequest(method=method, path=path, **kw), settings, now)
+
+
+def session(tenant: str | None = None, token: str | None = None) -> dict:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    body = json.dumps({"tenant": tenant}).encode() if tenant else b""
+    response = call("POST", "/api/session", headers=headers, body=body)
+    assert isinstance(response, HttpResponse) and response.status == 201, response
+    return json.loads(response.body)
+
+
+def bearer(token: str) -> dict[str, dict[str, str]]:
+    return {"headers": {"authorization": f"Bearer {token}"}}
 
 
 def test_health_and_sessions_touch_no_object() -> None:
-    assert isinstance(_route("GET", "/healthz"), HttpResponse)
-    session = _route("POST", "/api/session")
-    assert isinstance(session, HttpResponse) and session.status == 201
-    assert _route("GET", "/api/session").status == 405  # type: ignore[union-attr]
+    assert isinstance(call("GET", "/healthz"), HttpResponse)
+    assert call("GET", "/api/session").status == 405  # type: ignore[union-attr]
+    issued = session()
+    assert issued["client_id"].startswith("c_") and issued["tenant"] == {
+        "key": "default",
+        "name": "Albert",
+    }
+    assert issued["expires_at"] == NOW + SETTINGS.session_ttl_seconds
 
 
-def test_api_requests_forward_to_the_named_client() -> None:
-    client_id = new_client_id()
-    assert _route("GET", "/api/threads", headers={"x-albert-client": client_id}) == Forward(
-        client_id=client_id
+def test_a_valid_token_forwards_to_the_verified_object_only() -> None:
+    issued = session()
+    decision = call("GET", "/api/threads", **bearer(issued["token"]))
+    assert isinstance(decision, Forward)
+    assert decision.object_name == f"default/{issued['client_id']}"
+    by_query = call("GET", "/api/chat", query={"token": issued["token"]})
+    assert isinstance(by_query, Forward) and by_query.identity == decision.identity
+
+
+def _status(decision: HttpResponse | Forward) -> int:
+    assert isinstance(decision, HttpResponse), "expected a refusal, got a forward"
+    return decision.status
+
+
+def test_missing_forged_and_expired_tokens_are_401() -> None:
+    issued = session()
+    token = issued["token"]
+    body, _, signature = token.partition(".")
+    assert _status(call("GET", "/api/threads")) == 401
+    assert _status(call("GET", "/api/threads", **bearer("garbage"))) == 401
+    # A payload naming another client, with the original signature.
+    forged_body = body[:-2] + ("AA" if body[-2:] != "AA" else "BB")
+    assert _status(call("GET", "/api/threads", **bearer(f"{forged_body}.{signature}"))) == 401
+    # A token signed with a key the server does not have.
+    stranger = SigningKey(kid="k2", secret=b"x" * 32)
+    other = issue_token(stranger, client_id=new_client_id(), tenant="default", expires_at=NOW + 60)
+    assert _status(call("GET", "/api/threads", **bearer(other))) == 401
+    expired = call("GET", "/api/threads", now=issued["expires_at"], **bearer(token))
+    assert _status(expired) == 401
+    assert b"expired" in expired.body  # type: ignore[union-attr]
+    assert expired.headers["www-authenticate"] == "Bearer"  # type: ignore[union-attr]
+
+
+def test_rotation_keeps_old_tokens_until_the_grace_period_ends() -> None:
+    old_key = SigningKey(kid="k1", secret=b"o" * 32)
+    old_token = issue_token(
+        old_key, client_id=new_client_id(), tenant="default", expires_at=NOW + 86_400
     )
-    assert _route("GET", "/api/chat", query={"client_id": client_id}) == Forward(
-        client_id=client_id
+    assert isinstance(call("GET", "/api/threads", **bearer(old_token)), Forward)
+    after_grace = call("GET", "/api/threads", now=NOW + 3600, **bearer(old_token))
+    assert _status(after_grace) == 401 and b"retired key" in after_grace.body  # type: ignore[union-attr]
+    # Renewing with the old token keeps the client and signs with the current key.
+    renewed = session(token=old_token)
+    decision = call("GET", "/api/threads", now=NOW + 7200, **bearer(renewed["token"]))
+    assert isinstance(decision, Forward)
+    assert renewed["token"] != old_token
+
+
+def test_renewal_keeps_the_client_and_tenants_never_share_objects() -> None:
+    first = session()
+    again = session(token=first["token"])
+    assert again["client_id"] == first["client_id"]
+    acme = session(tenant="acme", token=first["token"])
+    assert acme["client_id"] != first["client_id"] and acme["tenant"]["name"] == "Acme Terminal"
+    a = call("GET", "/api/threads", **bearer(first["token"]))
+    b = call("GET", "/api/threads", **bearer(acme["token"]))
+    assert isinstance(a, Forward) and isinstance(b, Forward)
+    assert a.object_name.startswith("default/") and b.object_name.startswith("acme/")
+    unknown = call("POST", "/api/session", body=b'{"tenant": "nobody"}')
+    assert _status(unknown) == 400
+
+
+def test_websocket_origins_are_checked_against_the_allow_list() -> None:
+    token = session()["token"]
+    upgrade = {"upgrade": "websocket", "authorization": f"Bearer {token}"}
+    ok = call("GET", "/api/chat", headers={**upgrade, "origin": "https://terminal.example"})
+    assert isinstance(ok, Forward)
+    assert (
+        _status(call("GET", "/api/chat", headers={**upgrade, "origin": "https://evil.example"}))
+        == 403
+    )
+    local = Settings.from_env({"ALBERT_MODE": "local"})
+    assert local.origin_allowed("http://127.0.0.1:8787") and not local.origin_allowed(
+        "https://evil.example"
     )
 
 
-def test_missing_or_malformed_client_ids_are_401() -> None:
-    for kw in (
-        {},
-        {"headers": {"x-albert-client": "c_short"}},
-        {"query": {"client_id": "../../x" * 4}},
-    ):
-        response = _route("GET", "/api/threads", **kw)
-        assert isinstance(response, HttpResponse) and response.status == 401
+def test_production_without_a_signing_key_issues_nothing() -> None:
+    bare = Settings.from_env({})
+    response = call("POST", "/api/session", settings=bare)
+    assert _status(response) == 503
 
 
 def test_client_ids_are_unique() -> None:

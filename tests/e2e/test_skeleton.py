@@ -51,11 +51,11 @@ async def test_two_threads_with_a_tool_call_survive_a_runtime_restart(
 
         model.script(Reply(text=["Follow-up answer."]))
         await client.turn(first, "And its liquidity?")
-        client_id = client.client_id
+        token = client.token
 
     runtime.restart()
 
-    async with ChatClient(runtime.url, runtime.ws_url, client_id=client_id) as client:
+    async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
         listing = (await client.http.get("/api/threads")).json()
         assert [t["id"] for t in listing["threads"]] == [first, second]
         one = await client.thread(first)
@@ -170,8 +170,8 @@ async def test_bad_input_gets_clear_errors_and_stores_nothing(
 
     async with httpx.AsyncClient(base_url=runtime.url) as http:
         missing = await http.get("/api/threads")
-        assert missing.status_code == 401 and "client id" in missing.json()["detail"]
-        forged = await http.get("/api/threads", headers={"x-albert-client": "not a client"})
+        assert missing.status_code == 401 and "missing token" in missing.json()["detail"]
+        forged = await http.get("/api/threads", headers={"authorization": "Bearer not.a-token"})
         assert forged.status_code == 401
     with pytest.raises(InvalidStatus) as refused:
         await connect(f"{runtime.ws_url}/api/chat", open_timeout=5)

@@ -8,7 +8,7 @@ from tests.support.runtime_process import RuntimeProcess
 
 
 def test_assets_and_api_share_one_origin(tmp_path) -> None:
-    with RuntimeProcess(tmp_path) as runtime:
+    with RuntimeProcess(tmp_path, {"ALBERT_MODE": "local"}) as runtime:
         index = httpx.get(f"{runtime.url}/")
         assert index.status_code == 200
         assert index.headers["content-type"].startswith("text/html")

@@ -14,20 +14,28 @@ from websockets.asyncio.client import ClientConnection, connect
 class ChatClient:
     """One browser-like client of the worker."""
 
-    def __init__(self, base_url: str, ws_url: str, client_id: str | None = None) -> None:
+    def __init__(
+        self, base_url: str, ws_url: str, token: str | None = None, tenant: str | None = None
+    ) -> None:
         self.base_url = base_url
         self.ws_url = ws_url
-        self.client_id = client_id
+        self.token = token
+        self.tenant = tenant
+        self.client_id: str | None = None
         self.http = httpx.AsyncClient(base_url=base_url, timeout=10)
         self.ws: ClientConnection | None = None
         self.status_frames: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> ChatClient:
-        if self.client_id is None:
-            response = await self.http.post("/api/session")
+        if self.token is None:
+            body = {"tenant": self.tenant} if self.tenant else {}
+            response = await self.http.post("/api/session", json=body)
             response.raise_for_status()
-            self.client_id = response.json()["client_id"]
-        self.http.headers["x-albert-client"] = self.client_id
+            self.token = response.json()["token"]
+        self.http.headers["authorization"] = f"Bearer {self.token}"
+        me = await self.http.get("/api/me")
+        me.raise_for_status()
+        self.client_id = me.json()["client_id"]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -37,7 +45,7 @@ class ChatClient:
 
     async def connect(self) -> ClientConnection:
         self.ws = await connect(
-            f"{self.ws_url}/api/chat?client_id={self.client_id}", open_timeout=10
+            f"{self.ws_url}/api/chat?token={self.token}", open_timeout=10
         )
         return self.ws
 

@@ -13,6 +13,7 @@ import httpx
 from tests.support.ports import free_port
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+TEST_SIGNING_KEY = "test:albert-test-signing-key-0123456789"
 
 
 class RuntimeProcess:
@@ -28,7 +29,8 @@ class RuntimeProcess:
         extra_args: tuple[str, ...] = (),
     ) -> None:
         self.state_dir = state_dir
-        self.variables = dict(variables or {})
+        # Every test runtime can sign sessions, production mode included.
+        self.variables = {"AUTH_SIGNING_KEY": TEST_SIGNING_KEY, **(variables or {})}
         self.port = port or free_port()
         self.command = command
         self.extra_args = extra_args

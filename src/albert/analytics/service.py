@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -20,16 +21,17 @@ import httpx
 from albert.analytics.catalog import CatalogEvent
 from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink, Sink, TrackedEvent
 from albert.clock import Clock, SystemClock
-from albert.router import CLIENT_HEADER, CLIENT_ID
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
-from albert.web import HttpRequest
 
 log = logging.getLogger(__name__)
 
 Defer = Callable[[Coroutine[Any, Any, None]], Any]
 MAX_BATCH = 100
 MAX_BUFFER = 2_000
+
+
+_CLIENT_ID = re.compile(r"^c_[A-Za-z0-9_-]{16,64}$")
 
 
 class BackgroundDefer:
@@ -98,12 +100,11 @@ class AnalyticsService:
 
     # --- identity --------------------------------------------------------------------
 
-    def identify(self, request: HttpRequest) -> None:
-        """Remember whose object this is, from the client id every /api request carries."""
+    def identify(self, client_id: str) -> None:
+        """Remember whose object this is (the verified client id of a request)."""
         if not self.enabled:
             return
-        client_id = request.headers.get(CLIENT_HEADER) or request.query.get("client_id")
-        if not client_id or not CLIENT_ID.match(client_id) or client_id == self.client_id:
+        if not _CLIENT_ID.match(client_id) or client_id == self.client_id:
             return
         self._client_id = client_id
         if self._sql is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
+from albert.limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
@@ -74,17 +76,29 @@ class ChatService:
             model=model,
             tools=tools,
             hub=hub,
+            clock=clock,
             analytics=self.analytics,
         )
+        self._mcp_changes = RateLimiter(settings.mcp_changes_per_minute, clock)
 
-    async def handle_http(self, request: HttpRequest) -> HttpResponse:
-        """Answer an HTTP request routed to this client's object."""
-        self.analytics.identify(request)
+    async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:
+        """Answer an HTTP request routed to this client's object (`client_id`: verified)."""
+        if client_id is not None:
+            self.analytics.identify(client_id)
         if self._threads.handles(request.path):
             return await self._threads.handle(request)
         if self._events.handles(request.path):
             return await self._events.handle(request)
         if self.mcp is not None and self.mcp.handles(request.path):
+            if request.method in ("POST", "DELETE", "PATCH", "PUT"):
+                wait = self._mcp_changes.take()
+                if wait is not None:
+                    return HttpResponse.error(
+                        429,
+                        "rate_limited",
+                        f"too many MCP server changes; try again in {wait:g} s",
+                        headers={"retry-after": str(math.ceil(wait))},
+                    )
             return await self.mcp.handle(request)
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 

@@ -55,6 +55,13 @@ class ThreadsApi:
                 return HttpResponse.json(ThreadPage(threads=threads, next_cursor=cursor))
             if request.method == "POST":
                 body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
+                if self._store.count_threads() >= self._settings.max_threads_per_client:
+                    raise BadRequest(
+                        f"at most {self._settings.max_threads_per_client} threads per client; "
+                        "delete some first",
+                        status=409,
+                        error="too_many_threads",
+                    )
                 title = self._title(body.title) if body.title is not None else None
                 thread = self._store.create_thread(new_thread_id(), title)
                 self._analytics.track(ThreadCreated(thread_id=thread.id))

@@ -23,6 +23,8 @@ from albert.analytics.chat_events import TurnEvents
 from albert.analytics.service import AnalyticsService
 from albert.chat.live import LiveTurn
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
+from albert.clock import Clock
+from albert.limits import RateLimiter
 from albert.protocol.frames import (
     AckFrame,
     CancelFrame,
@@ -106,6 +108,7 @@ class ChatTurns:
         model: ModelClient,
         tools: ToolProvider,
         hub: SocketHub,
+        clock: Clock,
         analytics: AnalyticsService | None = None,
     ) -> None:
         self._store = store
@@ -120,6 +123,7 @@ class ChatTurns:
             max_chars=settings.tool_result_max_chars,
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._chat_limit = RateLimiter(settings.chat_messages_per_minute, clock)
         self._live: dict[str, LiveTurn] = {}
 
     # --- frames ----------------------------------------------------------------------
@@ -204,6 +208,19 @@ class ChatTurns:
                 "a turn is still running in this thread; wait for it or cancel it",
                 thread_id=frame.thread_id,
                 retryable=True,
+            )
+            return
+        wait = self._chat_limit.take()
+        if wait is not None:
+            _send(
+                socket,
+                ErrorFrame(
+                    code="rate_limited",
+                    message=f"too many messages; try again in {wait:g} s",
+                    thread_id=frame.thread_id,
+                    retryable=True,
+                    retry_after_seconds=wait,
+                ),
             )
             return
         if stored_in is not None:
@@ -314,6 +331,7 @@ class ChatTurns:
                     registry,
                     server_notes=turn_tools.server_notes,
                     vault_data_available=turn_tools.vault_data_available,
+                    flavour=settings.prompt_flavour,
                 )
                 history = history_for_model(self._store.history(live.thread_id, HISTORY_MESSAGES))
                 messages = [ChatMessage(role="system", content=system), *history]

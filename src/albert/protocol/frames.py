@@ -157,6 +157,7 @@ class ErrorFrame(_TurnFrame):
     thread_id: str | None = None
     turn_id: str | None = None
     retryable: bool = False
+    retry_after_seconds: float | None = None
 
 
 class AckFrame(_Frame):

@@ -6,15 +6,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from albert.auth.tenants import PublicTenant
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SessionRequest(_Body):
+    """Body of POST /api/session (optional)."""
+
+    tenant: str | None = Field(
+        None, max_length=32, description="Tenant key; default tenant if absent"
+    )
+
+
 class SessionResponse(_Body):
-    """A new client identity."""
+    """A client identity and the signed token that proves it."""
 
     client_id: str
+    token: str = Field(description="Send as `Authorization: Bearer …`, or `?token=` on the socket")
+    expires_at: int = Field(description="Unix seconds")
+    tenant: PublicTenant
 
 
 class ThreadCreate(_Body):

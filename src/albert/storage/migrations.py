@@ -49,6 +49,11 @@ MIGRATIONS: list[Migration] = [
         )""",
         "CREATE INDEX IF NOT EXISTS tool_outputs_by_call ON tool_outputs (thread_id, call_id)",
     ),
+    (
+        # Facts about the object itself (e.g. its tenant), needed before any request
+        # arrives again, such as when a hibernated socket wakes it.
+        "CREATE TABLE IF NOT EXISTS object_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
 ]
 
 

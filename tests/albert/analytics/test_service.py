@@ -15,7 +15,6 @@ from albert.analytics.service import MAX_BATCH, AnalyticsService
 from albert.analytics.sinks import AMPLITUDE_URL
 from albert.cloudflare.sql import WorkersSql
 from albert.settings import Settings
-from albert.web import HttpRequest
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
 
@@ -59,9 +58,7 @@ class Recorder:
 
 
 def identified(service: AnalyticsService) -> AnalyticsService:
-    service.identify(
-        HttpRequest(method="GET", path="/api/threads", headers={"x-albert-client": CLIENT})
-    )
+    service.identify(CLIENT)
     return service
 
 
@@ -193,5 +190,5 @@ async def test_identity_survives_a_new_object_instance(tmp_path: Path) -> None:
 
 async def test_malformed_client_ids_are_ignored() -> None:
     service = AnalyticsService(log_path="unused.jsonl", defer=Deferred())
-    service.identify(HttpRequest(method="GET", path="/api/x", query={"client_id": "nope"}))
+    service.identify("nope")
     assert service.client_id is None

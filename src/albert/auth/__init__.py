@@ -1,0 +1,1 @@
+"""Client identity: signed session tokens and the tenants they belong to."""
