@@ -1,0 +1,158 @@
+"""The chat's pure modules (markdown, conversation model) run under node, without a browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WEB_JS = Path(__file__).resolve().parents[2] / "web" / "js"
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def run_module(tmp_path: Path, module: str, body: str) -> Any:
+    """Run `body` (which must print JSON) with `module`'s exports imported as `m`."""
+    # .mjs copies: node then reads them as ES modules whatever package.json says.
+    for source in WEB_JS.glob("*.js"):
+        (tmp_path / (source.stem + ".mjs")).write_text(
+            source.read_text().replace('.js";', '.mjs";')
+        )
+    target = (tmp_path / f"{module}.mjs").as_uri()
+    script = f"import * as m from {json.dumps(target)};\n{body}\n"
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def render(tmp_path: Path, texts: list[str]) -> list[str]:
+    return run_module(
+        tmp_path,
+        "markdown",
+        f"console.log(JSON.stringify({json.dumps(texts)}.map(m.renderMarkdown)));",
+    )
+
+
+def test_markdown_escapes_first_and_adds_only_fixed_tags(tmp_path: Path) -> None:
+    html = render(
+        tmp_path,
+        [
+            "<img src=x onerror=alert(1)> <script>alert(2)</script>",
+            "**bold** *it* `<b>` and __strong__",
+            "# Title\n- one\n- two\n\n1. a\n2. b",
+            "```\n<b>not bold</b>\n```",
+            "[doc](https://example.org/a?b=1&c=2) [bad](javascript:alert(1))",
+            'see https://app.albert.example/token/ethereum/0xAbC. and "https://x.org/a"',
+            '[x](https://a.b/"onmouseover=alert(1))',
+            "window.__xss=1 and snake_case_name",
+        ],
+    )
+    assert html[0] == (
+        "<p>&lt;img src=x onerror=alert(1)&gt; &lt;script&gt;alert(2)&lt;/script&gt;</p>"
+    )
+    assert html[1] == (
+        "<p><strong>bold</strong> <em>it</em> <code>&lt;b&gt;</code> and "
+        "<strong>strong</strong></p>"
+    )
+    assert html[2] == "<h3>Title</h3><ul><li>one</li><li>two</li></ul><ol><li>a</li><li>b</li></ol>"
+    assert html[3] == "<pre><code>&lt;b&gt;not bold&lt;/b&gt;</code></pre>"
+    assert '<a href="https://example.org/a?b=1&amp;c=2" target="_blank" rel="noopener' in html[4]
+    assert "javascript" not in html[4].split("</a>", 1)[1].split("[bad]")[0]
+    assert 'href="javascript' not in html[4]
+    assert 'href="https://app.albert.example/token/ethereum/0xAbC"' in html[5]
+    assert 'href="https://x.org/a"' in html[5]
+    assert "onmouseover" not in html[6].split("</a>")[0]
+    assert html[7] == "<p>window.__xss=1 and snake_case_name</p>"
+    for fragment in html:
+        tags = set(re.findall(r"</?([A-Za-z][A-Za-z0-9]*)", fragment))
+        assert tags <= {"p", "strong", "em", "code", "pre", "ul", "ol", "li", "h3", "a", "br"}
+        # Every attribute is one the renderer wrote itself.
+        assert set(re.findall(r"\s([a-z-]+)=\"", fragment)) <= {"href", "target", "rel"}
+
+
+def test_conversation_never_shows_anything_twice(tmp_path: Path) -> None:
+    messages = [
+        {"id": "m1", "turn_id": "m1", "role": "user", "content": "hi", "tool_calls": []},
+        {
+            "id": "m1:r:a1",
+            "turn_id": "m1",
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [{"id": "c1", "name": "analyze_token", "arguments": '{"symbol":"PEPE"}'}],
+            "finish_reason": "tool_calls",
+        },
+        {
+            "id": "m1:r:t1:c1",
+            "turn_id": "m1",
+            "role": "tool",
+            "content": "ok",
+            "tool_call_id": "c1",
+            "name": "analyze_token",
+            "status": "complete",
+            "meta": {"duration_ms": 12.5, "truncated": False},
+        },
+        {
+            "id": "m1:r:a2",
+            "turn_id": "m1",
+            "role": "assistant",
+            "content": "Done.",
+            "tool_calls": [],
+            "finish_reason": "stop",
+        },
+    ]
+    frames = [
+        {"type": "ack", "thread_id": "t", "message_id": "m2"},
+        {"type": "start", "thread_id": "t", "turn_id": "m2", "model": "x"},
+        {"type": "text_delta", "thread_id": "t", "turn_id": "m2", "step": 1, "delta": "A"},
+        {"type": "tool_call", "thread_id": "t", "turn_id": "m2", "step": 1, "call_id": "c2",
+         "name": "n", "arguments": {}},
+        {"type": "tool_result", "thread_id": "t", "turn_id": "m2", "step": 1, "call_id": "c2",
+         "name": "n", "ok": False, "duration_ms": 3, "truncated": True, "content": "err"},
+        {"type": "text_delta", "thread_id": "t", "turn_id": "m2", "step": 2, "delta": "B"},
+        {"type": "done", "thread_id": "t", "turn_id": "m2", "finish_reason": "stop", "steps": 2,
+         "usage": {"prompt_tokens": 1, "completion_tokens": 1}},
+    ]  # fmt: skip
+    summary = run_module(
+        tmp_path,
+        "conversation",
+        f"""
+        const conv = m.Conversation.fromMessages("t", {json.dumps(messages)});
+        conv.addPending("m2", "again");
+        const frames = {json.dumps(frames)};
+        // The same frames twice (a tab that saw them live and again), and messages again.
+        for (const f of frames) conv.applyFrame(f);
+        for (const f of frames.filter((f) => f.type.startsWith("tool"))) conv.applyFrame(f);
+        for (const msg of {json.dumps(messages)}) {{
+          if (msg.role !== "assistant") conv.applyMessage(msg);
+        }}
+        console.log(JSON.stringify([...conv.turns.values()].map((t) => ({{
+          id: t.id, state: t.state, user: t.user && t.user.text,
+          parts: t.parts.map((p) => p.type === "tool"
+            ? `tool:${{p.callId}}:${{p.status}}:${{p.durationMs}}` : `text:${{p.text}}`),
+        }}))));
+        """,
+    )
+    assert summary == [
+        {
+            "id": "m1",
+            "state": "done",
+            "user": "hi",
+            "parts": ["text:Looking.", "tool:c1:ok:12.5", "text:Done."],
+        },
+        {
+            "id": "m2",
+            "state": "done",
+            "user": "again",
+            "parts": ["text:A", "tool:c2:error:3", "text:B"],
+        },
+    ]
