@@ -117,8 +117,8 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def _dates(text: str) -> tuple[list[Quantity], str]:
-    found: list[Quantity] = []
+def _dates(text: str) -> tuple[list[tuple[int, Quantity]], str]:
+    found: list[tuple[int, Quantity]] = []
     for pattern in (_ISO_DATE, _MONTH_DAY_YEAR, _DAY_MONTH_YEAR, _MONTH_YEAR):
         for match in pattern.finditer(text):
             parts = match.groupdict()
@@ -128,13 +128,13 @@ def _dates(text: str) -> tuple[list[Quantity], str]:
                 month = _MONTHS[parts["mon"].lower().rstrip(".")]
             day = parts.get("d")
             iso = f"{parts['y']}-{month:02d}" + (f"-{int(day):02d}" if day else "")
-            found.append(Quantity(text=match.group(0), kind="date", date=iso))
+            found.append((match.start(), Quantity(text=match.group(0), kind="date", date=iso)))
             text = _blank(text, match.start(), match.end())
     return found, text
 
 
 def extract(text: str) -> list[Quantity]:
-    """Every figure and date in `text`, in no particular order."""
+    """Every figure and date in `text`, in reading order."""
     for pattern in _IDENTIFIERS:
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)
     found, text = _dates(text)
@@ -156,19 +156,19 @@ def extract(text: str) -> list[Quantity]:
         plain = not (match["cur"] or match["pct"] or suffix or match["hash"] or match["x"])
         if plain and decimals == 0 and "," not in match["num"]:
             if 1900 <= number <= 2100:
-                found.append(Quantity(text=match.group(0).strip(), kind="date", date=raw))
+                year = Quantity(text=match.group(0).strip(), kind="date", date=raw)
+                found.append((match.start(), year))
                 continue
             if number <= SMALL_COUNT:
                 continue
-        found.append(
-            Quantity(
-                text=match.group(0).strip(),
-                kind=kind,
-                value=number * scale,
-                tolerance=0.5 * 10.0**-decimals * scale,
-            )
+        figure = Quantity(
+            text=match.group(0).strip(),
+            kind=kind,
+            value=number * scale,
+            tolerance=0.5 * 10.0**-decimals * scale,
         )
-    return found
+        found.append((match.start(), figure))
+    return [q for _, q in sorted(found, key=lambda item: item[0])]
 
 
 def _date_backed(q: Quantity, sources: Iterable[Quantity]) -> bool:

@@ -180,10 +180,11 @@ class StackProcess:
         return match.group(1)
 
     def stop(self) -> None:
-        """Terminate the process (it stops its own children), then wait for it."""
+        """Interrupt the process (it stops its own children), then wait for it."""
         if self._proc is None:
             return
-        self._proc.terminate()
+        # SIGINT, as Ctrl-C: `albert dev` stops its Typesense on that path.
+        self._proc.send_signal(signal.SIGINT)
         try:
             self._proc.wait(timeout=15)
         except subprocess.TimeoutExpired:

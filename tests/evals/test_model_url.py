@@ -1,0 +1,55 @@
+"""The runner drives any OpenAI-compatible model: a scripted one that invents a figure is caught.
+
+The scripted model calls the right tool with the right arguments, then answers with one
+true fact, one invented market cap and one invented date: the report must show exactly that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from evals.cases import load_cases
+from evals.runner import ModelOptions, run_eval
+from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
+
+PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.mark.timeout(180)
+def test_an_invented_figure_from_a_real_model_client_is_reported(model, tmp_path) -> None:
+    model.script(
+        Reply(tool_calls=[ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"})]),
+        Reply(
+            text=[
+                f"PEPE ({PEPE}) is a memecoin ",
+                "with a market cap of about $4.2B; it will double by March 2027.",
+            ]
+        ),
+    )
+    case = next(c for c in load_cases() if c.id == "token_pepe_what_is")
+    report = run_eval(
+        [case],
+        model=ModelOptions(base_url=model.base_url, api_key="test-key", name="scripted"),
+        state_dir=tmp_path,
+        concurrency=1,
+        turn_timeout=30,
+    )
+    assert report.model == "scripted"
+    (result,) = report.results
+    assert result.turn.calls[0].name == "analyze_token"
+    assert result.score.check("tools").ok and result.score.check("arguments").ok
+    assert result.score.ungrounded == ["$4.2B", "March 2027"]
+    facts = result.score.check("facts")
+    assert facts is not None and not facts.ok and "$3.36B" in facts.detail
+    assert not result.score.passed
+    # The worker really used the model: the tool schema reached it and so did the result.
+    assert any(t["function"]["name"] == "analyze_token" for t in model.requests[0]["tools"])
+    assert "$3.36B" in model.requests[1]["messages"][-1]["content"]
