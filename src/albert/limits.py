@@ -8,11 +8,11 @@ from albert.clock import Clock
 
 
 class RateLimiter:
-    """A token bucket: `per_minute` actions, refilled evenly, bursts up to the same number."""
+    """A token bucket: `allowed` actions per window, refilled evenly, bursts up to `allowed`."""
 
-    def __init__(self, per_minute: int, clock: Clock) -> None:
-        self._capacity = float(per_minute)
-        self._rate = per_minute / 60.0
+    def __init__(self, allowed: int, clock: Clock, window_seconds: float = 60.0) -> None:
+        self._capacity = float(allowed)
+        self._rate = allowed / window_seconds
         self._tokens = self._capacity
         self._clock = clock
         self._last = clock.monotonic()

@@ -86,6 +86,12 @@ class Settings(BaseModel):
     # Per-client limits.
     chat_messages_per_minute: int = Field(20, alias="CHAT_MESSAGES_PER_MINUTE", ge=1)
     mcp_changes_per_minute: int = Field(10, alias="MCP_CHANGES_PER_MINUTE", ge=1)
+    rate_window_seconds: float = Field(
+        60.0,
+        alias="RATE_WINDOW_SECONDS",
+        gt=0,
+        description="The window the two limits above count in",
+    )
     max_threads_per_client: int = Field(1_000, alias="MAX_THREADS_PER_CLIENT", ge=1)
 
     # Set from the verified tenant of the object (see for_tenant), never from env.

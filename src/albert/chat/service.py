@@ -79,7 +79,9 @@ class ChatService:
             clock=clock,
             analytics=self.analytics,
         )
-        self._mcp_changes = RateLimiter(settings.mcp_changes_per_minute, clock)
+        self._mcp_changes = RateLimiter(
+            settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
+        )
 
     async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:
         """Answer an HTTP request routed to this client's object (`client_id`: verified)."""

@@ -123,7 +123,9 @@ class ChatTurns:
             max_chars=settings.tool_result_max_chars,
         )
         self._running: dict[str, asyncio.Task[Any]] = {}
-        self._chat_limit = RateLimiter(settings.chat_messages_per_minute, clock)
+        self._chat_limit = RateLimiter(
+            settings.chat_messages_per_minute, clock, settings.rate_window_seconds
+        )
         self._live: dict[str, LiveTurn] = {}
 
     # --- frames ----------------------------------------------------------------------

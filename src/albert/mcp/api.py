@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -85,6 +86,14 @@ class McpApi:
 
     async def _put(self, request: HttpRequest) -> HttpResponse:
         body = parse_body(request, McpServerIn, MAX_BODY_BYTES)
+        allowed = self._settings.mcp_allowed_hosts
+        host = (urlsplit(body.url).hostname or "").lower()
+        if allowed is not None and host not in {h.lower() for h in allowed}:
+            raise BadRequest(
+                f"MCP servers on {host!r} are not allowed for this product",
+                status=422,
+                error="url_refused",
+            )
         try:
             await check_url(body.url, self._settings.mode, self._resolver)
         except UrlRefused as exc:
