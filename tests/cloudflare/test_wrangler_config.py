@@ -1,0 +1,50 @@
+"""wrangler.toml and .dev.vars.example say what the deployed worker needs."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from miniflare.config import parse_dev_vars
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = tomllib.loads((ROOT / "wrangler.toml").read_text())
+SECRETS = {"MODEL_API_KEY", "MODEL_BASE_URL", "TYPESENSE_API_KEY", "ANALYTICS_API_KEY"}
+SECRETS |= {"CLIENT_TOKEN_SECRET"}
+
+
+def test_python_worker_with_its_entry_and_a_recent_compatibility_date() -> None:
+    assert CONFIG["main"] == "src/entry.py" and (ROOT / CONFIG["main"]).is_file()
+    assert "python_workers" in CONFIG["compatibility_flags"]
+    # From 2026-09-08 on, Python Workers run Python 3.14 (Pyodide 314.0.6), the
+    # release scripts/check_pyodide_compat.py checks against.
+    assert CONFIG["compatibility_date"] >= "2026-09-08"
+    assert CONFIG["build"]["command"] == "python3 scripts/build_worker.py"
+
+
+def test_the_chat_object_has_sqlite_storage_from_the_first_migration() -> None:
+    [binding] = CONFIG["durable_objects"]["bindings"]
+    assert binding == {"name": "CHAT", "class_name": "ChatDurableObject"}
+    first = CONFIG["migrations"][0]
+    assert first["new_sqlite_classes"] == ["ChatDurableObject"]
+    tags = [m["tag"] for m in CONFIG["migrations"]]
+    assert len(tags) == len(set(tags))
+
+
+def test_assets_ai_observability_and_vars() -> None:
+    assert (ROOT / CONFIG["assets"]["directory"]).joinpath("index.html").is_file()
+    assert CONFIG["ai"] == {"binding": "AI"}
+    assert CONFIG["observability"]["enabled"] is True
+    variables = CONFIG["vars"]
+    for name in ("PLATFORM_API_URL", "TYPESENSE_URL", "MCP_DEFAULT_SERVER_URL"):
+        assert variables[name].startswith("https://")
+    assert "WORKERS_AI_MODEL" in variables and "AI_GATEWAY_ID" in variables
+    assert not SECRETS & set(variables), "secrets belong in `wrangler secret put`, not [vars]"
+
+
+def test_dev_vars_example_lists_every_secret_and_nothing_else() -> None:
+    example = parse_dev_vars((ROOT / ".dev.vars.example").read_text())
+    assert set(example) == SECRETS
+    assert all(value == "" for value in example.values())
+    for name in SECRETS:
+        assert name in (ROOT / "wrangler.toml").read_text()
