@@ -22,7 +22,7 @@ import pytest
 from albert.ai.prompt import VAULT_UNAVAILABLE
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
-from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, McpTestServer
+from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, InProcessMcpServer
 from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
@@ -46,13 +46,13 @@ def vaults_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def vaults_server() -> Iterator[McpTestServer]:
-    with McpTestServer("vaults") as server:
+def vaults_server() -> Iterator[InProcessMcpServer]:
+    with InProcessMcpServer("vaults") as server:
         yield server
 
 
 @pytest.fixture
-async def vaults(vaults_port: int, vaults_server: McpTestServer) -> AsyncIterator[TcpProxy]:
+async def vaults(vaults_port: int, vaults_server: InProcessMcpServer) -> AsyncIterator[TcpProxy]:
     """The vault server as the worker sees it; the test opens and closes the gate."""
     gate = TcpProxy(vaults_server.port, port=vaults_port)
     yield gate
@@ -288,8 +288,7 @@ async def test_two_clients_with_different_servers_never_see_each_others(
     mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
 ) -> None:
     await up(vaults)
-    utils, files = McpTestServer("generic").launch(), McpTestServer("files").launch()
-    with utils.wait_ready(), files.wait_ready():
+    with InProcessMcpServer("generic") as utils, InProcessMcpServer("files") as files:
         async with (
             ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as alice,
             ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as bob,

@@ -268,3 +268,62 @@ class McpTestServer:
 
 if __name__ == "__main__":
     main()
+
+
+class InProcessMcpServer:
+    """The same server in a thread of the test process: starts in a fraction of a second.
+
+    Use McpTestServer where a test must really kill a process; use this one
+    (often behind a TcpProxy gate, to cut connections) everywhere else.
+    """
+
+    def __init__(self, profile: str = "vaults", port: int | None = None, tag: str = "") -> None:
+        self.profile = profile
+        self.port = port or free_port()
+        self.tag = tag or profile
+        self._server: Any = None
+        self._thread: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 15.0) -> InProcessMcpServer:
+        import threading
+
+        import uvicorn
+
+        config = uvicorn.Config(
+            build_app(self.profile, self.tag),
+            host="127.0.0.1",
+            port=self.port,
+            log_level="error",
+            lifespan="on",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("in-process MCP test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> InProcessMcpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -11,7 +11,7 @@ import pytest
 from albert.cloudflare.sql import WorkersSql
 from albert.settings import Settings
 from miniflare.storage import SqlStorage
-from tests.support.mcp_test_server import McpTestServer
+from tests.support.mcp_test_server import InProcessMcpServer, McpTestServer
 
 # Fast schedule: the whole recovery cycle takes well under a second.
 FAST = {
@@ -44,9 +44,9 @@ def now_ms() -> int:
 
 
 @pytest.fixture(scope="module")
-def vaults() -> Iterator[McpTestServer]:
+def vaults() -> Iterator[InProcessMcpServer]:
     """A vault server shared by a module's tests; tests that kill a server start their own."""
-    with McpTestServer("vaults") as server:
+    with InProcessMcpServer("vaults") as server:
         yield server
 
 

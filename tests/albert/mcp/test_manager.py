@@ -19,7 +19,12 @@ from albert.settings import Settings
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.guard import ToolGuard
 from tests.albert.mcp.conftest import fast_settings, now_ms
-from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, McpTestServer
+from tests.support.mcp_test_server import (
+    HUGE_CHARS,
+    SEARCH_VAULTS_SCHEMA,
+    InProcessMcpServer,
+    McpTestServer,
+)
 from tests.support.tcp_proxy import TcpProxy
 
 
@@ -111,7 +116,7 @@ async def harness(
 async def test_remote_tools_are_merged_over_local_ones_with_the_schema_untouched(
     sql: WorkersSql, harness_factory: list[Harness]
 ) -> None:
-    with McpTestServer("generic") as generic:
+    with InProcessMcpServer("generic") as generic:
         h = await harness(sql, harness_factory, generic.url, name="utils")
         turn = await h.manager.tools_for_turn()
         names = turn.registry.names()
@@ -128,7 +133,7 @@ async def test_remote_tools_are_merged_over_local_ones_with_the_schema_untouched
 
 
 async def test_vault_server_schema_passes_byte_for_byte_and_huge_results_are_cut(
-    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     h = await harness(sql, harness_factory, vaults.url)
     turn = await h.manager.tools_for_turn()
@@ -143,7 +148,7 @@ async def test_vault_server_schema_passes_byte_for_byte_and_huge_results_are_cut
 
 
 async def test_down_at_start_answers_at_once_then_connects_in_the_background(
-    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     gate = TcpProxy(vaults.port)  # not listening yet: the server is down
     h = await harness(sql, harness_factory, f"http://127.0.0.1:{gate.port}/mcp")
@@ -192,7 +197,7 @@ async def test_killed_between_messages_and_mid_call_then_back_without_restarting
 
 
 async def test_retries_exhausted_then_the_server_is_picked_up_after_the_cool_down(
-    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     gate = await TcpProxy(vaults.port).start()
     h = await harness(
@@ -217,7 +222,7 @@ async def test_retries_exhausted_then_the_server_is_picked_up_after_the_cool_dow
 
 
 async def test_a_dropped_call_is_replayed_only_for_idempotent_tools(
-    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     proxy = await TcpProxy(vaults.port).start()
     try:
@@ -249,13 +254,13 @@ async def test_a_dropped_call_is_replayed_only_for_idempotent_tools(
 async def test_a_tool_the_server_no_longer_offers_gives_a_clear_error(
     sql: WorkersSql, harness_factory: list[Harness]
 ) -> None:
-    server = McpTestServer("vaults").start()
+    server = InProcessMcpServer("vaults").start()
     try:
         h = await harness(sql, harness_factory, server.url, MCP_RETRY_ATTEMPTS="20")
         turn = await h.manager.tools_for_turn()
         old = turn.registry.get("search_vaults")
         server.stop()
-        server = McpTestServer("files", port=server.port).start()
+        server = InProcessMcpServer("files", port=server.port).start()
         await h.manager.tools_for_turn()
         await wait_state(h.manager, "vaults", "ready")
         turn = await h.manager.tools_for_turn()
@@ -267,7 +272,7 @@ async def test_a_tool_the_server_no_longer_offers_gives_a_clear_error(
 
 
 async def test_client_configs_with_secret_headers_and_reload(
-    sql: WorkersSql, harness_factory: list[Harness], vaults: McpTestServer
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     h = await make(sql, fast_settings())
     harness_factory.append(h)
