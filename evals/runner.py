@@ -82,6 +82,8 @@ async def ask_all(
     progress: Progress | None = None,
 ) -> list[CaseResult]:
     """Ask every case in a fresh thread (a few clients in parallel) and score it."""
+    if not cases:
+        return []
     queue: asyncio.Queue[Case] = asyncio.Queue()
     for case in cases:
         queue.put_nowait(case)
@@ -185,6 +187,9 @@ def run_eval(
         else:
             runnable.append(case)
     profiles = {c.profile for c in runnable}
+    label = model.name or ("OpenAI-compatible model" if model.base_url else "demo-planner")
+    if not runnable:
+        return summarise([], skipped, label)
     with ExitStack() as stack:
         if state_dir is None:
             state_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evals-")))
@@ -206,5 +211,4 @@ def run_eval(
             results = asyncio.run(ask_every_profile())
     order = {c.id: i for i, c in enumerate(cases)}
     results.sort(key=lambda r: order[r.score.case_id])
-    label = model.name or ("OpenAI-compatible model" if model.base_url else "demo-planner")
     return summarise(results, skipped, label)

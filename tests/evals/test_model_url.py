@@ -2,6 +2,8 @@
 
 The scripted model calls the right tool with the right arguments, then answers with one
 true fact, one invented market cap and one invented date: the report must show exactly that.
+The worker runs alone (`albert serve`) with the platform services, which is all the question
+needs; the full stack is covered by test_question_set.py.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from data_server.platform.app import platform_app
 from evals.cases import load_cases
 from evals.runner import ModelOptions, run_eval
+from tests.support.asgi_server import AsgiServer
+from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 
 PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
@@ -23,8 +28,22 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.mark.timeout(180)
-def test_an_invented_figure_from_a_real_model_client_is_reported(model, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer
+) -> Iterator[RuntimeProcess]:
+    with AsgiServer(platform_app()) as platform:
+        variables = {
+            "ALBERT_MODE": "local",
+            "PLATFORM_API_URL": platform.url,
+            **ModelOptions(base_url=model.base_url, api_key="test-key").variables(),
+        }
+        with RuntimeProcess(tmp_path_factory.mktemp("worker"), variables) as process:
+            yield process
+
+
+@pytest.mark.timeout(120)
+def test_an_invented_figure_from_a_real_model_client_is_reported(model, worker) -> None:
     model.script(
         Reply(tool_calls=[ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"})]),
         Reply(
@@ -37,12 +56,12 @@ def test_an_invented_figure_from_a_real_model_client_is_reported(model, tmp_path
     case = next(c for c in load_cases() if c.id == "token_pepe_what_is")
     report = run_eval(
         [case],
-        model=ModelOptions(base_url=model.base_url, api_key="test-key", name="scripted"),
-        state_dir=tmp_path,
+        url=worker.url,
+        model=ModelOptions(base_url=model.base_url, name="scripted"),
         concurrency=1,
         turn_timeout=30,
     )
-    assert report.model == "scripted"
+    assert report.model == "scripted" and report.totals.cases == 1
     (result,) = report.results
     assert result.turn.calls[0].name == "analyze_token"
     assert result.score.check("tools").ok and result.score.check("arguments").ok
