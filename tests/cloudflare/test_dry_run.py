@@ -40,8 +40,8 @@ def _offline_prefix() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool]:
-    """Run the dry run once: (bundle folder, wrangler's output, ran without a network)."""
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool, Path]:
+    """Run the dry run once: (bundle, wrangler's output, ran without a network, project copy)."""
     wrangler = BIN / "wrangler"
     assert wrangler.exists(), "the pinned wrangler is missing: run `npm ci` (scripts/bootstrap)"
     work = tmp_path_factory.mktemp("project")
@@ -73,36 +73,39 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool]:
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    return out, output, bool(offline)
+    return out, output, bool(offline), work
 
 
-def test_the_bundle_has_every_module_the_worker_imports(dry_run: tuple[Path, str, bool]) -> None:
-    out, _, _ = dry_run
-    assert (out / "entry.py").read_text() == (ROOT / "src" / "entry.py").read_text()
-    reached = first_party_closure(ROOT / "src" / "entry.py", [ROOT / "src", ROOT])
+def test_the_bundle_has_every_module_the_worker_imports(
+    dry_run: tuple[Path, str, bool, Path],
+) -> None:
+    out, _, _, work = dry_run
+    # Compared with the copy wrangler built from (the work tree may change meanwhile).
+    assert (out / "entry.py").read_text() == (work / "src" / "entry.py").read_text()
+    reached = first_party_closure(work / "src" / "entry.py", [work / "src", work])
     assert "durable_objects.chat" in reached and "albert.cloudflare.sockets" in reached
     missing = []
     for name, source in reached.items():
-        if source.is_relative_to(ROOT / "src"):
-            bundled = out / source.relative_to(ROOT / "src")
+        if source.is_relative_to(work / "src"):
+            bundled = out / source.relative_to(work / "src")
         else:
             # durable_objects/ lives outside src/: the [build] step vendors it.
-            bundled = out / "python_modules" / source.relative_to(ROOT)
+            bundled = out / "python_modules" / source.relative_to(work)
         if not bundled.exists() or bundled.read_bytes() != source.read_bytes():
             missing.append(name)
     assert missing == []
 
 
-def test_nothing_local_only_is_uploaded(dry_run: tuple[Path, str, bool]) -> None:
-    out, _, _ = dry_run
+def test_nothing_local_only_is_uploaded(dry_run: tuple[Path, str, bool, Path]) -> None:
+    out, _, _, _ = dry_run
     uploaded = {p.relative_to(out).parts[0] for p in out.rglob("*.py")}
     assert uploaded <= {"entry.py", "albert", "python_modules"}
     vendored = {p.name for p in (out / "python_modules").iterdir()}
     assert vendored == {"durable_objects"}
 
 
-def test_bindings_and_build_step_as_configured(dry_run: tuple[Path, str, bool]) -> None:
-    _, output, offline = dry_run
+def test_bindings_and_build_step_as_configured(dry_run: tuple[Path, str, bool, Path]) -> None:
+    _, output, offline, _ = dry_run
     assert "[custom build] Running: python3 scripts/build_worker.py" in output
     assert "Vendored Modules" in output
     for binding in ("env.CHAT (ChatDurableObject)", "env.AI", "env.ASSETS", "env.WORKERS_AI_MODEL"):

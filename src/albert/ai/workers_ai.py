@@ -7,8 +7,9 @@ the server-sent-events bytes the binding streams back.
 Workers AI streams two chunk shapes, by model: its own envelope
 (`{"response": "...", "tool_calls": [...], "usage": {...}}`) and OpenAI's
 chat-completion chunks (`{"choices": [{"delta": ...}]}`); both are read here. A
-tool call arrives either whole (`{"name", "arguments": {...}}`) or as OpenAI
-deltas (`{"index", "id", "function": {"name", "arguments": "<part>"}}`).
+tool call arrives either whole (`{"name", "arguments": {...}}`) or as deltas
+(`{"index", "id", "function": {"name", "arguments": "<part>"}}`), possibly
+closed by a sentinel with every field null.
 """
 
 from __future__ import annotations
@@ -140,6 +141,12 @@ class WorkersAIClient:
             raise
         except Exception as exc:
             raise ModelError("stream_cut", f"the Workers AI stream broke off ({exc})") from exc
+        finally:
+            # Stop reading at once (at [DONE], on an error, or when the caller stops):
+            # the adapter then releases the JS stream.
+            aclose = getattr(body, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def _events(self, body: AsyncIterable[bytes | str]) -> AsyncIterator[ModelEvent]:
         calls: dict[int, _Call] = {}
@@ -199,19 +206,20 @@ class WorkersAIClient:
         for position, part in enumerate(parts):
             if not isinstance(part, dict):
                 continue
-            if "function" in part:
-                # An OpenAI-style delta: pieces of one call share its index.
-                index = int(part.get("index", position))
-                call = calls.setdefault(index, _Call())
-                call.id = str(part.get("id") or call.id)
-                fn = part.get("function") or {}
-                call.name = str(fn.get("name") or call.name)
-                if fn.get("arguments") is not None:
-                    call.arguments.append(_arguments_text(fn["arguments"]))
+            fn = part.get("function") if isinstance(part.get("function"), dict) else {}
+            name = fn.get("name") or part.get("name")
+            arguments = fn.get("arguments", part.get("arguments"))
+            if not part.get("id") and not name and arguments in (None, ""):
+                # The closing sentinel some models send ({id: null, function: {name: null}}).
                 continue
-            # A whole call in Workers AI's own shape; each gets the next free index.
-            call = _Call()
-            call.id = str(part.get("id") or "")
-            call.name = str(part.get("name") or "")
-            call.arguments.append(_arguments_text(part.get("arguments")))
-            calls[max(calls, default=-1) + 1] = call
+            if part.get("index") is not None:
+                index = int(part["index"])  # pieces of one streamed call share its index
+            elif fn:
+                index = position
+            else:
+                index = max(calls, default=-1) + 1  # a whole call: the next free slot
+            call = calls.setdefault(index, _Call())
+            call.id = str(part.get("id") or call.id)
+            call.name = str(name or call.name)
+            if arguments not in (None, ""):
+                call.arguments.append(_arguments_text(arguments))

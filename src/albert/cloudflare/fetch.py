@@ -25,6 +25,14 @@ from albert.cloudflare.ffi import is_js_nullish, py_value, to_js_bytes, to_js_ob
 
 # Content-Encoding is undone by fetch itself; passing it on would make httpx decode twice.
 _DROPPED_RESPONSE_HEADERS = {"content-encoding", "content-length"}
+# fetch sets these itself from the URL and the body; hop-by-hop ones do not cross.
+_DROPPED_REQUEST_HEADERS = {
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+}
 
 
 class _JsBodyStream(httpx.AsyncByteStream):
@@ -78,7 +86,11 @@ class FetchTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         init: dict[str, Any] = {
             "method": request.method,
-            "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, v in request.headers.raw],
+            "headers": [
+                [k.decode("latin-1"), v.decode("latin-1")]
+                for k, v in request.headers.raw
+                if k.decode("latin-1").lower() not in _DROPPED_REQUEST_HEADERS
+            ],
         }
         if body:
             init["body"] = to_js_bytes(body)
