@@ -16,6 +16,7 @@ from albert.mcp.alarms import AlarmPort, LoopAlarm
 from albert.mcp.api import McpApi
 from albert.mcp.configs import McpConfigStore, SecretLookup
 from albert.mcp.manager import McpManager
+from albert.mcp.ssrf import resolver_for
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
@@ -44,6 +45,7 @@ def build_chat_service(
     clock = clock or SystemClock()
     tools = [*build_local_tools(settings, http), *extra_tools]
     mcp_store = McpConfigStore(sql, settings, clock.now_ms)
+    resolver = resolver_for(settings.mcp_dns_resolver, settings.mode, http, settings.mcp_doh_url)
     # Without the platform's alarm (tests, other hosts) retries ride the event loop.
     loop_alarm: LoopAlarm | None = None
     if alarms is None:
@@ -56,6 +58,7 @@ def build_chat_service(
         alarms=alarms,
         secrets=secrets or (lambda _name: None),
         hub=hub,
+        resolver=resolver,
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)
@@ -66,7 +69,7 @@ def build_chat_service(
         model=model_client(settings, http),
         tools=manager,
         hub=hub,
-        mcp=McpApi(mcp_store, manager, settings),
+        mcp=McpApi(mcp_store, manager, settings, resolver),
         analytics=AnalyticsService.from_settings(
             settings, http=http, defer=defer, clock=clock, sql=sql
         ),

@@ -67,6 +67,10 @@ class Settings(BaseModel):
         60.0, alias="MCP_HALF_OPEN_COOLDOWN_SECONDS", ge=0
     )
     mcp_max_servers: int = Field(10, alias="MCP_MAX_SERVERS", ge=1, le=50)
+    # How MCP host names are resolved for the private-network check: "auto" is DNS over
+    # HTTPS in production (Workers have no system resolver) and the system one locally.
+    mcp_dns_resolver: Literal["auto", "system", "doh"] = Field("auto", alias="MCP_DNS_RESOLVER")
+    mcp_doh_url: str = Field("https://cloudflare-dns.com/dns-query", alias="MCP_DOH_URL")
 
     # Analytics: Amplitude key (no key, no network) and a local JSON-lines file.
     analytics_api_key: SecretStr = Field(SecretStr(""), alias="ANALYTICS_API_KEY")

@@ -90,6 +90,8 @@ def production_runtime(
         "MODEL_BASE_URL": model.base_url,
         "PLATFORM_API_URL": platform.url,
         "MCP_DEFAULT_SERVER_URL": "",  # wrangler.toml names one; this deployment has none
+        # No internet here for DNS over HTTPS: resolve "localhost" the system's way.
+        "MCP_DNS_RESOLVER": "system",
         **FAST_MCP,
     }
     with RuntimeProcess(state, variables) as process:

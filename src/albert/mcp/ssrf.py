@@ -14,6 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 from urllib.parse import urlsplit
 
+import httpx
+from pydantic import BaseModel, Field, ValidationError
+
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], Awaitable[list[str]]]
 
@@ -73,6 +76,62 @@ async def system_resolver(host: str) -> list[str]:
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return sorted({str(info[4][0]) for info in infos})
+
+
+class _DnsAnswer(BaseModel):
+    type: int
+    data: str
+
+
+class _DnsJson(BaseModel):
+    """The JSON form of a DNS answer (application/dns-json), as DoH resolvers send it."""
+
+    Status: int
+    Answer: list[_DnsAnswer] = Field(default_factory=list)
+
+
+_A, _AAAA = 1, 28
+
+
+def doh_resolver(http: httpx.AsyncClient, url: str, timeout_seconds: float = 5.0) -> Resolver:
+    """A resolver asking a DNS-over-HTTPS endpoint (A and AAAA records, JSON form)."""
+
+    async def resolve(host: str) -> list[str]:
+        addresses: set[str] = set()
+        for record in ("A", "AAAA"):
+            try:
+                response = await http.get(
+                    url,
+                    params={"name": host, "type": record},
+                    headers={"accept": "application/dns-json"},
+                    timeout=timeout_seconds,
+                )
+            except httpx.HTTPError as exc:
+                raise OSError(f"DNS over HTTPS failed: {type(exc).__name__}") from exc
+            if response.status_code != 200:
+                raise OSError(f"DNS over HTTPS answered {response.status_code}")
+            try:
+                answer = _DnsJson.model_validate_json(response.content)
+            except ValidationError as exc:
+                raise OSError("DNS over HTTPS sent an unreadable answer") from exc
+            addresses.update(a.data for a in answer.Answer if a.type in (_A, _AAAA))
+        if not addresses:
+            raise OSError(f"{host} has no A or AAAA records")
+        return sorted(addresses)
+
+    return resolve
+
+
+def resolver_for(
+    choice: Literal["auto", "system", "doh"],
+    mode: Literal["local", "production"],
+    http: httpx.AsyncClient,
+    doh_url: str,
+) -> Resolver:
+    """The resolver a deployment uses: "auto" is DoH in production, the system's locally."""
+    if choice == "doh" or (choice == "auto" and mode == "production"):
+        return doh_resolver(http, doh_url)
+    return system_resolver
 
 
 def _parse_ip(text: str) -> IpAddress | None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
 import pytest
 
-from albert.mcp.ssrf import UrlRefused, check_url
+from albert.mcp.ssrf import UrlRefused, check_url, doh_resolver, resolver_for, system_resolver
 
 REFUSED_IN_PRODUCTION = [
     "http://127.0.0.1:8080/mcp",
@@ -84,3 +87,52 @@ async def test_local_mode_still_refuses_private_networks(url: str) -> None:
 async def test_malformed_urls_are_refused_with_a_reason(url: str, reason: str) -> None:
     with pytest.raises(UrlRefused, match=reason):
         await check_url(url, "production")
+
+
+# --- DNS over HTTPS (the production resolver: Workers have no system resolver) ------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _doh(answers: dict[tuple[str, str], str | int]) -> httpx.AsyncClient:
+    """A client whose DoH endpoint answers (name, type) from fixture files (or a status)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert request.headers["accept"] == "application/dns-json"
+        key = (request.url.params["name"], request.url.params["type"])
+        answer = answers.get(key, "doh_no_answer_aaaa.json")
+        if isinstance(answer, int):
+            return httpx.Response(answer)
+        return httpx.Response(200, content=(FIXTURES / answer).read_bytes())
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+async def test_doh_resolves_public_names_and_they_pass() -> None:
+    async with _doh({("example.com", "AAAA"): "doh_example_com_aaaa.json"}) as http:
+        resolve = doh_resolver(http, "https://cloudflare-dns.com/dns-query")
+        assert await resolve("example.com") == ["2606:2800:220:1:248:1893:25c8:1946"]
+        await check_url("https://example.com/mcp", "production", resolve)
+
+
+async def test_doh_name_pointing_at_loopback_is_refused() -> None:
+    async with _doh({("rebind.example", "A"): "doh_loopback_a.json"}) as http:
+        resolve = doh_resolver(http, "https://cloudflare-dns.com/dns-query")
+        with pytest.raises(UrlRefused, match=r"resolves to 127\.0\.0\.1"):
+            await check_url("https://rebind.example/mcp", "production", resolve)
+
+
+@pytest.mark.parametrize("answer", ["doh_no_answer_aaaa.json", 400, 503])
+async def test_doh_without_addresses_or_failing_refuses(answer: str | int) -> None:
+    async with _doh({("gone.example", "A"): answer}) as http:
+        resolve = doh_resolver(http, "https://cloudflare-dns.com/dns-query")
+        with pytest.raises(UrlRefused, match="does not resolve"):
+            await check_url("https://gone.example/mcp", "production", resolve)
+
+
+def test_auto_uses_doh_in_production_and_the_system_resolver_locally() -> None:
+    http = httpx.AsyncClient()
+    assert resolver_for("auto", "local", http, "https://x/dns-query") is system_resolver
+    assert resolver_for("system", "production", http, "https://x") is system_resolver
+    assert resolver_for("auto", "production", http, "https://x") is not system_resolver
+    assert resolver_for("doh", "local", http, "https://x") is not system_resolver
