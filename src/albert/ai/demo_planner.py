@@ -146,7 +146,8 @@ _FEED_WORDS = re.compile(
     r"latest on|happening|mood|hype|chatter)\b"
 )
 _VAULT_WORDS = re.compile(
-    r"\b(vaults?|yields?|apy|apr|farms?|farming|pools?|earn|earning|staking|tvl|protocols?)\b"
+    r"\b(vaults?|yields?|apy|apr|farms?|farming|pools?|earn|earning|staking|tvl|protocols?|"
+    r"total value locked)\b"
 )
 _WALLET_WORDS = re.compile(
     r"\b(portfolio|holdings?|holds?|holding|positions?|balances?|worth|net worth|assets)\b"
@@ -289,6 +290,22 @@ def _is_token_screen(spec: ToolSpec) -> bool:
     return _prop(spec, r"min_market_cap(_usd)?") is not None
 
 
+_PROTOCOL_FILLER = {
+    "protocol",
+    "protocols",
+    "defi",
+    "vaults",
+    "yields",
+    "apy",
+    "tvl",
+    "total",
+    "value",
+    "locked",
+    "much",
+    "big",
+    "size",
+    "current",
+}
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
 WALLET_TOOLS = ("wallet_portfolio", "wallet_positions", "wallet_top_positions")
 
@@ -401,14 +418,17 @@ def _address_intent(question: str, address: str, tools: dict[str, ToolSpec]) -> 
 
 def _vault_intent(question: str, tools: dict[str, ToolSpec]) -> Intent | None:
     lowered = question.lower()
-    if re.search(r"\bprotocols?\b", lowered) and "search_protocols" in tools:
+    names = _content_words(question, drop=_PROTOCOL_FILLER)
+    names = [n for n in names if n.lower() not in CHAINS]
+    # "TVL of Aave v3" names a protocol without saying "protocol".
+    tvl_of = re.search(r"\b(tvl|total value locked)\b", lowered) and not re.search(
+        r"\b(vaults?|pools?|farms?|yields?|apy|apr)\b", lowered
+    )
+    protocolish = re.search(r"\bprotocols?\b", lowered) or (tvl_of and names)
+    if protocolish and "search_protocols" in tools:
         spec = tools["search_protocols"]
         args: dict[str, Any] = {}
         chain = _chain(question)
-        names = _content_words(
-            question, drop={"protocol", "protocols", "defi", "vaults", "yields", "apy", "tvl"}
-        )
-        names = [n for n in names if n.lower() not in CHAINS]
         if names and _prop(spec, "query"):
             args["query"] = " ".join(names).lower()
         if chain and _prop(spec, "chain"):

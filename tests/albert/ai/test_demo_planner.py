@@ -167,6 +167,10 @@ WALLET = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045"
         ),
         ("Tell me about the Aave protocol", [("search_protocols", {"query": "aave"})]),
         (
+            "What is the TVL of Aave v3 on ethereum?",
+            [("search_protocols", {"query": "aave v3", "chain": "ethereum"})],
+        ),
+        (
             "which tokens fell more than 3% in the past day?",
             [("search_tokens", {"price_change_window": "24h", "max_price_change_pct": -3.0})],
         ),
