@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from pathlib import Path
 
 import uvicorn
@@ -79,6 +80,10 @@ async def _serve(servers: list[uvicorn.Server]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_stack(
     project_dir: Path,
     state_dir: Path,
@@ -92,6 +97,10 @@ def run_stack(
     from data_server.typesense.process import TypesenseProcess
 
     state_dir.mkdir(parents=True, exist_ok=True)
+    # SIGTERM (a supervisor, a test harness) must stop Typesense too, as Ctrl-C does:
+    # uvicorn re-raises the signal after its own shutdown, and this turns it into the
+    # KeyboardInterrupt that the `finally` below survives.
+    signal.signal(signal.SIGTERM, _interrupt)
     data_port = _free_or_any(data_port)
     typesense = TypesenseProcess(state_dir / "typesense", LOCAL_TYPESENSE_KEY)
     print("Starting Typesense…", flush=True)
