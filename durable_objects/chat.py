@@ -18,7 +18,9 @@ from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
 from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
+from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping
+from albert.cloudflare.fetch import outbound_transport
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
 from albert.cloudflare.sockets import (
     WorkersSocket,
@@ -53,7 +55,8 @@ class ChatDurableObject(DurableObject):
             meta = ObjectMeta(sql)
             if tenant is not None and meta.get("tenant") is None:
                 meta.set("tenant", tenant)
-            self._http = httpx.AsyncClient()
+            # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
+            self._http = httpx.AsyncClient(transport=outbound_transport())
             self._service = build_chat_service(
                 sql=sql,
                 tenant=meta.get("tenant") or DEFAULT_TENANT,
@@ -62,6 +65,7 @@ class ChatDurableObject(DurableObject):
                 http=self._http,
                 alarms=WorkersAlarm(self.ctx.storage),
                 secrets=env_secret_lookup(self.env),
+                defer=WaitUntil(self.ctx),
             )
             self._service.start_background()
         return self._service

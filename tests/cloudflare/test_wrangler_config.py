@@ -10,7 +10,7 @@ from miniflare.config import parse_dev_vars
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = tomllib.loads((ROOT / "wrangler.toml").read_text())
 SECRETS = {"MODEL_API_KEY", "MODEL_BASE_URL", "TYPESENSE_API_KEY", "ANALYTICS_API_KEY"}
-SECRETS |= {"CLIENT_TOKEN_SECRET"}
+SECRETS |= {"AUTH_SIGNING_KEY", "AUTH_PREVIOUS_SIGNING_KEY"}
 
 
 def test_python_worker_with_its_entry_and_a_recent_compatibility_date() -> None:
@@ -48,3 +48,10 @@ def test_dev_vars_example_lists_every_secret_and_nothing_else() -> None:
     assert all(value == "" for value in example.values())
     for name in SECRETS:
         assert name in (ROOT / "wrangler.toml").read_text()
+
+
+def test_every_secret_is_a_setting_the_worker_reads() -> None:
+    from albert.settings import Settings
+
+    aliases = {field.alias for field in Settings.model_fields.values()}
+    assert aliases >= SECRETS
