@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 HARNESS = r"""
 import json, sys
+# Workers never write bytecode caches; a fresh checkout here would (fd-numbered opens).
+sys.dont_write_bytecode = True
 sys.path[:0] = json.loads(sys.argv[2])
 from miniflare import install_shims
 install_shims()
