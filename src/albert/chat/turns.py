@@ -160,9 +160,17 @@ class ChatTurns:
         *,
         thread_id: str | None = None,
         retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         _send(
-            socket, ErrorFrame(code=code, message=message, thread_id=thread_id, retryable=retryable)
+            socket,
+            ErrorFrame(
+                code=code,
+                message=message,
+                thread_id=thread_id,
+                retryable=retryable or retry_after is not None,
+                retry_after_seconds=retry_after,
+            ),
         )
 
     def _cancel(self, socket: ChatSocket, frame: CancelFrame) -> None:
@@ -197,12 +205,7 @@ class ChatTurns:
             return
         if frame.thread_id in self._running:
             if stored_in is not None:
-                _send(
-                    socket,
-                    AckFrame(
-                        thread_id=frame.thread_id, message_id=frame.message_id, duplicate=True
-                    ),
-                )
+                _send(socket, _ack(frame, duplicate=True))
                 return
             self._reply(
                 socket,
@@ -212,33 +215,25 @@ class ChatTurns:
                 retryable=True,
             )
             return
+        if stored_in is not None and self._answered(frame.thread_id, frame.message_id):
+            # A resend (e.g. after a reconnect) of a message already answered.
+            _send(socket, _ack(frame, duplicate=True))
+            return
         wait = self._chat_limit.take()
         if wait is not None:
-            _send(
+            self._reply(
                 socket,
-                ErrorFrame(
-                    code="rate_limited",
-                    message=f"too many messages; try again in {wait:g} s",
-                    thread_id=frame.thread_id,
-                    retryable=True,
-                    retry_after_seconds=wait,
-                ),
+                "rate_limited",
+                f"too many messages; try again in {wait:g} s",
+                thread_id=frame.thread_id,
+                retry_after=wait,
             )
             return
-        if stored_in is not None:
-            if self._answered(frame.thread_id, frame.message_id):
-                _send(
-                    socket,
-                    AckFrame(
-                        thread_id=frame.thread_id, message_id=frame.message_id, duplicate=True
-                    ),
-                )
-                return
-            # Same message again after a failed turn: a retry, without storing it twice.
-        else:
+        if stored_in is None:
             self._store_user_message(frame)
+        # else: the same message after a failed turn is a retry, and is not stored twice.
         self.events.message_sent(frame, retry=stored_in is not None)
-        _send(socket, AckFrame(thread_id=frame.thread_id, message_id=frame.message_id))
+        _send(socket, _ack(frame, duplicate=False))
         task = asyncio.current_task()
         if task is not None:
             self._running[frame.thread_id] = task
@@ -539,6 +534,10 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _ack(frame: ChatFrame, *, duplicate: bool) -> AckFrame:
+    return AckFrame(thread_id=frame.thread_id, message_id=frame.message_id, duplicate=duplicate)
 
 
 def _send(socket: ChatSocket, frame: BaseModel) -> None:
