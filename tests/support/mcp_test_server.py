@@ -86,6 +86,11 @@ def tool_definitions(profile: str) -> list[dict[str, Any]]:
             "annotations": {"readOnlyHint": True, "idempotentHint": True},
         },
         {
+            "name": "grow",
+            "description": "Adds one more tool and tells listening clients the list changed.",
+            "inputSchema": {"type": "object", "properties": {}},
+        },
+        {
             "name": "call_count",
             "description": "How many tool calls this process has served.",
             "inputSchema": {"type": "object", "properties": {}},
@@ -139,10 +144,13 @@ def build_app(profile: str, tag: str) -> Any:
     """The ASGI app of the test server."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+    from mcp.shared.subscriptions import ToolsListChanged
 
     definitions = tool_definitions(profile)
     tools = [types.Tool.model_validate(d) for d in definitions]
     calls = {"n": 0}
+    bus = InMemorySubscriptionBus()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -160,6 +168,15 @@ def build_app(profile: str, tag: str) -> Any:
         if name in ("slow_tool", "slow_lookup"):
             await asyncio.sleep(float(args.get("seconds", 1.0)))
             return text(f"{name} done after {args.get('seconds', 1.0)} s [{tag}]")
+        if name == "grow":
+            added = f"extra_tool_{len(tools)}"
+            tools.append(
+                types.Tool(
+                    name=added, description="Added at run time.", input_schema={"type": "object"}
+                )
+            )
+            await bus.publish(ToolsListChanged())
+            return text(added)
         if name == "call_count":
             return text(str(calls["n"]))
         if name == "echo":
@@ -180,6 +197,7 @@ def build_app(profile: str, tag: str) -> Any:
         instructions=PROFILES[profile]["instructions"],
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
     )
     return server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
 

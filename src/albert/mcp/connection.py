@@ -24,6 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from albert.mcp.classify import ServerKind
 from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
@@ -62,6 +63,7 @@ class McpConnection:
         self._error: BaseException | None = None
         self._closing = False
         self._connected = False
+        self._watcher: asyncio.Task[None] | None = None
         self.kind: ServerKind | None = None
 
     # --- lifecycle -------------------------------------------------------------------
@@ -113,8 +115,49 @@ class McpConnection:
             self._ready.set()
 
     def _owner_done(self, _task: asyncio.Task[None]) -> None:
+        self._stop_watch()
         if not self._closing and self._connected:
             self._on_lost(self)
+
+    # --- the change stream -----------------------------------------------------------
+
+    def watch(self, on_ended: Callable[[], None]) -> bool:
+        """Open the server's change stream (2026-07-28 `subscriptions/listen`), if it has one.
+
+        Tool-list changes mark the cached tools stale. The stream also ends when
+        the server goes away, so `on_ended` (a health check) notices a dead
+        server between messages. False when the server offers no such stream.
+        """
+        client = self._client
+        if client is None or (self._watcher is not None and not self._watcher.done()):
+            return False
+        tools = client.server_capabilities.tools
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (
+            tools is not None and tools.list_changed
+        ):
+            return False
+        self._watcher = asyncio.create_task(
+            self._watch(client, on_ended), name=f"mcp-watch:{self.name}"
+        )
+        return True
+
+    async def _watch(self, client: Client, on_ended: Callable[[], None]) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._on_tools_changed()
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            log.debug("change stream of %s ended: %s", self.name, describe_error(exc))
+        if not self._closing:
+            on_ended()
+
+    def _stop_watch(self) -> None:
+        # A session torn down under the stream leaves it waiting forever: cancel it.
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None and not watcher.done():
+            watcher.cancel()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -128,6 +171,7 @@ class McpConnection:
     async def close(self) -> None:
         """End the session; never raises."""
         self._closing = True
+        self._stop_watch()
         self._stop.set()
         owner = self._owner
         if owner is not None and not owner.done():

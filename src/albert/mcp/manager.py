@@ -202,8 +202,25 @@ class McpManager:
             runtime.last_error = None
             runtime.retry.reset()
         log.info("MCP server %s ready with %d tools", runtime.name, len(specs))
+        self._ensure_watch(runtime)
         self._notify()
         return True
+
+    def _ensure_watch(self, runtime: ServerRuntime) -> None:
+        """Keep the server's change stream open while it is ready (no-op without one)."""
+        conn = runtime.conn
+        if conn is not None and runtime.state == "ready":
+            conn.watch(lambda: self._on_watch_ended(runtime, conn))
+
+    def _on_watch_ended(self, runtime: ServerRuntime, conn: McpConnection) -> None:
+        # The stream ends when the server goes away, or for reasons of its own: a
+        # health check tells which. The next turn opens it again if all is well.
+        if runtime.conn is conn and runtime.state == "ready":
+            runtime.checked_at = float("-inf")
+            self._spawn(self._health_check(runtime))
+
+    async def _health_check(self, runtime: ServerRuntime) -> None:
+        await self._fresh_tools(runtime)
 
     def _take_tools(self, runtime: ServerRuntime, specs: list[RemoteToolSpec]) -> None:
         runtime.tools = specs
@@ -320,6 +337,7 @@ class McpManager:
             specs = await self._fresh_tools(runtime)
             if specs is None:
                 continue
+            self._ensure_watch(runtime)
             registry.merge(
                 [RemoteTool(runtime.name, spec, self._invoke) for spec in specs],
                 source=runtime.name,

@@ -320,3 +320,42 @@ async def test_a_server_that_accepts_but_never_answers_costs_a_bounded_wait(
         for writer in held:
             writer.transport.abort()
         silent.close()
+
+
+async def test_a_tool_list_change_is_seen_without_waiting_for_the_health_window(
+    sql: WorkersSql, harness_factory: list[Harness]
+) -> None:
+    with InProcessMcpServer("generic") as server:
+        h = await harness(
+            sql, harness_factory, server.url, name="utils", MCP_HEALTH_CACHE_SECONDS="600"
+        )
+        turn = await h.manager.tools_for_turn()
+        assert not any(n.startswith("extra_tool") for n in turn.registry.names())
+        added = (await turn.registry.get("grow").execute({})).joined_text()
+        deadline = time.monotonic() + 5
+        names: list[str] = []
+        while time.monotonic() < deadline and added not in names:
+            names = (await h.manager.tools_for_turn()).registry.names()
+            await asyncio.sleep(0.05)
+        assert added in names
+
+
+async def test_the_change_stream_notices_a_dead_server_between_messages(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
+) -> None:
+    gate = await TcpProxy(vaults.port).start()
+    try:
+        h = await harness(
+            sql,
+            harness_factory,
+            f"http://127.0.0.1:{gate.port}/mcp",
+            MCP_HEALTH_CACHE_SECONDS="600",
+        )
+        await h.manager.tools_for_turn()
+        await gate.stop()
+        # No message is sent: the dropped stream alone starts the recovery.
+        await wait_state(h.manager, "vaults", "reconnecting", within=5)
+        await gate.start()
+        await wait_state(h.manager, "vaults", "ready", within=5)
+    finally:
+        await gate.stop()
