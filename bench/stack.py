@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,8 +30,10 @@ def runtime_vars(model_url: str, **extra: str) -> dict[str, str]:
 
 @contextmanager
 def state_dir(prefix: str) -> Iterator[Path]:
-    """A fresh state folder, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix=f"albert-bench-{prefix}-") as folder:
+    """A fresh state folder, removed afterwards (under $BENCH_STATE_ROOT when set, e.g. a
+    tmpfs, to tell disk flushes from CPU)."""
+    root = os.environ.get("BENCH_STATE_ROOT") or None
+    with tempfile.TemporaryDirectory(prefix=f"albert-bench-{prefix}-", dir=root) as folder:
         yield Path(folder)
 
 

@@ -1,0 +1,192 @@
+"""Concurrency: many WebSocket clients, several turns each, against one local runtime.
+
+Every client has its own session (so its own Durable Object), socket and thread, and asks
+its turns one after the other with a short pause between them (a person reading the
+answer, compressed). Latency is compared with one client alone on the same runtime.
+Afterwards each thread is read back over HTTP: a turn counts as lost unless its done frame
+arrived and both the user's message and a complete answer are stored. The runtime's
+resident memory is sampled from /proc throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+from bench.core import BenchSizes, Row, Spread, Stopwatch, percentile, read_rss_kib
+from bench.model_server import ModelProcess
+from bench.stack import running_runtime, runtime_pid, runtime_vars, state_dir
+from tests.support.chat_client import ChatClient
+
+P99_TARGET_MS = 50.0
+TURN_TIMEOUT_S = 120.0
+
+
+class RssSampler:
+    """Peak RSS of a process, read every `interval` seconds on a thread."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = read_rss_kib(self.pid)
+            if rss is not None:
+                self.peak_kib = max(self.peak_kib, rss)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+class ClientRun:
+    """One simulated user: its latencies and what it could not confirm."""
+
+    def __init__(self) -> None:
+        self.latencies_ms: list[float] = []
+        self.errors: list[str] = []
+        self.thread_id = ""
+        self.answered = 0
+
+
+async def _one_client(
+    url: str, ws_url: str, turns: int, pause_s: float, start: asyncio.Event, run: ClientRun
+) -> None:
+    async with ChatClient(url, ws_url) as client:
+        await client.connect()
+        run.thread_id = await client.new_thread()
+        await start.wait()
+        # Spread the first messages so the clients do not march in lockstep.
+        await asyncio.sleep(random.uniform(0, pause_s))
+        for index in range(turns):
+            watch = Stopwatch()
+            try:
+                frames = await client.frames_until(
+                    "done",
+                    timeout=TURN_TIMEOUT_S,
+                    turn_id=await client.ask(run.thread_id, f"Question {index}"),
+                )
+            except (AssertionError, TimeoutError) as exc:
+                run.errors.append(f"turn {index}: {exc}"[:200])
+                continue
+            run.latencies_ms.append(watch.ms)
+            if any(f["type"] == "error" for f in frames):
+                run.errors.append(f"turn {index}: error frame")
+            else:
+                run.answered += 1
+            await asyncio.sleep(random.uniform(0.5 * pause_s, 1.5 * pause_s))
+        stored = await client.thread(run.thread_id, limit=200)
+        users = sum(1 for m in stored["messages"] if m["role"] == "user")
+        answers = sum(
+            1 for m in stored["messages"] if m["role"] == "assistant" and m["status"] == "complete"
+        )
+        run.answered = min(run.answered, users, answers)
+
+
+async def _single(url: str, ws_url: str, turns: int) -> list[float]:
+    async with ChatClient(url, ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        out = []
+        for index in range(turns + 2):
+            watch = Stopwatch()
+            await client.turn(thread, f"Question {index}")
+            if index >= 2:
+                out.append(watch.ms)
+        return out
+
+
+async def run(sizes: BenchSizes) -> list[Row]:
+    """Single-client latency, then all clients at once."""
+    clients = sizes.pick(30, 200)
+    turns = sizes.pick(5, 10)
+    pause_s = sizes.pick(1, 2)
+    with (
+        ModelProcess(policy="text", tokens=8) as model,
+        state_dir("concurrency") as state,
+        running_runtime(state, runtime_vars(model.base_url)) as runtime,
+    ):
+        pid = runtime_pid(runtime)
+        single = await _single(runtime.url, runtime.ws_url, sizes.pick(10, 20))
+        idle_kib = read_rss_kib(pid) or 0
+        runs = [ClientRun() for _ in range(clients)]
+        start = asyncio.Event()
+        with RssSampler(pid) as rss:
+            began = time.monotonic()
+            tasks = [
+                asyncio.create_task(
+                    _one_client(runtime.url, runtime.ws_url, turns, pause_s, start, r)
+                )
+                for r in runs
+            ]
+            await asyncio.sleep(0)
+            start.set()
+            done, pending = await asyncio.wait(tasks, timeout=turns * TURN_TIMEOUT_S)
+            for task in pending:
+                task.cancel()
+            failures = [t.exception() for t in done if t.exception() is not None]
+            wall_s = time.monotonic() - began
+        peak_kib = rss.peak_kib
+    latencies = [ms for r in runs for ms in r.latencies_ms]
+    single_spread = Spread.of(single)
+    base = single_spread.median
+    added = [ms - base for ms in latencies] or [float("nan")]
+    lost = clients * turns - sum(r.answered for r in runs)
+    p50, p99 = percentile(added, 50), percentile(added, 99)
+    note = (
+        f"{clients} clients × {turns} turns, {pause_s:g} s mean pause; {wall_s:.0f} s wall; "
+        f"turn p50 {percentile(latencies, 50):.0f} ms, p99 {percentile(latencies, 99):.0f} ms"
+        if latencies
+        else "no turn completed"
+    )
+    if failures:
+        note += f"; {len(failures)} clients failed: {str(failures[0])[:120]}"
+    return [
+        Row(
+            bench="concurrency",
+            metric="turns lost (no done frame, or not stored)",
+            unit="turns",
+            figure=Spread.of([float(lost)]),
+            target="0",
+            met=lost == 0,
+            note=note,
+        ),
+        Row(
+            bench="concurrency",
+            metric="added latency per turn, p50",
+            unit="ms",
+            figure=Spread(median=p50, min=min(added), max=max(added), n=len(added)),
+            baseline=single_spread,
+            baseline_label="one client alone, turn latency",
+        ),
+        Row(
+            bench="concurrency",
+            metric="added latency per turn, p99",
+            unit="ms",
+            figure=Spread(median=p99, min=min(added), max=max(added), n=len(added)),
+            baseline=single_spread,
+            baseline_label="one client alone, turn latency",
+            target=f"≤ {P99_TARGET_MS:g} ms",
+            met=p99 <= P99_TARGET_MS,
+        ),
+        Row(
+            bench="concurrency",
+            metric="runtime peak RSS",
+            unit="MiB",
+            figure=Spread.of([peak_kib / 1024]),
+            baseline=Spread.of([idle_kib / 1024]),
+            baseline_label="after the single-client turns",
+            note=f"{(peak_kib - idle_kib) / 1024 / clients:.2f} MiB per client over idle",
+        ),
+    ]
