@@ -17,6 +17,7 @@ from albert.agent import build_chat_service
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
+from albert.cloudflare.ai import platform_model
 from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
 from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping
@@ -66,6 +67,7 @@ class ChatDurableObject(DurableObject):
                 alarms=WorkersAlarm(self.ctx.storage),
                 secrets=env_secret_lookup(self.env),
                 defer=WaitUntil(self.ctx),
+                model=platform_model(self.env),
             )
             self._service.start_background()
         return self._service

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from albert.ai.factory import model_client
+from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.ports import SocketHub
 from albert.chat.service import ChatService
@@ -35,11 +36,13 @@ def build_chat_service(
     alarms: AlarmPort | None = None,
     secrets: SecretLookup | None = None,
     tenant: str = "default",
+    model: ModelClient | None = None,
 ) -> ChatService:
     """Wire a ChatService from the platform's ports and env.
 
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
-    analytics batches go out as background tasks.
+    analytics batches go out as background tasks. `model` overrides the client the
+    settings pick (the platform's Workers AI binding).
     """
     settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
@@ -66,7 +69,7 @@ def build_chat_service(
         sql=sql,
         clock=clock,
         settings=settings,
-        model=model_client(settings, http),
+        model=model or model_client(settings, http),
         tools=manager,
         hub=hub,
         mcp=McpApi(mcp_store, manager, settings, resolver),

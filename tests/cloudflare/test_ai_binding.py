@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from albert.ai.model import ChatMessage, ModelRequest, StepFinished, TextDelta
-from albert.cloudflare.ai import WorkersAiBinding, read_stream, workers_ai_client
+from albert.cloudflare.ai import (
+    WorkersAiBinding,
+    platform_model,
+    read_stream,
+    workers_ai_client,
+)
 from albert.cloudflare.fetch import outbound_transport
 from tests.albert.ai.test_workers_ai import split, sse
 from tests.cloudflare import fakes
@@ -108,3 +113,12 @@ def test_no_client_without_the_binding_or_a_model() -> None:
 
 def test_cpython_keeps_httpx_default_transport() -> None:
     assert outbound_transport() is None
+
+
+def test_an_openai_compatible_gateway_wins_over_the_binding() -> None:
+    env = {"AI": FakeAi(None), "WORKERS_AI_MODEL": "@cf/m"}
+    assert platform_model(fakes.JsObject(env)) is not None
+    assert platform_model(fakes.JsObject({**env, "MODEL_BASE_URL": ""})) is not None
+    assert (
+        platform_model(fakes.JsObject({**env, "MODEL_BASE_URL": "https://gw.example/v1"})) is None
+    )

@@ -70,3 +70,11 @@ def workers_ai_client(env: Any, *, timeout: float = 60.0) -> WorkersAIClient | N
     gateway = getattr(env, "AI_GATEWAY_ID", None)
     binding = WorkersAiBinding(ai, gateway_id="" if is_js_nullish(gateway) else str(gateway))
     return WorkersAIClient(binding, model=str(model), timeout=timeout)
+
+
+def platform_model(env: Any) -> WorkersAIClient | None:
+    """Workers AI when no OpenAI-compatible gateway is configured and the binding is there."""
+    base_url = getattr(env, "MODEL_BASE_URL", None)
+    if not is_js_nullish(base_url) and str(base_url):
+        return None
+    return workers_ai_client(env)
