@@ -403,3 +403,16 @@ def test_analytics_events_from_browser_and_server(
         time.sleep(0.1)
     assert len(ended) == 1
     assert ended[0]["event_properties"]["duration_ms"] > 0
+
+
+def test_a_rejected_token_is_replaced_and_chat_goes_on(tab: Page) -> None:
+    page = tab.page
+    page.goto(tab.base_url + "/healthz")
+    forged = {"client_id": "c_" + "x" * 24, "token": "not.a-token", "expires_at": 4_000_000_000}
+    page.evaluate(f"localStorage.setItem('albert.session', JSON.stringify({json.dumps(forged)}))")
+    tab.open()
+    session = page.evaluate("JSON.parse(localStorage.getItem('albert.session'))")
+    assert session["token"] != forged["token"]
+    tab.ask("Hello again")
+    tab.wait_turn(1)
+    assert "Scripted answer." in tab.answers()

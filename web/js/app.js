@@ -28,6 +28,7 @@ const state = {
   convs: new Map(), // thread id -> Conversation
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
+  renaming: null, // id of the thread whose title is being edited
   loadSeq: 0,
 };
 
@@ -83,16 +84,27 @@ function setConnState(connState) {
 
 // --- threads -------------------------------------------------------------------------------
 
+let threadsSeq = 0;
+
 async function loadThreads() {
+  // Only the newest request may set the list: an older answer can arrive later.
+  const seq = ++threadsSeq;
   const page = await state.api.listThreads();
+  if (seq !== threadsSeq) return;
   state.threads = page.threads;
   renderThreads();
 }
 
 function renderThreads() {
   const list = $("thread-list");
+  // A title being edited keeps its input (a list refresh must not eat the typing).
+  const editing = state.renaming ? list.querySelector(`li[data-thread-id="${CSS.escape(state.renaming)}"]`) : null;
   list.replaceChildren();
   for (const thread of state.threads) {
+    if (editing && thread.id === state.renaming) {
+      list.append(editing);
+      continue;
+    }
     const item = el("li", "thread");
     item.dataset.threadId = thread.id;
     if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
@@ -126,17 +138,21 @@ function startRename(item, thread) {
   input.maxLength = 200;
   input.setAttribute("aria-label", "New title");
   item.replaceChildren(input);
+  state.renaming = thread.id;
   input.focus();
   input.select();
   let done = false;
   const finish = async (save) => {
     if (done) return;
     done = true;
+    state.renaming = null;
     const title = input.value.trim();
     if (save && title && title !== thread.title) {
       try {
         const updated = await state.api.renameThread(thread.id, title);
-        Object.assign(thread, updated);
+        threadsSeq += 1; // a list fetched before the rename must not bring the old title back
+        const current = state.threads.find((t) => t.id === thread.id);
+        if (current) Object.assign(current, updated);
       } catch (e) {
         showBanner(`Could not rename: ${e.message}`);
       }
@@ -160,6 +176,7 @@ async function deleteThread(thread) {
       return;
     }
   }
+  threadsSeq += 1;
   state.threads = state.threads.filter((t) => t.id !== thread.id);
   state.convs.delete(thread.id);
   if (state.currentId === thread.id) {
@@ -172,6 +189,7 @@ async function deleteThread(thread) {
 
 async function newThread() {
   const thread = await state.api.createThread();
+  threadsSeq += 1; // lists fetched before this do not have it
   state.threads.unshift(thread);
   state.convs.set(thread.id, new Conversation(thread.id));
   safeTrack(EVENT.THREAD_SWITCHED, { new_thread: true });
@@ -192,8 +210,10 @@ async function selectThread(id, { fetch = true } = {}) {
   localStorage.setItem(THREAD_KEY, id);
   renderThreads();
   renderConversation();
+  // Focus now, not after the load: by then the user may be typing elsewhere (a rename).
+  // Phones skip it, since focusing would pop up the keyboard over the conversation.
+  if (!PHONE.matches) $("input").focus();
   if (fetch) await reloadThread(id);
-  $("input").focus();
 }
 
 /** Replace a thread's conversation with the server's copy, keeping unsent questions. */
@@ -441,7 +461,7 @@ function onFrame(frame) {
   if (frame.type === "done") {
     refreshThreadsSoon();
     // Joined mid-turn (another tab, or after a reconnect): the server's copy is complete.
-    if (turn && !turn.seenStart && current) reloadThread(frame.thread_id);
+    if (turn && (!turn.seenStart || !turn.user) && current) reloadThread(frame.thread_id);
   }
   if (current) updateComposer();
 }
@@ -502,7 +522,14 @@ async function main() {
   await state.api.ensureSession();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
-  state.conn = new ChatConnection(() => state.api.socketUrl(), { onFrame, onState: setConnState, onOpen });
+  state.conn = new ChatConnection(() => state.api.socketUrl(), {
+    onFrame,
+    onState: setConnState,
+    onOpen,
+    // A socket that keeps failing may be refused for its token (a browser cannot see the
+    // 401 of an upgrade): an HTTP call renews the session if that is the cause.
+    onRepeatedFailure: () => state.api.listThreads().catch(() => {}),
+  });
   state.conn.start();
   try {
     await loadThreads();

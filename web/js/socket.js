@@ -89,6 +89,7 @@ export class ChatConnection {
     const base = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** this.attempts);
     const delay = base * (0.75 + Math.random() * 0.5);
     this.attempts += 1;
+    if (this.attempts % 3 === 0 && this.handlers.onRepeatedFailure) this.handlers.onRepeatedFailure();
     this.timer = setTimeout(() => {
       this.timer = null;
       this.connect();
