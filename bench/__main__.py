@@ -111,6 +111,8 @@ def _machine() -> dict[str, str]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": str(os.cpu_count()),
+        "load_average_1m": f"{os.getloadavg()[0]:.2f}",
+        "state_root": os.environ.get("BENCH_STATE_ROOT", "") or "system temp folder",
     }
 
 

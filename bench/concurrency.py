@@ -139,6 +139,8 @@ async def run(sizes: BenchSizes) -> list[Row]:
             wall_s = time.monotonic() - began
         peak_kib = rss.peak_kib
     latencies = [ms for r in runs for ms in r.latencies_ms]
+    # A client's first turn also wakes its object (service, tools, first model connection).
+    warm = [ms for r in runs for ms in r.latencies_ms[1:]] or [float("nan")]
     single_spread = Spread.of(single)
     base = single_spread.median
     added = [ms - base for ms in latencies] or [float("nan")]
@@ -179,6 +181,7 @@ async def run(sizes: BenchSizes) -> list[Row]:
             baseline_label="one client alone, turn latency",
             target=f"≤ {P99_TARGET_MS:g} ms",
             met=p99 <= P99_TARGET_MS,
+            note=f"without each client's first turn: p99 {percentile(warm, 99) - base:.0f} ms",
         ),
         Row(
             bench="concurrency",
