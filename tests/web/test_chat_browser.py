@@ -85,11 +85,14 @@ def tab(browser: Any, runtime: RuntimeProcess) -> Any:
     assert page.errors == [], page.errors
 
 
-def script_tool_turn(model: ScriptedModelServer) -> None:
+def script_tool_turn(model: ScriptedModelServer, *extra: ScriptedToolCall) -> None:
     model.script(
         Reply(
             text=["Let me look that up. "],
-            tool_calls=[ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"})],
+            tool_calls=[
+                ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"}),
+                *extra,
+            ],
         ),
         Reply(
             text=["**PEPE** is ", "a meme token ", "on Ethereum.\n\n", "- chart: ", DEEP_LINK],
@@ -115,7 +118,9 @@ def test_chat_streams_tools_threads_history_and_theme(
           .observe(document.body, {subtree: true, childList: true, attributes: true});
         }"""
     )
-    script_tool_turn(model)
+    script_tool_turn(
+        model, ScriptedToolCall(name="search_feed", arguments={"query": "bitcoin", "limit": 2})
+    )
     tab.ask("What is PEPE?")
     # The answer streams: part of it is on screen while the turn is still running.
     page.wait_for_function(
@@ -130,12 +135,20 @@ def test_chat_streams_tools_threads_history_and_theme(
     tool = page.wait_for_selector('details.tool[data-status="ok"]')
     states = page.evaluate("window.__toolStates")
     assert states.index("running") < states.index("ok")
-    assert tool.query_selector(".tool-name").text_content() == "analyze_token"
+    names = page.eval_on_selector_all(".tool-name", "els => els.map(e => e.textContent)")
+    assert names == ["analyze_token", "search_feed"]
     assert tool.query_selector(".tool-meta").text_content().endswith("ms")
     assert not page.is_visible(".tool-result")
     tool.query_selector("summary").click()
     assert "Pepe" in page.inner_text(".tool-result")
     assert '"symbol": "PEPE"' in page.inner_text(".tool-args")
+    # Links in a tool result (the feed's article links) are clickable, and only those.
+    page.click('details.tool:has-text("search_feed") summary')
+    links = page.query_selector_all('details.tool:has-text("search_feed") .tool-result a')
+    assert len(links) == 2
+    for link in links:
+        assert link.get_attribute("href").startswith("https://cryptopanic.com/news/")
+        assert link.get_attribute("rel") == "noopener noreferrer"
 
     answer = page.inner_html(".answer:last-of-type")
     assert "<strong>PEPE</strong>" in answer
@@ -378,7 +391,7 @@ def test_analytics_events_from_browser_and_server(
     assert {"new_thread": True} in by_type["thread_switched"]
     assert by_type["message_sent"][0]["chars"] == 13
     assert by_type["message_sent"][0]["retry"] is False
-    tool = by_type["tool_invoked"][0]
+    (tool,) = by_type["tool_invoked"]
     assert tool["tool"] == "analyze_token"
     assert tool["source"] == "local"
     assert tool["server"] is None
