@@ -179,8 +179,7 @@ class McpManager:
                 runtime.last_error = str(exc) or "the URL check timed out"
                 return False
             connection = await _load_connection_module()
-            McpConnection, describe_error = connection.McpConnection, connection.describe_error
-            conn = McpConnection(
+            conn = connection.McpConnection(
                 config.name,
                 config.url,
                 headers,
@@ -191,7 +190,7 @@ class McpManager:
                 await conn.connect(timeout)
                 specs = await conn.list_tools(timeout)
             except Exception as exc:
-                runtime.last_error = describe_error(exc)
+                runtime.last_error = connection.describe_error(exc)
                 await conn.close()
                 return False
             runtime.conn = conn
@@ -251,7 +250,10 @@ class McpManager:
         self._spawn(self._begin_recovery(runtime))
 
     async def _begin_recovery(self, runtime: ServerRuntime) -> None:
-        if self._runtimes.get(runtime.name) is not runtime or runtime.state == "ready":
+        if self._runtimes.get(runtime.name) is not runtime or runtime.state in (
+            "ready",
+            "disabled",
+        ):
             return
         now = time.time()
         runtime.retry.begin(self.policy, now)
@@ -279,7 +281,7 @@ class McpManager:
 
     async def _retry(self, runtime: ServerRuntime) -> None:
         runtime.retry.next_at = None
-        if await self._connect_once(runtime):
+        if await self._connect_once(runtime) or runtime.state == "disabled":
             return
         runtime.retry.record_failure(self.policy, time.time())
         runtime.state = "failed" if runtime.retry.exhausted else "reconnecting"
