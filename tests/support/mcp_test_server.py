@@ -232,7 +232,9 @@ class McpTestServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def launch(self) -> McpTestServer:
-        """Start the process without waiting for it (see `wait_ready`)."""
+        """Start the process without waiting for it (see `wait_ready`); never a second one."""
+        if self.running:
+            return self
         args = [sys.executable, "-m", "tests.support.mcp_test_server", "--port", str(self.port)]
         args += ["--profile", self.profile, "--tag", self.tag]
         self._proc = subprocess.Popen(
