@@ -97,11 +97,15 @@ class ObjectHost:
         found = self._instances.get(key)
         if found is not None:
             return found
-        storage = DurableObjectStorage(
-            self._dir / f"{key}.sqlite", lambda when, k=key: self._schedule_alarm(k, when)
-        )
-        state = DurableObjectState(self._runtime, self.class_name, object_id, storage)
-        self._states[key] = state
+        state = self._states.get(key)
+        if state is None:
+            storage = DurableObjectStorage(
+                self._dir / f"{key}.sqlite", lambda when, k=key: self._schedule_alarm(k, when)
+            )
+            state = DurableObjectState(self._runtime, self.class_name, object_id, storage)
+            self._states[key] = state
+        # After an eviction the new instance gets the same state: hibernated sockets,
+        # open storage and alarms outlive the instance, as on the platform.
         instance = self._cls(state, self._runtime.env)
         self._instances[key] = instance
         return instance

@@ -95,17 +95,7 @@ def _survives_hibernation(platform: Platform) -> None:
 
 
 async def test_sockets_survive_hibernation(platform: Platform) -> None:
-    if platform.name != "local":
-        _survives_hibernation(platform)
-        return
-    # Known divergence: miniflare's ObjectHost.evict drops the instance and instance()
-    # then builds a new DurableObjectState, so accepted sockets are lost. This turns
-    # into a failure once the local runtime keeps them, as workerd does.
-    try:
-        _survives_hibernation(platform)
-    except (AssertionError, ValueError):
-        pytest.xfail("local runtime: ObjectHost.evict loses the accepted sockets")
-    pytest.fail("the local runtime now keeps sockets across eviction: drop this xfail")
+    _survives_hibernation(platform)
 
 
 async def test_messages_arrive_as_str_or_bytes(platform: Platform) -> None:
