@@ -107,7 +107,9 @@ class LocalTool(Generic[InputT]):
         try:
             parsed = self._input_model.model_validate(arguments)
         except ValidationError as exc:
-            return ToolResult.error(f"invalid arguments for {self._name}: {validation_message(exc)}")
+            return ToolResult.error(
+                f"invalid arguments for {self._name}: {validation_message(exc)}"
+            )
         return await self._run(parsed)
 
 
