@@ -29,7 +29,7 @@ const state = {
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
   renaming: null, // id of the thread whose title is being edited
-  loadSeq: 0,
+  loadSeq: new Map(), // thread id -> number of its latest load
 };
 
 function randomId(prefix) {
@@ -218,7 +218,8 @@ async function selectThread(id, { fetch = true } = {}) {
 
 /** Replace a thread's conversation with the server's copy, keeping unsent questions. */
 async function reloadThread(id) {
-  const seq = ++state.loadSeq;
+  const seq = (state.loadSeq.get(id) || 0) + 1;
+  state.loadSeq.set(id, seq);
   let detail;
   try {
     detail = await state.api.getThread(id);
@@ -232,9 +233,8 @@ async function reloadThread(id) {
     showBanner(`Could not load this conversation: ${e.message}`);
     return;
   }
-  if (seq !== state.loadSeq && id === state.currentId) {
-    // A newer load of the current thread is on its way.
-  }
+  // A newer load of this thread was started meanwhile: its answer is the one to show.
+  if (state.loadSeq.get(id) !== seq) return;
   const fresh = Conversation.fromMessages(id, detail.messages);
   const old = state.convs.get(id);
   if (old) {
