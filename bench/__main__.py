@@ -119,6 +119,7 @@ def _machine() -> dict[str, str]:
 async def run_all(selected: list[Benchmark], sizes: BenchSizes, console: Console) -> Report:
     """Run the selected benchmarks one after the other; a failure does not stop the rest."""
     started = time.monotonic()
+    machine = _machine()  # the load average before this run adds its own
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows: list[Row] = []
     failures: list[Failure] = []
@@ -136,7 +137,7 @@ async def run_all(selected: list[Benchmark], sizes: BenchSizes, console: Console
     return Report(
         started_at=started_at,
         quick=sizes.quick,
-        machine=_machine(),
+        machine=machine,
         duration_s=round(time.monotonic() - started, 1),
         rows=rows,
         failures=failures,

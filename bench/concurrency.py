@@ -15,6 +15,8 @@ import random
 import threading
 import time
 
+import httpx
+
 from bench.core import BenchSizes, Row, Spread, Stopwatch, percentile, read_rss_kib
 from bench.model_server import ModelProcess
 from bench.stack import running_runtime, runtime_pid, runtime_vars, state_dir
@@ -22,6 +24,7 @@ from tests.support.chat_client import ChatClient
 
 P99_TARGET_MS = 50.0
 TURN_TIMEOUT_S = 120.0
+SETUP_TIMEOUT_S = 60.0
 
 
 class RssSampler:
@@ -60,38 +63,67 @@ class ClientRun:
         self.answered = 0
 
 
+class Gate:
+    """Setup is throttled and finished by every client before any turn starts, so the
+    measurement is of turns, not of 200 objects being created at once."""
+
+    def __init__(self, clients: int, setup_concurrency: int = 20) -> None:
+        self.setup = asyncio.Semaphore(setup_concurrency)
+        self.start = asyncio.Event()
+        self._waiting = clients
+
+    def arrived(self) -> None:
+        """One client is ready (or gave up); the last one opens the gate."""
+        self._waiting -= 1
+        if self._waiting <= 0:
+            self.start.set()
+
+
 async def _one_client(
-    url: str, ws_url: str, turns: int, pause_s: float, start: asyncio.Event, run: ClientRun
+    url: str, ws_url: str, turns: int, pause_s: float, gate: Gate, run: ClientRun
 ) -> None:
-    async with ChatClient(url, ws_url) as client:
-        await client.connect()
-        run.thread_id = await client.new_thread()
-        await start.wait()
-        # Spread the first messages so the clients do not march in lockstep.
-        await asyncio.sleep(random.uniform(0, pause_s))
-        for index in range(turns):
-            watch = Stopwatch()
-            try:
-                frames = await client.frames_until(
-                    "done",
-                    timeout=TURN_TIMEOUT_S,
-                    turn_id=await client.ask(run.thread_id, f"Question {index}"),
-                )
-            except (AssertionError, TimeoutError) as exc:
-                run.errors.append(f"turn {index}: {exc}"[:200])
-                continue
-            run.latencies_ms.append(watch.ms)
-            if any(f["type"] == "error" for f in frames):
-                run.errors.append(f"turn {index}: error frame")
-            else:
-                run.answered += 1
-            await asyncio.sleep(random.uniform(0.5 * pause_s, 1.5 * pause_s))
-        stored = await client.thread(run.thread_id, limit=200)
-        users = sum(1 for m in stored["messages"] if m["role"] == "user")
-        answers = sum(
-            1 for m in stored["messages"] if m["role"] == "assistant" and m["status"] == "complete"
-        )
-        run.answered = min(run.answered, users, answers)
+    client = ChatClient(url, ws_url)
+    client.http.timeout = httpx.Timeout(SETUP_TIMEOUT_S)
+    try:
+        try:
+            async with gate.setup:
+                await client.__aenter__()
+                await client.connect()
+                run.thread_id = await client.new_thread()
+        finally:
+            gate.arrived()
+        await gate.start.wait()
+        await _ask_turns(client, turns, pause_s, run)
+    finally:
+        await client.__aexit__(None, None, None)
+
+
+async def _ask_turns(client: ChatClient, turns: int, pause_s: float, run: ClientRun) -> None:
+    # Spread the first messages so the clients do not march in lockstep.
+    await asyncio.sleep(random.uniform(0, pause_s))
+    for index in range(turns):
+        watch = Stopwatch()
+        try:
+            frames = await client.frames_until(
+                "done",
+                timeout=TURN_TIMEOUT_S,
+                turn_id=await client.ask(run.thread_id, f"Question {index}"),
+            )
+        except (AssertionError, TimeoutError) as exc:
+            run.errors.append(f"turn {index}: {exc}"[:200])
+            continue
+        run.latencies_ms.append(watch.ms)
+        if any(f["type"] == "error" for f in frames):
+            run.errors.append(f"turn {index}: error frame")
+        else:
+            run.answered += 1
+        await asyncio.sleep(random.uniform(0.5 * pause_s, 1.5 * pause_s))
+    stored = await client.thread(run.thread_id, limit=200)
+    users = sum(1 for m in stored["messages"] if m["role"] == "user")
+    answers = sum(
+        1 for m in stored["messages"] if m["role"] == "assistant" and m["status"] == "complete"
+    )
+    run.answered = min(run.answered, users, answers)
 
 
 async def _single(url: str, ws_url: str, turns: int) -> list[float]:
@@ -111,7 +143,8 @@ async def run(sizes: BenchSizes) -> list[Row]:
     """Single-client latency, then all clients at once."""
     clients = sizes.pick(30, 200)
     turns = sizes.pick(5, 10)
-    pause_s = sizes.pick(1, 2)
+    # Every user sends a message every few seconds: far busier than people are.
+    pause_s = sizes.pick(1, 5)
     with (
         ModelProcess(policy="text", tokens=8) as model,
         state_dir("concurrency") as state,
@@ -121,17 +154,16 @@ async def run(sizes: BenchSizes) -> list[Row]:
         single = await _single(runtime.url, runtime.ws_url, sizes.pick(10, 20))
         idle_kib = read_rss_kib(pid) or 0
         runs = [ClientRun() for _ in range(clients)]
-        start = asyncio.Event()
+        gate = Gate(clients)
         with RssSampler(pid) as rss:
-            began = time.monotonic()
             tasks = [
                 asyncio.create_task(
-                    _one_client(runtime.url, runtime.ws_url, turns, pause_s, start, r)
+                    _one_client(runtime.url, runtime.ws_url, turns, pause_s, gate, r)
                 )
                 for r in runs
             ]
-            await asyncio.sleep(0)
-            start.set()
+            await asyncio.wait_for(gate.start.wait(), clients * SETUP_TIMEOUT_S)
+            began = time.monotonic()
             done, pending = await asyncio.wait(tasks, timeout=turns * TURN_TIMEOUT_S)
             for task in pending:
                 task.cancel()
@@ -147,13 +179,14 @@ async def run(sizes: BenchSizes) -> list[Row]:
     lost = clients * turns - sum(r.answered for r in runs)
     p50, p99 = percentile(added, 50), percentile(added, 99)
     note = (
-        f"{clients} clients × {turns} turns, {pause_s:g} s mean pause; {wall_s:.0f} s wall; "
+        f"{clients} clients × {turns} turns, {pause_s:g} s mean pause; {wall_s:.0f} s wall, "
+        f"{len(latencies) / wall_s:.0f} turns/s; "
         f"turn p50 {percentile(latencies, 50):.0f} ms, p99 {percentile(latencies, 99):.0f} ms"
         if latencies
         else "no turn completed"
     )
     if failures:
-        note += f"; {len(failures)} clients failed: {str(failures[0])[:120]}"
+        note += f"; {len(failures)} clients failed: {failures[0]!r}"[:200]
     return [
         Row(
             bench="concurrency",
