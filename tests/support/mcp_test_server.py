@@ -57,6 +57,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "instructions": "Read files in a sandboxed directory.",
     },
     "generic": {"name": "test-generic", "instructions": "Assorted utilities."},
+    "broken": {"name": "test-broken", "instructions": "Some of these tools are malformed."},
 }
 
 
@@ -129,6 +130,25 @@ def tool_definitions(profile: str) -> list[dict[str, Any]]:
                 "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
             },
             *common,
+        ]
+    if profile == "broken":
+        # One tool per quarantine rule, beside a healthy one.
+        return [
+            {
+                "name": "echo",
+                "description": "Echo the text back.",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            },
+            {
+                "name": "bad_schema",
+                "description": "Its schema names a type that does not exist.",
+                "inputSchema": {"type": "object", "properties": {"q": {"type": "strng"}}},
+            },
+            {
+                "name": "t" * 100,
+                "description": "A name no model API accepts.",
+                "inputSchema": {"type": "object"},
+            },
         ]
     return [
         {

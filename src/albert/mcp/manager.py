@@ -69,6 +69,7 @@ class ServerRuntime:
     instructions: str | None = None
     server_name: str = ""
     last_error: str | None = None
+    quarantined: list[str] = field(default_factory=list)
     first_attempt: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -340,10 +341,14 @@ class McpManager:
             if specs is None:
                 continue
             self._ensure_watch(runtime)
-            registry.merge(
+            rejected = registry.merge(
                 [RemoteTool(runtime.name, spec, self._invoke) for spec in specs],
                 source=runtime.name,
             )
+            quarantined = [f"{r.tool}: {r.reason}" for r in rejected]
+            if quarantined != runtime.quarantined:
+                runtime.quarantined = quarantined
+                self._notify()
             kind = runtime.kind or "generic"
             vaults = vaults or kind == "vaults"
             notes.append(
@@ -458,6 +463,7 @@ class McpManager:
                     attempts=runtime.retry.attempts,
                     next_retry_in_seconds=None if next_at is None else max(0.0, next_at - now),
                     last_error=runtime.last_error,
+                    quarantined=runtime.quarantined,
                 )
             )
         return out

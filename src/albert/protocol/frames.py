@@ -198,6 +198,9 @@ class McpServerStatus(BaseModel):
     attempts: int = Field(0, description="Retries used in the current recovery cycle")
     next_retry_in_seconds: float | None = None
     last_error: str | None = None
+    quarantined: list[str] = Field(
+        default_factory=list, description="Tools left out, each as 'name: reason'"
+    )
 
 
 class McpStatusFrame(_Frame):
