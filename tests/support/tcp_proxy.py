@@ -16,9 +16,12 @@ from tests.support.ports import free_port
 class TcpProxy:
     """Forwards 127.0.0.1:port to a target port; `drop_all()` resets live connections."""
 
-    def __init__(self, target_port: int, port: int | None = None) -> None:
+    def __init__(self, target_port: int, port: int | None = None, ready_at: float = 0.0) -> None:
         self.target_port = target_port
         self.port = port or free_port()
+        # Loop time before which connections are held open but unanswered: a server
+        # that accepts early and takes a while to come up.
+        self.ready_at = ready_at
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -32,6 +35,9 @@ class TcpProxy:
             await self._serve(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        while loop.time() < self.ready_at:  # re-read: the test may move the moment
+            await asyncio.sleep(0.05)
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:
