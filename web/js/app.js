@@ -96,15 +96,12 @@ async function loadThreads() {
 }
 
 function renderThreads() {
+  // While a title is edited the list stays as it is (moving the input would blur it and
+  // end the edit); finishing the edit renders the list again.
+  if (state.renaming) return;
   const list = $("thread-list");
-  // A title being edited keeps its input (a list refresh must not eat the typing).
-  const editing = state.renaming ? list.querySelector(`li[data-thread-id="${CSS.escape(state.renaming)}"]`) : null;
   list.replaceChildren();
   for (const thread of state.threads) {
-    if (editing && thread.id === state.renaming) {
-      list.append(editing);
-      continue;
-    }
     const item = el("li", "thread");
     item.dataset.threadId = thread.id;
     if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
