@@ -17,7 +17,15 @@ import time
 
 import httpx
 
-from bench.core import BenchSizes, Row, Spread, Stopwatch, percentile, read_rss_kib
+from bench.core import (
+    BenchSizes,
+    Row,
+    Spread,
+    Stopwatch,
+    cpu_seconds,
+    percentile,
+    read_rss_kib,
+)
 from bench.model_server import ModelProcess
 from bench.stack import running_runtime, runtime_pid, runtime_vars, state_dir
 from tests.support.chat_client import ChatClient
@@ -164,11 +172,14 @@ async def run(sizes: BenchSizes) -> list[Row]:
             ]
             await asyncio.wait_for(gate.start.wait(), clients * SETUP_TIMEOUT_S)
             began = time.monotonic()
+            runtime_cpu, own_cpu = cpu_seconds(pid), time.process_time()
             done, pending = await asyncio.wait(tasks, timeout=turns * TURN_TIMEOUT_S)
             for task in pending:
                 task.cancel()
             failures = [t.exception() for t in done if t.exception() is not None]
             wall_s = time.monotonic() - began
+            runtime_cpu = cpu_seconds(pid) - runtime_cpu
+            own_cpu = time.process_time() - own_cpu
         peak_kib = rss.peak_kib
     latencies = [ms for r in runs for ms in r.latencies_ms]
     # A client's first turn also wakes its object (service, tools, first model connection).
@@ -184,6 +195,10 @@ async def run(sizes: BenchSizes) -> list[Row]:
         f"turn p50 {percentile(latencies, 50):.0f} ms, p99 {percentile(latencies, 99):.0f} ms"
         if latencies
         else "no turn completed"
+    )
+    note += (
+        f"; CPU during the turns: runtime {runtime_cpu / wall_s:.0%} of a core, "
+        f"clients {own_cpu / wall_s:.0%}"
     )
     if failures:
         note += f"; {len(failures)} clients failed: {failures[0]!r}"[:200]

@@ -6,6 +6,7 @@ the same machine, so a noisy shared machine moves both and the ratio stays meani
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -94,6 +95,15 @@ class Stopwatch:
     def ms(self) -> float:
         """Milliseconds since creation."""
         return (time.perf_counter() - self.started) * 1000
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (from /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = stat.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def read_rss_kib(pid: int) -> int | None:
