@@ -10,6 +10,7 @@ const THEME_KEY = "albert.theme";
 const SIDEBAR_KEY = "albert.sidebar";
 const THREAD_KEY = "albert.thread";
 const PHONE = window.matchMedia("(max-width: 720px)");
+const ENDED = new Set(["done", "cancelled", "error"]);
 const CONN_LABELS = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" };
 
 const $ = (id) => document.getElementById(id);
@@ -30,6 +31,7 @@ const state = {
   openTools: new Set(),
   renaming: null, // id of the thread whose title is being edited
   loadSeq: new Map(), // thread id -> number of its latest load
+  turnEnds: new Map(), // thread id -> done frames seen
 };
 
 function randomId(prefix) {
@@ -217,6 +219,7 @@ async function selectThread(id, { fetch = true } = {}) {
 async function reloadThread(id) {
   const seq = (state.loadSeq.get(id) || 0) + 1;
   state.loadSeq.set(id, seq);
+  const endsBefore = state.turnEnds.get(id) || 0;
   let detail;
   try {
     detail = await state.api.getThread(id);
@@ -238,6 +241,10 @@ async function reloadThread(id) {
     for (const turn of old.turns.values()) {
       const stored = fresh.turns.get(turn.id);
       if (!stored && state.outbox.has(turn.id)) fresh.turns.set(turn.id, turn);
+      // Seen ending live while the snapshot was read before that: the live copy is newer.
+      if (stored && turn.seenStart && ENDED.has(turn.state) && !ENDED.has(stored.state)) {
+        fresh.turns.set(turn.id, turn);
+      }
       // A live turn keeps streaming into the fresh copy; what streamed before this load
       // is not in it, so its done frame reloads the thread once more (seenStart = false).
       if (stored && turn.state === "running" && stored.state !== "done") {
@@ -255,6 +262,8 @@ async function reloadThread(id) {
     renderThreads();
     renderConversation();
   }
+  // A turn ended while this snapshot was on its way: read the thread once more.
+  if ((state.turnEnds.get(id) || 0) !== endsBefore) reloadThread(id);
 }
 
 // --- conversation rendering ----------------------------------------------------------------
@@ -456,6 +465,7 @@ function onFrame(frame) {
   if (turn && current) renderTurn(turn);
   if (frame.type === "ack" && frame.duplicate) reloadThread(frame.thread_id);
   if (frame.type === "done") {
+    state.turnEnds.set(frame.thread_id, (state.turnEnds.get(frame.thread_id) || 0) + 1);
     refreshThreadsSoon();
     // Joined mid-turn (another tab, or after a reconnect): the server's copy is complete.
     if (turn && (!turn.seenStart || !turn.user) && current) reloadThread(frame.thread_id);
