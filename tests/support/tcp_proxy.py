@@ -36,7 +36,9 @@ class TcpProxy:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
-        while loop.time() < self.ready_at:  # re-read: the test may move the moment
+        for _ in range(72_000):  # an hour at most; re-read each time: a test may move it
+            if loop.time() >= self.ready_at:
+                break
             await asyncio.sleep(0.05)
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
