@@ -44,9 +44,7 @@ class ChatClient:
         await self.http.aclose()
 
     async def connect(self) -> ClientConnection:
-        self.ws = await connect(
-            f"{self.ws_url}/api/chat?token={self.token}", open_timeout=10
-        )
+        self.ws = await connect(f"{self.ws_url}/api/chat?token={self.token}", open_timeout=10)
         return self.ws
 
     async def new_thread(self, title: str | None = None) -> str:
