@@ -106,6 +106,29 @@ def render(rows: list[Row], failures: list[Failure], console: Console) -> None:
         console.print(f"[red]{failure.bench} failed:[/] {failure.error}")
 
 
+def markdown(rows: list[Row]) -> str:
+    """The results as a Markdown table, for the README."""
+    lines = [
+        "| benchmark | figure (median [min–max]) | baseline | ratio | target | met |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        baseline = _spread(row.baseline, row.unit)
+        if row.baseline_label:
+            baseline = f"{baseline} ({row.baseline_label})"
+        met = {True: "yes", False: "**no**", None: "–"}[row.met]
+        cells = [
+            f"{row.bench}: {row.metric}",
+            _spread(row.figure, row.unit),
+            baseline,
+            f"{row.ratio:.2f}×" if row.ratio is not None else "",
+            row.target,
+            met,
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _machine() -> dict[str, str]:
     return {
         "python": platform.python_version(),
@@ -152,7 +175,18 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", default=[], metavar="NAME", help="run only these (repeatable)"
     )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="print the results of an earlier run (its JSON file) as a Markdown table",
+    )
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        saved = Report.model_validate_json(args.markdown.read_text())
+        print(markdown(saved.rows), end="")
+        return 0
     for path in (str(PROJECT_DIR), str(PROJECT_DIR / "src")):
         if path not in sys.path:
             sys.path.insert(0, path)
