@@ -40,8 +40,8 @@ def message_payload(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-class _CallBuffer:
-    """Assembles one streamed tool call from its deltas."""
+class ToolCallBuffer:
+    """Assembles one streamed tool call from its deltas (OpenAI and Workers AI streams alike)."""
 
     def __init__(self) -> None:
         self.id = ""
@@ -133,7 +133,7 @@ class OpenAICompatibleClient:
         )
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
-        calls: dict[int, _CallBuffer] = {}
+        calls: dict[int, ToolCallBuffer] = {}
         finish_reason: str | None = None
         usage: dict[str, Any] = {}
         saw_done = False
@@ -157,7 +157,7 @@ class OpenAICompatibleClient:
                 if text:
                     yield TextDelta(text=text)
                 for part in delta.get("tool_calls") or []:
-                    buf = calls.setdefault(int(part.get("index", 0)), _CallBuffer())
+                    buf = calls.setdefault(int(part.get("index", 0)), ToolCallBuffer())
                     buf.id = part.get("id") or buf.id
                     fn = part.get("function") or {}
                     buf.name = fn.get("name") or buf.name

@@ -31,7 +31,7 @@ from albert.ai.model import (
     ToolCallRequest,
     tool_payload,
 )
-from albert.ai.openai_client import message_payload
+from albert.ai.openai_client import ToolCallBuffer, message_payload
 from albert.ai.sse import parse_sse
 
 
@@ -73,13 +73,6 @@ async def _lines(chunks: AsyncIterable[bytes | str]) -> AsyncIterator[str]:
     pending += decoder.decode(b"", final=True)
     if pending:
         yield pending
-
-
-class _Call:
-    def __init__(self) -> None:
-        self.id = ""
-        self.name = ""
-        self.arguments: list[str] = []
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -149,7 +142,7 @@ class WorkersAIClient:
                 await aclose()
 
     async def _events(self, body: AsyncIterable[bytes | str]) -> AsyncIterator[ModelEvent]:
-        calls: dict[int, _Call] = {}
+        calls: dict[int, ToolCallBuffer] = {}
         finish_reason: str | None = None
         usage: dict[str, Any] = {}
         saw_done = False
@@ -202,7 +195,7 @@ class WorkersAIClient:
         )
 
     @staticmethod
-    def _collect(calls: dict[int, _Call], parts: list[Any]) -> None:
+    def _collect(calls: dict[int, ToolCallBuffer], parts: list[Any]) -> None:
         for position, part in enumerate(parts):
             if not isinstance(part, dict):
                 continue
@@ -218,7 +211,7 @@ class WorkersAIClient:
                 index = position
             else:
                 index = max(calls, default=-1) + 1  # a whole call: the next free slot
-            call = calls.setdefault(index, _Call())
+            call = calls.setdefault(index, ToolCallBuffer())
             call.id = str(part.get("id") or call.id)
             call.name = str(name or call.name)
             if arguments not in (None, ""):
