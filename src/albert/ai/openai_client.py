@@ -138,9 +138,11 @@ class OpenAICompatibleClient:
         usage: dict[str, Any] = {}
         saw_done = False
         async for sse in parse_sse(response.aiter_lines()):
+            if saw_done:
+                continue  # read to the end, so httpx can reuse the connection
             if sse.data == "[DONE]":
                 saw_done = True
-                break
+                continue
             try:
                 chunk = json.loads(sse.data)
             except ValueError as exc:

@@ -76,10 +76,12 @@ def py_value(value: Any) -> Any:
     null/undefined → None, ArrayBuffer and typed arrays → bytes, arrays → list,
     objects → dict; primitives pass through unchanged.
     """
+    # Primitives first: they are nearly every value of a result set, and the
+    # null check below looks up the FFI module.
+    if value is None or isinstance(value, str | bool | int | float | bytes):
+        return value
     if is_js_nullish(value):
         return None
-    if isinstance(value, str | bool | int | float | bytes):
-        return value
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     to_bytes = _method(value, "to_bytes")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -75,6 +76,12 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+@functools.lru_cache(maxsize=256)
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    # Some tools are built per turn (read_tool_result); their schema need not be.
+    return model.model_json_schema()
+
+
 class LocalTool(Generic[InputT]):
     """A tool implemented by a Python function taking a validated pydantic model."""
 
@@ -89,7 +96,7 @@ class LocalTool(Generic[InputT]):
         self._description = description
         self._input_model = input_model
         self._run = run
-        self._schema = input_model.model_json_schema()
+        self._schema = _schema_of(input_model)
 
     @property
     def name(self) -> str:

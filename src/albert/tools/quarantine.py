@@ -8,6 +8,8 @@ out alone, logged, and reported; the rest of its server keeps working.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import re
 from typing import Any
@@ -37,6 +39,17 @@ def sanitised(name: str) -> str:
 
 def schema_problem(schema: Any) -> str | None:
     """Why a tool's input schema cannot be sent to a model, or None if it can."""
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return "its input schema is not JSON"
+    # Tools are vetted every turn; their schemas rarely change, so the verdict is cached.
+    return _schema_problem(key)
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_problem(schema_json: str) -> str | None:
+    schema = json.loads(schema_json)
     if not isinstance(schema, dict):
         return "its input schema is not a JSON object"
     if schema.get("type", "object") != "object":
