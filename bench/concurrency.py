@@ -188,6 +188,10 @@ async def run(sizes: BenchSizes) -> list[Row]:
     base = single_spread.median
     added = [ms - base for ms in latencies] or [float("nan")]
     lost = clients * turns - sum(r.answered for r in runs)
+    errors = [e for r in runs for e in r.errors] + [repr(f) for f in failures]
+    for error in errors[:10]:
+        # A lost turn must be explainable from the run's own output.
+        print(f"  lost or failed: {error}", flush=True)
     p50, p99 = percentile(added, 50), percentile(added, 99)
     note = (
         f"{clients} clients × {turns} turns, {pause_s:g} s mean pause; {wall_s:.0f} s wall, "

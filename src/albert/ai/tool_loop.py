@@ -165,33 +165,37 @@ class ToolLoop:
         calls: list[ChatToolCall] = []
         finish = "stop"
         usage = Usage()
-        stream = aiter(self._model.stream(request))
+        stream = self._model.stream(request)
+        loop = asyncio.get_running_loop()
         started = False
         try:
-            while True:
-                bound = self._stall.chunk_seconds if started else self._stall.first_chunk_seconds
-                try:
-                    event = await asyncio.wait_for(anext(stream), bound)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    what = "sent more" if started else "started answering"
-                    raise ModelError(
-                        "timeout", f"the model stalled: it has not {what} for {bound:g} s"
-                    ) from None
-                started = True
-                if isinstance(event, TextDelta):
-                    self.state.text.append(event.text)
-                    await observer.on_text(step, event.text)
-                elif isinstance(event, ToolCallRequest):
-                    calls.append(event.call)
-                elif isinstance(event, StepFinished):
-                    finish = event.reason
-                    usage = Usage(
-                        prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
-                    )
+            # One deadline per step, moved on every event: cheaper than a timer per chunk.
+            async with asyncio.timeout(self._stall.first_chunk_seconds) as deadline:
+                async for event in stream:
+                    started = True
+                    deadline.reschedule(loop.time() + self._stall.chunk_seconds)
+                    if isinstance(event, TextDelta):
+                        self.state.text.append(event.text)
+                        await observer.on_text(step, event.text)
+                    elif isinstance(event, ToolCallRequest):
+                        calls.append(event.call)
+                    elif isinstance(event, StepFinished):
+                        finish = event.reason
+                        usage = Usage(
+                            prompt_tokens=event.prompt_tokens,
+                            completion_tokens=event.completion_tokens,
+                        )
+        except TimeoutError:
+            what, bound = (
+                ("sent more", self._stall.chunk_seconds)
+                if started
+                else ("started answering", self._stall.first_chunk_seconds)
+            )
+            raise ModelError(
+                "timeout", f"the model stalled: it has not {what} for {bound:g} s"
+            ) from None
         finally:
-            await stream.aclose()
+            await stream.aclose()  # type: ignore[attr-defined]
         return self.state.partial_text, calls, finish, usage
 
     async def _run_tools(

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 ANSWERED = ("stop", "step_limit", "length", "cancelled")
 TOOL_PREVIEW_CHARS = 4_000
+DELTA_FLUSH_CHARS = 64
+DELTA_FLUSH_SECONDS = 0.02
 HISTORY_MESSAGES = 200
 
 
@@ -388,18 +390,52 @@ class _TurnRecorder:
         # A retried turn runs again under the same turn id; each run's messages
         # need ids of their own.
         self._run = secrets.token_hex(3)
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._pending_step = 0
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     def _message_id(self, step: int) -> str:
         return f"{self._turn_id}:{self._run}:a{step}"
 
     async def on_text(self, step: int, delta: str) -> None:
+        # Deltas are coalesced (up to DELTA_FLUSH_CHARS or DELTA_FLUSH_SECONDS): one frame
+        # per model token costs more than the token itself, and a person cannot tell.
+        if self._pending and step != self._pending_step:
+            self._flush()
+        self._pending.append(delta)
+        self._pending_chars += len(delta)
+        self._pending_step = step
+        if self._pending_chars >= DELTA_FLUSH_CHARS:
+            self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(
+                DELTA_FLUSH_SECONDS, self._flush
+            )
+
+    def _flush(self) -> None:
+        """Send the text held back so far, if any; called before every other frame."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if not self._pending:
+            return
+        delta = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
         self._live.emit(
-            TextDeltaFrame(thread_id=self._thread_id, turn_id=self._turn_id, step=step, delta=delta)
+            TextDeltaFrame(
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                step=self._pending_step,
+                delta=delta,
+            )
         )
 
     async def on_step_end(
         self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
     ) -> None:
+        self._flush()
         message_id = self._message_id(step)
         self._store.add_message(
             message_id=message_id,
@@ -414,6 +450,7 @@ class _TurnRecorder:
         self._step_saved = step
 
     async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
+        self._flush()
         self._live.emit(
             ToolCallFrame(
                 thread_id=self._thread_id,
@@ -474,6 +511,7 @@ class _TurnRecorder:
         retryable: bool = False,
     ) -> None:
         """End an interrupted turn: keep the partial text, say why, send done."""
+        self._flush()
         step = loop.state.step
         # When the interrupted step was already saved (e.g. cancelled while tools ran),
         # a closing marker records the outcome so the turn reads as ended.
@@ -509,6 +547,7 @@ class _TurnRecorder:
 
     def finish(self, result: TurnResult) -> None:
         """Record the turn's outcome on its final message and tell the browser."""
+        self._flush()
         if self._last_answer_id is not None:
             self._store.update_message(
                 self._last_answer_id,
