@@ -121,8 +121,9 @@ async def _ask_turns(client: ChatClient, turns: int, pause_s: float, run: Client
             run.errors.append(f"turn {index}: {exc}"[:200])
             continue
         run.latencies_ms.append(watch.ms)
-        if any(f["type"] == "error" for f in frames):
-            run.errors.append(f"turn {index}: error frame")
+        errors = [f for f in frames if f["type"] == "error"]
+        if errors:
+            run.errors.append(f"turn {index}: {errors[0]['code']}: {errors[0]['message']}"[:200])
         else:
             run.answered += 1
         await asyncio.sleep(random.uniform(0.5 * pause_s, 1.5 * pause_s))

@@ -95,20 +95,28 @@ class OpenAICompatibleClient:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = self.build_body(request)
-        try:
-            async with self._http.stream(
-                "POST", self._url, json=body, headers=self._headers, timeout=self._timeout
-            ) as response:
-                if response.status_code != 200:
-                    await self._raise_for_status(response)
-                async for event in self._events(response):
-                    yield event
-        except httpx.TimeoutException as exc:
-            raise ModelError("timeout", "the model gateway did not answer in time") from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise ModelError("stream_cut", "the model stream was cut off") from exc
-        except httpx.TransportError as exc:
-            raise ModelError("network", f"cannot reach the model gateway ({exc})") from exc
+        for attempt in (1, 2):
+            answered = False
+            try:
+                async with self._http.stream(
+                    "POST", self._url, json=body, headers=self._headers, timeout=self._timeout
+                ) as response:
+                    answered = True
+                    if response.status_code != 200:
+                        await self._raise_for_status(response)
+                    async for event in self._events(response):
+                        yield event
+                return
+            except httpx.TimeoutException as exc:
+                raise ModelError("timeout", "the model gateway did not answer in time") from exc
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                # A pooled connection the gateway closed as we reused it: nothing was
+                # answered, so nothing was processed, and one fresh try is safe.
+                if not answered and attempt == 1:
+                    continue
+                raise ModelError("stream_cut", "the model stream was cut off") from exc
+            except httpx.TransportError as exc:
+                raise ModelError("network", f"cannot reach the model gateway ({exc})") from exc
 
     async def _raise_for_status(self, response: httpx.Response) -> None:
         text = (await response.aread()).decode(errors="replace")[:300]

@@ -129,3 +129,38 @@ async def test_unreachable_gateway_is_a_network_error() -> None:
         with pytest.raises(ModelError) as caught:
             [e async for e in client.stream(REQUEST)]
     assert caught.value.kind == "network"
+
+
+async def test_a_pooled_connection_closed_before_any_answer_is_retried_once() -> None:
+    attempts: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        body = (
+            'data: {"choices":[{"index":0,"delta":{"content":"again"}}]}\n\n'
+            'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+            "data: [DONE]\n\n"
+        )
+        return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        client = OpenAICompatibleClient(http, base_url="http://gateway/v1", api_key="", model="m")
+        events = [e async for e in client.stream(REQUEST)]
+    assert len(attempts) == 2
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["again"]
+
+
+async def test_a_connection_that_keeps_failing_is_reported_not_retried_forever() -> None:
+    attempts: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        client = OpenAICompatibleClient(http, base_url="http://gateway/v1", api_key="", model="m")
+        with pytest.raises(ModelError) as caught:
+            [e async for e in client.stream(REQUEST)]
+    assert caught.value.kind == "stream_cut" and len(attempts) == 2
