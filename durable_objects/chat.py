@@ -47,6 +47,13 @@ class ChatDurableObject(DurableObject):
         self.env = env
         self._service: ChatService | None = None
         self._http: httpx.AsyncClient | None = None
+        self._settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        """The worker's settings, read once per instance."""
+        if self._settings is None:
+            self._settings = Settings.from_env(env_mapping(self.env))
+        return self._settings
 
     def _chat(self, tenant: str | None = None) -> ChatService:
         # Built on first use, not in the constructor: a woken object that only
@@ -77,9 +84,7 @@ class ChatDurableObject(DurableObject):
         # The router verified the token already; checking again here means the object
         # never trusts a caller for its tenant, and learns it from the token alone.
         try:
-            identity = authenticate(
-                core, Settings.from_env(env_mapping(self.env)), int(time.time())
-            )
+            identity = authenticate(core, self.settings(), int(time.time()))
         except TokenError as exc:
             return to_response(HttpResponse.error(401, "unauthorized", exc.reason))
         service = self._chat(identity.tenant)
