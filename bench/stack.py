@@ -50,7 +50,6 @@ def running_runtime(state: Path, variables: dict[str, str]) -> Iterator[RuntimeP
 
 def runtime_pid(process: RuntimeProcess) -> int:
     """The process id of a running runtime (for /proc readings)."""
-    proc = process._proc
-    if proc is None:
+    if process.pid is None:
         raise RuntimeError("runtime not running")
-    return int(proc.pid)
+    return process.pid

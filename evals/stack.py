@@ -9,22 +9,16 @@ tool timeout, a small result limit. Starting workers alone keeps it to one seede
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
-from types import TracebackType
 
-import httpx
 from pydantic import BaseModel, Field
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+from miniflare.process import LocalProcess, free_port
+
+__all__ = ["PROFILES", "HangingServer", "StackProcess", "free_port", "profile_variables"]
+
 LOCAL_TYPESENSE_KEY = "albert-local-typesense"  # miniflare.stack.LOCAL_TYPESENSE_KEY
 
 
@@ -60,13 +54,6 @@ PROFILES: dict[str, Profile] = {
         ),
     ]
 }
-
-
-def free_port() -> int:
-    """A loopback TCP port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class HangingServer:
@@ -108,8 +95,8 @@ class HangingServer:
         self._sock.close()
 
 
-class StackProcess:
-    """`albert dev` or `albert serve` as a child process on a free port."""
+class StackProcess(LocalProcess):
+    """`albert dev` (or `albert serve` for a profile worker) on free ports."""
 
     def __init__(
         self,
@@ -119,99 +106,12 @@ class StackProcess:
         variables: dict[str, str] | None = None,
         log_name: str = "albert.log",
     ) -> None:
-        self.state_dir = state_dir
-        self.command = command
-        self.variables = dict(variables or {})
-        self.port = free_port()
-        self.data_port = free_port()
-        self.log_path = state_dir / log_name
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    @property
-    def data_url(self) -> str:
-        return f"http://127.0.0.1:{self.data_port}"
+        super().__init__(state_dir, variables, command=command, log_name=log_name)
 
     def start(self, timeout: float = 120.0) -> StackProcess:
-        """Start and wait until the worker answers /healthz."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "miniflare.cli", self.command]
-        if self.command == "dev":
-            args += ["--data-port", str(self.data_port)]
-        args += ["--port", str(self.port), "--state-dir", str(self.state_dir)]
-        for key, value in self.variables.items():
-            args += ["--var", f"{key}={value}"]
-        log = self.log_path.open("ab")
-        self._proc = subprocess.Popen(
-            args,
-            cwd=PROJECT_DIR,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            # Its own process group, so stop() also reaches the Typesense it starts.
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"albert {self.command} exited early:\n{self.log_tail()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"albert {self.command} did not become healthy:\n{self.log_tail()}")
-
-    def typesense_url(self) -> str:
-        """The Typesense URL `albert dev` printed at start-up."""
-        match = re.search(r"Typesense on (http://\S+)", self.log_path.read_text(errors="replace"))
-        if not match:
-            raise RuntimeError("albert dev did not report its Typesense URL")
-        return match.group(1)
-
-    def stop(self) -> None:
-        """Interrupt the process (it stops its own children), then wait for it."""
-        if self._proc is None:
-            return
-        # SIGINT, as Ctrl-C: `albert dev` stops its Typesense on that path.
-        self._proc.send_signal(signal.SIGINT)
-        try:
-            self._proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=5)
-        # Whatever it started and did not stop (a Typesense left by a crash) goes too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc = None
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The last lines of the process log."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
-
-    def __enter__(self) -> StackProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        """Start and wait until the worker answers /healthz (seeding takes a while)."""
+        super().start(timeout)
+        return self
 
 
 def profile_variables(

@@ -10,7 +10,6 @@ import pytest
 
 from albert.ai.demo_planner import LABEL
 from tests.support.chat_client import ChatClient, answer_text
-from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 
 DEEP_LINK = re.compile(r"https://app\.albert\.example/token/(\w+)/(0x[0-9a-fA-F]{40}|\w+)")
@@ -19,7 +18,7 @@ DEEP_LINK = re.compile(r"https://app\.albert\.example/token/(\w+)/(0x[0-9a-fA-F]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("stack")
-    process = RuntimeProcess(state, command="dev", extra_args=("--data-port", str(free_port())))
+    process = RuntimeProcess(state, command="dev")
     with process.start(timeout=120):
         yield process
 
