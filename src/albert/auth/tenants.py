@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -30,12 +31,15 @@ class PublicTenant(BaseModel):
     name: str
 
 
-_tenants_adapter = TypeAdapter(dict[str, Tenant])
+@functools.cache
+def _tenants_adapter() -> TypeAdapter[dict[str, Tenant]]:
+    # Built on first use: most workers never configure tenants, and cold start counts.
+    return TypeAdapter(dict[str, Tenant])
 
 
 def parse_tenants(raw: str) -> dict[str, Tenant]:
     """The TENANTS setting (a JSON object of key → Tenant); the default tenant always exists."""
-    tenants = _tenants_adapter.validate_python(json.loads(raw)) if raw.strip() else {}
+    tenants = _tenants_adapter().validate_python(json.loads(raw)) if raw.strip() else {}
     for key in tenants:
         if (
             not key
