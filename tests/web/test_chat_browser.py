@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,41 @@ def test_restart_reconnects_with_nothing_lost_or_doubled(
     tab.wait_turn(3)
     assert tab.user_texts() == ["First question", "Second question", "Still there?"]
     assert tab.answers() == before_answers + "\nAfter restart."
+
+
+def test_a_socket_dropped_mid_answer_resumes_with_nothing_lost_or_repeated(
+    tab: Page, model: ScriptedModelServer
+) -> None:
+    sockets: list[tuple[Any, Any]] = []
+
+    def relay(route: Any) -> None:
+        # The page's socket goes through the test, so the test can cut it like a network drop.
+        sockets.append((route, route.connect_to_server()))
+
+    tab.page.route_web_socket(re.compile(r"/api/chat"), relay)
+    page = tab.open().page
+    words = [f"word{i} " for i in range(40)]
+    model.script(Reply(text=words, chunk_delay_seconds=0.08))
+    tab.ask("Stream a long answer")
+    page.wait_for_function(
+        "() => (document.querySelector('.answer')?.textContent || '').includes('word6')"
+    )
+    route, server = sockets[-1]
+    route.close()
+    server.close()
+    page.wait_for_selector('#conn[data-state="reconnecting"]')
+    tab.wait_live(timeout=20_000)
+    assert len(sockets) == 2
+    # Still mid-answer after the reconnect: the rest streams in, it does not jump in at the end.
+    page.wait_for_function(
+        "() => (document.querySelector('.answer')?.textContent || '').includes('word30')"
+    )
+    live = page.inner_text(".answer").split()
+    assert page.get_attribute("#turns > li.turn", "data-state") == "running"
+    # Nothing lost, nothing repeated: a contiguous prefix of the answer, from its first word.
+    assert live == [w.strip() for w in words[: len(live)]], live
+    tab.wait_turn(1)
+    assert tab.answers().split() == [w.strip() for w in words]
 
 
 XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"

@@ -478,8 +478,17 @@ function onOpen(again) {
   if (again) {
     // Whatever happened while we were away is on the server: reload, de-duplicated by id.
     loadThreads().catch(() => {});
-    if (state.currentId) reloadThread(state.currentId);
+    const id = state.currentId;
+    if (id) reloadThread(id).then(() => resumeRunningTurn(id));
   }
+}
+
+/** After a reconnect, ask for the running turn's frames again: they rebuild it in order,
+ * and the live rest follows, so nothing streamed while we were away is lost or repeated. */
+function resumeRunningTurn(id) {
+  const turn = state.convs.get(id)?.runningTurn;
+  if (!turn) return;
+  state.conn.send({ type: "resume", thread_id: id, turn_id: turn.id, after_seq: 0 });
 }
 
 // --- start ---------------------------------------------------------------------------------

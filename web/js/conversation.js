@@ -104,6 +104,18 @@ export class Conversation {
 
   /** Apply a server frame of this thread; returns the turn it changed, if any. */
   applyFrame(frame) {
+    // Turn frames are numbered per run. A start frame begins the run again (a retry, or
+    // the replay of a resumed turn), so it rebuilds the turn's parts from the frames that
+    // follow; a frame at or below the last applied number was already applied.
+    if (frame.turn_id && typeof frame.seq === "number" && frame.seq > 0) {
+      const turn = this.turn(frame.turn_id);
+      if (frame.type === "start") {
+        if (frame.seq === 1) turn.parts = [];
+      } else if (frame.seq <= (turn.lastSeq || 0)) {
+        return null;
+      }
+      turn.lastSeq = frame.seq;
+    }
     switch (frame.type) {
       case "ack": {
         const turn = this.turns.get(frame.message_id);
