@@ -22,10 +22,8 @@ from data_server.store import VaultStore
 from data_server.typesense.process import free_port
 from tests.data_server.mcp_server.servers import (
     AppServer,
-    drop_collection,
+    fresh_app,
     publish_store,
-    running_app,
-    seeded_store,
 )
 from tests.typesense_fixture import TypesenseServer, unique_name
 
@@ -36,15 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def app_server(
     typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AppServer]:
-    collection = unique_name("vaults_app")
-    store = asyncio.run(seeded_store(tmp_path_factory.mktemp("app_store") / "store.sqlite3"))
-    try:
-        asyncio.run(publish_store(store, typesense_server, collection))
-        with running_app(typesense_server, store, collection) as server:
-            yield server
-    finally:
-        store.close()
-        drop_collection(typesense_server, collection)
+    with fresh_app(typesense_server, tmp_path_factory.mktemp("app_store"), "vaults_app") as server:
+        yield server
 
 
 def test_healthz_follows_the_staleness_check(

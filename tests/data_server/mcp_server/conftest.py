@@ -4,19 +4,12 @@ write store, and the loopback JSON-RPC node for the wallet tools."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
 
-from tests.data_server.mcp_server.servers import (
-    AppServer,
-    drop_collection,
-    publish_store,
-    running_app,
-    seeded_store,
-)
-from tests.typesense_fixture import TypesenseServer, unique_name
+from tests.data_server.mcp_server.servers import AppServer, fresh_app
+from tests.typesense_fixture import TypesenseServer
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +17,5 @@ def app_server(
     typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AppServer]:
     """The data server over a freshly published collection, for one test module."""
-    collection = unique_name("vaults")
-    store = asyncio.run(seeded_store(tmp_path_factory.mktemp("store") / "store.sqlite3"))
-    try:
-        asyncio.run(publish_store(store, typesense_server, collection))
-        with running_app(typesense_server, store, collection) as server:
-            yield server
-    finally:
-        store.close()
-        drop_collection(typesense_server, collection)
+    with fresh_app(typesense_server, tmp_path_factory.mktemp("store"), "vaults") as server:
+        yield server

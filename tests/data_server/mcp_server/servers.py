@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from data_server.vaults.index import publish
 from data_server.vaults.model import Vault
 from tests.data_server.mcp_server.vault_data import constructed_vaults
 from tests.data_server.wallets.rpc_node import RpcNode
-from tests.typesense_fixture import TypesenseServer
+from tests.typesense_fixture import TypesenseServer, unique_name
 
 
 class UvicornThread:
@@ -116,3 +117,17 @@ def running_app(
     finally:
         server.stop()
         rpc.stop()
+
+
+@contextmanager
+def fresh_app(typesense: TypesenseServer, folder: Path, prefix: str) -> Iterator[AppServer]:
+    """The data server over a freshly seeded and published collection, removed afterwards."""
+    collection = unique_name(prefix)
+    store = asyncio.run(seeded_store(folder / "store.sqlite3"))
+    try:
+        asyncio.run(publish_store(store, typesense, collection))
+        with running_app(typesense, store, collection) as server:
+            yield server
+    finally:
+        store.close()
+        drop_collection(typesense, collection)
