@@ -293,6 +293,15 @@ def test_a_socket_dropped_mid_answer_resumes_with_nothing_lost_or_repeated(
     assert tab.answers().split() == [w.strip() for w in words]
 
 
+def test_the_vault_server_connection_state_is_shown(tab: Page) -> None:
+    page = tab.open().page
+    # This runtime's default MCP server (wrangler.toml's) cannot be reached from here.
+    chip = page.wait_for_selector('#mcp .mcp-server[data-server="vaults"]')
+    assert chip.get_attribute("data-state") in ("connecting", "reconnecting", "failed")
+    assert chip.inner_text().startswith("vaults: ")
+    assert page.is_visible("#mcp")
+
+
 XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
 EVIL_TOOL = "<img src=x onerror=window.__xss=3>"
 

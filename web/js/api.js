@@ -99,6 +99,9 @@ export class Api {
   createThread(title) {
     return this.request("POST", "/api/threads", title ? { title } : {});
   }
+  mcpStatus() {
+    return this.request("GET", "/api/mcp/status");
+  }
   getThread(id) {
     return this.request("GET", `/api/threads/${encodeURIComponent(id)}?limit=200`);
   }

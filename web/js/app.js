@@ -77,6 +77,43 @@ function showBanner(text) {
   banner.hidden = !text;
 }
 
+const MCP_LABELS = {
+  connecting: "connecting",
+  ready: "ready",
+  reconnecting: "reconnecting",
+  failed: "unavailable",
+  disabled: "off",
+};
+
+/** One chip per MCP server (the vault data server above all): name and connection state. */
+function renderMcpStatus(servers) {
+  const box = $("mcp");
+  box.replaceChildren();
+  for (const server of servers) {
+    const chip = document.createElement("span");
+    chip.className = "mcp-server";
+    chip.dataset.server = server.name;
+    chip.dataset.state = server.state;
+    const dot = document.createElement("span");
+    dot.className = "conn-dot";
+    dot.setAttribute("aria-hidden", "true");
+    const label = document.createElement("span");
+    label.textContent = `${server.name}: ${MCP_LABELS[server.state] || server.state}`;
+    chip.title = server.last_error ? `${label.textContent} (${server.last_error})` : label.textContent;
+    chip.append(dot, label);
+    box.append(chip);
+  }
+  box.hidden = servers.length === 0;
+}
+
+async function loadMcpStatus() {
+  try {
+    renderMcpStatus((await state.api.mcpStatus()).servers || []);
+  } catch (e) {
+    // Status is a convenience: the chat works without it.
+  }
+}
+
 function setConnState(connState) {
   const badge = $("conn");
   badge.dataset.state = connState;
@@ -441,6 +478,10 @@ function refreshThreadsSoon() {
 
 function onFrame(frame) {
   if (frame.type === "pong") return;
+  if (frame.type === "mcp_status") {
+    renderMcpStatus(frame.servers || []);
+    return;
+  }
   if (frame.type === "error" && !frame.thread_id) {
     showBanner(`${frame.code}: ${frame.message}`);
     return;
@@ -475,6 +516,8 @@ function onFrame(frame) {
 
 function onOpen(again) {
   for (const frame of state.outbox.values()) state.conn.send(frame);
+  // A new socket is not told the current state, only later changes: ask once.
+  loadMcpStatus();
   if (again) {
     // Whatever happened while we were away is on the server: reload, de-duplicated by id.
     loadThreads().catch(() => {});
