@@ -49,6 +49,18 @@ class ToolCallBuffer:
         self.arguments: list[str] = []
 
 
+def assembled_calls(calls: dict[int, ToolCallBuffer]) -> list[ToolCallRequest]:
+    """The streamed tool calls, complete and in index order (a missing id gets one)."""
+    return [
+        ToolCallRequest(
+            call=ChatToolCall(
+                id=buf.id or f"call_{index}", name=buf.name, arguments="".join(buf.arguments)
+            )
+        )
+        for index, buf in sorted(calls.items())
+    ]
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     try:
@@ -177,12 +189,8 @@ class OpenAICompatibleClient:
                     finish_reason = choice["finish_reason"]
         if not saw_done and finish_reason is None:
             raise ModelError("stream_cut", "the model stream ended before it finished")
-        for index in sorted(calls):
-            buf = calls[index]
-            call_id = buf.id or f"call_{index}"
-            yield ToolCallRequest(
-                call=ChatToolCall(id=call_id, name=buf.name, arguments="".join(buf.arguments))
-            )
+        for event in assembled_calls(calls):
+            yield event
         yield StepFinished(
             reason=finish_reason or ("tool_calls" if calls else "stop"),
             prompt_tokens=int(usage.get("prompt_tokens") or 0),

@@ -22,16 +22,14 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, Protocol
 
 from albert.ai.model import (
-    ChatToolCall,
     ModelError,
     ModelEvent,
     ModelRequest,
     StepFinished,
     TextDelta,
-    ToolCallRequest,
     tool_payload,
 )
-from albert.ai.openai_client import ToolCallBuffer, message_payload
+from albert.ai.openai_client import ToolCallBuffer, assembled_calls, message_payload
 from albert.ai.sse import parse_sse
 
 
@@ -177,15 +175,10 @@ class WorkersAIClient:
                 finish_reason = str(chunk["finish_reason"])
         if not saw_done and finish_reason is None:
             raise ModelError("stream_cut", "the Workers AI stream ended before it finished")
-        for index in sorted(calls):
-            call = calls[index]
-            if not call.name:
-                raise ModelError("bad_response", "Workers AI sent a tool call without a name")
-            yield ToolCallRequest(
-                call=ChatToolCall(
-                    id=call.id or f"call_{index}", name=call.name, arguments="".join(call.arguments)
-                )
-            )
+        if any(not call.name for call in calls.values()):
+            raise ModelError("bad_response", "Workers AI sent a tool call without a name")
+        for event in assembled_calls(calls):
+            yield event
         if calls and finish_reason in (None, "stop"):
             finish_reason = "tool_calls"
         yield StepFinished(
