@@ -20,6 +20,7 @@ import httpx
 
 from albert.analytics.catalog import CatalogEvent
 from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink, Sink, TrackedEvent
+from albert.auth.tokens import CLIENT_ID_PATTERN
 from albert.clock import Clock, SystemClock
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
@@ -31,7 +32,7 @@ MAX_BATCH = 100
 MAX_BUFFER = 2_000
 
 
-_CLIENT_ID = re.compile(r"^c_[A-Za-z0-9_-]{16,64}$")
+_CLIENT_ID = re.compile(CLIENT_ID_PATTERN)
 
 
 class BackgroundDefer:

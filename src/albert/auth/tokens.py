@@ -16,6 +16,8 @@ import json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 TOKEN_VERSION = 1
+# What new_client_id() makes; a token naming anything else is malformed.
+CLIENT_ID_PATTERN = r"^c_[A-Za-z0-9_-]{16,64}$"
 
 
 class SigningKey(BaseModel):
@@ -48,7 +50,7 @@ class _Payload(BaseModel):
 
     v: int
     kid: str
-    sub: str = Field(pattern=r"^c_[A-Za-z0-9_-]{16,64}$")
+    sub: str = Field(pattern=CLIENT_ID_PATTERN)
     ten: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     exp: int
 
