@@ -9,13 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from albert.tools.addresses import to_checksum_address
+from albert.tools.addresses import EVM_CHAINS, to_checksum_address
 from albert.tools.platform_client import AddressFact, AddressRiskFlag, FeedItem, TokenHolding
+from data_server.market import MarketRow, MarketSnapshot, load_market_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-COINGECKO_MARKETS = "coingecko_markets_usd_2024-08-15_edwinogbu.json"
-CONTRACTS = "token_contracts_curated.json"
 DEX_PAIRS = "dexscreener_pairs_solana_raydium_7xck.json"
 ADDRESSES = "addresses_curated.json"
 FEED_RECORDED = "cryptopanic_posts_2025-02-26_hammadAuthornate.json"
@@ -26,33 +25,6 @@ class Record(BaseModel):
     """Base of fixture records: unknown upstream fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-class MarketRow(Record):
-    """One CoinGecko /coins/markets row (vs_currency=usd)."""
-
-    id: str
-    symbol: str
-    name: str
-    current_price: float | None = None
-    market_cap: float | None = None
-    market_cap_rank: int | None = None
-    fully_diluted_valuation: float | None = None
-    total_volume: float | None = None
-    high_24h: float | None = None
-    low_24h: float | None = None
-    price_change_percentage_24h: float | None = None
-    market_cap_change_percentage_24h: float | None = None
-    circulating_supply: float | None = None
-    total_supply: float | None = None
-    max_supply: float | None = None
-    ath: float | None = None
-    ath_change_percentage: float | None = None
-    ath_date: str | None = None
-    atl: float | None = None
-    atl_change_percentage: float | None = None
-    atl_date: str | None = None
-    last_updated: str | None = None
 
 
 class ContractRecord(Record):
@@ -117,12 +89,20 @@ class PlatformData(BaseModel):
     feed: list[FeedItem] = Field(default_factory=list)
 
     @classmethod
-    def from_fixtures(cls, folder: Path = FIXTURES) -> PlatformData:
-        """Load the recorded and curated fixture files (see fixtures/README.md)."""
-        markets = [MarketRow.model_validate(r) for r in _read(folder / COINGECKO_MARKETS)]
+    def from_fixtures(
+        cls, folder: Path = FIXTURES, market: MarketSnapshot | None = None
+    ) -> PlatformData:
+        """Load the recorded and curated fixture files (see fixtures/README.md).
+
+        Market rows and contract addresses come from the shared market snapshot, the same
+        facts the token index is built from.
+        """
+        market = market or load_market_snapshot()
         contracts = [
-            _normalised_contract(ContractRecord.model_validate(c))
-            for c in _read(folder / CONTRACTS)["contracts"]
+            _normalised_contract(ContractRecord(coingecko_id=coin_id, chain=chain, address=address))
+            for coin_id, listing in market.listings.items()
+            for chain, address in listing.contracts()
+            if chain in (*EVM_CHAINS, "solana")
         ]
         pairs = [PairRecord.model_validate(p) for p in _read(folder / DEX_PAIRS)["pairs"]]
         addresses = [
@@ -134,8 +114,7 @@ class PlatformData(BaseModel):
             for item in _read(folder / FEED_CURATED)["items"]
         ]
         return cls(
-            markets=markets,
-            markets_source="CoinGecko /coins/markets (USD), recorded 2024-08-15",
+            markets=list(market.rows.values()),
             contracts=contracts,
             pairs=pairs,
             pairs_source="DexScreener latest/dex/pairs, recorded 2023-12-11",

@@ -15,7 +15,8 @@ from albert.tools.platform_client import (
     TokenAnalysis,
     TokenIdentity,
 )
-from data_server.platform.data import MarketRow, PairRecord, PlatformData
+from data_server.market import MarketRow
+from data_server.platform.data import PairRecord, PlatformData
 
 # Thresholds of the risk read. They are judgement calls, kept here in one place
 # so each note can quote the number it was compared with.
@@ -107,9 +108,9 @@ class TokenIndex:
         market = _market_from_row(row)
         supply = _supply_from_row(row)
         liquidity = _liquidity(pairs)
-        sources = [self._data.markets_source]
+        sources = [row.source or self._data.markets_source]
         if contracts:
-            sources.append("contract addresses: curated list (fixtures/README.md)")
+            sources.append("contract addresses: curated deployments list (data_server/market)")
         if pairs:
             sources.append(self._data.pairs_source)
         return TokenAnalysis(

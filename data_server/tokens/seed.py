@@ -1,5 +1,6 @@
-"""Seed documents for the `tokens` collection, built from recorded CoinGecko and DexScreener
-responses in `fixtures/` (sources and derivations in fixtures/README.md)."""
+"""Seed documents for the `tokens` collection, built from the shared market snapshot
+(`data_server.market`: recorded CoinGecko rows and the deployments table) and the recorded
+DexScreener response in `fixtures/` (sources and derivations in fixtures/README.md)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from albert.search.typesense_client import ImportSummary, TypesenseClient
+from data_server.market import MarketSnapshot, load_market_snapshot
+from data_server.market.snapshot import updated_at
 from data_server.tokens.authenticity import METHOD, MarketFacts, authenticity_score
 from data_server.tokens.schema import TOKENS_COLLECTION, UNRANKED, tokens_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
-COINGECKO_FILES = (
-    "coins_markets_top100_usd_2025-12-29_ajarek.json",
-    "coins_markets_usd_2023-01-02_gusgoros.json",
-)
 DEXSCREENER_FILE = "pairs_response_solana_raydium_7xck.json"
 # The DexScreener response carries no capture time; this is the date of the commit that
 # recorded it (see fixtures/README.md).
@@ -81,55 +80,40 @@ def _load_json(name: str, fixtures: Path) -> Any:
     return json.loads((fixtures / name).read_text())
 
 
-def _coingecko_rows(fixtures: Path) -> dict[str, dict[str, Any]]:
-    """Markets rows by coin id; when a coin appears in several files the newest row wins."""
-    rows: dict[str, dict[str, Any]] = {}
-    for name in COINGECKO_FILES:
-        for row in _load_json(name, fixtures):
-            old = rows.get(row["id"])
-            if old is None or _unix(row["last_updated"]) > _unix(old["last_updated"]):
-                rows[row["id"]] = row
-    return rows
-
-
-def _coingecko_documents(fixtures: Path) -> list[TokenDocument]:
-    mapping = _load_json("deployments.json", fixtures)["coins"]
-    rows = _coingecko_rows(fixtures)
+def _coingecko_documents(market: MarketSnapshot) -> list[TokenDocument]:
     docs: list[TokenDocument] = []
-    for coin_id, entry in mapping.items():
-        row = rows.get(coin_id)
-        if row is None:
-            raise ValueError(f"deployments.json names {coin_id!r}, absent from the recordings")
-        mcap = row.get("market_cap") or None
-        volume = row.get("total_volume")
-        fdv = row.get("fully_diluted_valuation") or None
-        rank = row.get("market_cap_rank")
+    for coin_id, listing in market.listings.items():
+        row = market.rows[coin_id]
+        mcap = row.market_cap or None
+        volume = row.total_volume
+        fdv = row.fully_diluted_valuation or None
+        rank = row.market_cap_rank
         score = authenticity_score(
             MarketFacts(rank=rank, marketcap=mcap, fdv=fdv, volume_24h=volume)
         )
-        for chain, address in entry["deployments"]:
+        for chain, address in listing.deployments:
             docs.append(
                 TokenDocument(
                     id=doc_id(chain, address),
                     chain=chain,
                     address=address,
-                    symbol=row["symbol"].upper(),
-                    name=row["name"],
+                    symbol=row.symbol.upper(),
+                    name=row.name,
                     rank=rank if rank is not None else UNRANKED,
-                    price_usd=row.get("current_price"),
+                    price_usd=row.current_price,
                     marketcap=mcap,
                     fdv=fdv,
                     volume_24h=volume,
                     vol_mcap_ratio=(volume / mcap) if (mcap and volume is not None) else None,
                     authenticity_score=score,
-                    stablecoin=bool(entry.get("stablecoin", False)),
-                    price_change_1h=row.get("price_change_percentage_1h_in_currency"),
-                    price_change_24h=row.get("price_change_percentage_24h"),
-                    price_change_7d=row.get("price_change_percentage_7d_in_currency"),
-                    image=row.get("image"),
+                    stablecoin=listing.stablecoin,
+                    price_change_1h=row.price_change_percentage_1h_in_currency,
+                    price_change_24h=row.price_change_percentage_24h,
+                    price_change_7d=row.price_change_percentage_7d_in_currency,
+                    image=row.image,
                     coingecko_id=coin_id,
                     source="coingecko",
-                    as_of=_unix(row["last_updated"]),
+                    as_of=int(updated_at(row).timestamp()),
                 )
             )
     return docs
@@ -179,9 +163,11 @@ def _dexscreener_documents(fixtures: Path) -> list[TokenDocument]:
     return docs
 
 
-def build_token_documents(fixtures: Path = FIXTURES) -> list[TokenDocument]:
-    """Every seed document, in a stable order (CoinGecko mapping order, then DEX pairs)."""
-    docs = _coingecko_documents(fixtures) + _dexscreener_documents(fixtures)
+def build_token_documents(
+    fixtures: Path = FIXTURES, market: MarketSnapshot | None = None
+) -> list[TokenDocument]:
+    """Every seed document, in a stable order (deployments-table order, then DEX pairs)."""
+    docs = _coingecko_documents(market or load_market_snapshot()) + _dexscreener_documents(fixtures)
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:

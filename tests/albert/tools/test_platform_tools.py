@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -20,8 +19,8 @@ from albert.tools.address_analysis import address_analysis_tool
 from albert.tools.base import LocalTool
 from albert.tools.feed_search import feed_search_tool
 from albert.tools.token_analysis import token_analysis_tool, usd
+from data_server.market import load_market_snapshot
 from data_server.platform import platform_app
-from data_server.platform.data import COINGECKO_MARKETS, FIXTURES
 from tests.data_server.platform.live_server import free_port, serve
 
 PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
@@ -48,8 +47,7 @@ def _settings(url: str, timeout: float = 5.0) -> Settings:
 
 
 def _pepe_row() -> dict[str, Any]:
-    rows = json.loads((FIXTURES / COINGECKO_MARKETS).read_text(encoding="utf-8"))
-    return next(r for r in rows if r["id"] == "pepe")
+    return load_market_snapshot().rows["pepe"].model_dump()
 
 
 async def test_analyze_pepe_by_symbol(platform_url: str, http: httpx.AsyncClient) -> None:

@@ -9,14 +9,9 @@ import httpx
 import pytest
 
 from albert.tools.addresses import to_checksum_address
+from data_server.market import load_market_snapshot
 from data_server.platform import PlatformData, platform_app
-from data_server.platform.data import (
-    ADDRESSES,
-    COINGECKO_MARKETS,
-    CONTRACTS,
-    DEX_PAIRS,
-    FIXTURES,
-)
+from data_server.platform.data import ADDRESSES, DEX_PAIRS, FIXTURES
 from tests.data_server.platform.live_server import serve
 
 PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
@@ -30,9 +25,7 @@ def _fixture(name: str) -> object:
 
 
 def _market_row(coin_id: str) -> dict:
-    rows = _fixture(COINGECKO_MARKETS)
-    assert isinstance(rows, list)
-    return next(r for r in rows if r["id"] == coin_id)
+    return load_market_snapshot().rows[coin_id].model_dump()
 
 
 @pytest.fixture(scope="module")
@@ -219,9 +212,8 @@ async def test_unknown_endpoint_is_json_404(http: httpx.AsyncClient) -> None:
 
 
 def test_curated_addresses_pass_their_checksums() -> None:
-    contracts = _fixture(CONTRACTS)["contracts"]  # type: ignore[index]
     addresses = _fixture(ADDRESSES)["addresses"]  # type: ignore[index]
-    for entry in [*contracts, *addresses]:
+    for entry in addresses:
         assert to_checksum_address(entry["address"]) == entry["address"]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from albert.search.typesense_client import SearchParams, TypesenseClient
 from albert.tools.token_search.query import Chain
+from data_server.market import load_market_snapshot
 from data_server.tokens.authenticity import MarketFacts, authenticity_score
 from data_server.tokens.schema import UNRANKED, field_types, tokens_schema
 from data_server.tokens.seed import FIXTURES, TokenDocument, build_token_documents, seed_tokens
@@ -20,10 +21,10 @@ def _by_id() -> dict[str, TokenDocument]:
 
 
 def test_one_document_per_deployment_plus_dex_pairs() -> None:
-    mapping = json.loads((FIXTURES / "deployments.json").read_text())["coins"]
+    listings = load_market_snapshot().listings
     pairs = json.loads((FIXTURES / "pairs_response_solana_raydium_7xck.json").read_text())["pairs"]
     docs = build_token_documents()
-    assert len(docs) == sum(len(c["deployments"]) for c in mapping.values()) + len(pairs)
+    assert len(docs) == sum(len(c.deployments) for c in listings.values()) + len(pairs)
     assert len({d.id for d in docs}) == len(docs)
     assert build_token_documents() == docs  # deterministic
 
@@ -55,14 +56,16 @@ def test_values_come_from_the_recordings() -> None:
     assert btc.as_of == 1767050117  # 2025-12-29T23:15:17Z
     assert btc.vol_mcap_ratio == pytest.approx(53395005334 / 1742757433521)
     usdc_base = docs["base:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"]
-    assert usdc_base.stablecoin and usdc_base.symbol == "USDC" and usdc_base.rank == 4
+    # USDC's newest row is the 2024 one (the 2025 file has no stablecoins).
+    assert usdc_base.stablecoin and usdc_base.symbol == "USDC" and usdc_base.rank == 6
+    assert usdc_base.marketcap == 34530711832 and usdc_base.as_of == 1723735274
     assert usdc_base.address == "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
-    assert usdc_base.price_change_1h is None  # the 2023 rows have no 1h change
+    assert usdc_base.price_change_1h is None  # the 2024 rows have no 1h change
     wood = docs["solana:Ao3fKu6s2jH2vFHLWUchgf4mPWQ7G4FEttHa1xXv7Wio"]
     assert wood.rank == UNRANKED and wood.marketcap is None and wood.vol_mcap_ratio is None
     assert wood.liquidity == 254.49 and wood.volume_24h == 73.23
     assert wood.price_change_1h == -33.53 and wood.source == "dexscreener"
-    assert {d.symbol for d in docs.values() if d.stablecoin} == {"USDT", "USDC"}
+    assert {d.symbol for d in docs.values() if d.stablecoin} == {"USDT", "USDC", "DAI"}
     # Nothing claims holder counts: no recording has them.
     assert all(d.holders is None for d in docs.values())
     assert all(d.authenticity_method == "heuristic-v1" for d in docs.values())
