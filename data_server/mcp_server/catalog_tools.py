@@ -25,8 +25,47 @@ SCAN_LIMIT = 2000
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
+# Words that name a kind of protocol, not one protocol: "curve finance" means curve.
+_GENERIC_WORDS = frozenset(
+    {
+        "finance",
+        "protocol",
+        "protocols",
+        "dex",
+        "amm",
+        "lending",
+        "exchange",
+        "yield",
+        "vault",
+        "vaults",
+        "the",
+        "network",
+        "labs",
+        "dao",
+        "v1",
+        "v2",
+        "v3",
+        "v4",
+    }
+)
+
+
 def _letters(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def protocol_matches(query: str, slug: str) -> bool:
+    """Whether a protocol slug is what the query names (not a vault that mentions it)."""
+    needle, name = _letters(query), _letters(slug)
+    if len(needle) >= 3 and (needle in name or (len(name) >= 3 and name in needle)):
+        return True
+    parts = set(re.split(r"[^a-z0-9]+", slug.lower()))
+    return any(len(w) >= 3 and any(p.startswith(w) for p in parts) for w in _name_words(query))
+
+
+def _name_words(query: str) -> list[str]:
+    """The words of a query that can name a protocol (generic words dropped)."""
+    return [w for w in re.split(r"[^a-z0-9]+", query.lower()) if w and w not in _GENERIC_WORDS]
 
 
 class SearchProtocolsInput(StrictInput):
@@ -73,6 +112,11 @@ class ProtocolSearchResult(BaseModel):
     query: str | None
     protocols: list[ProtocolSummary]
     vaults_scanned: int
+    named_in_vaults: dict[str, int] = Field(
+        default_factory=dict,
+        description="When no protocol matches: protocol → how many of its vaults have the "
+        "query in their name (e.g. Beefy vaults of Pendle LP tokens); search_vaults lists them",
+    )
 
 
 async def search_protocols(
@@ -89,19 +133,28 @@ async def search_protocols(
             [fx.eq("chain", params.chain) if params.chain else None, fx.eq("status", "active")]
         )
     )
+    # "curve finance": the index would want every word in a vault's name; the protocol is "curve".
+    q = (" ".join(_name_words(params.query)) or params.query) if params.query else None
     _, hits = await deps.index.scan(
-        q=params.query, filter_by=filter_by, query_by="protocol,name", max_hits=SCAN_LIMIT
+        q=q, filter_by=filter_by, query_by="protocol,name", max_hits=SCAN_LIMIT
     )
     groups: dict[str, list[VaultHit]] = defaultdict(list)
     for hit in hits:
         groups[hit.protocol].append(hit)
+    named: dict[str, int] = {}
     if params.query:
-        # Name matches drag in other protocols' vaults ("Aave USDC" on Beefy); keep the
-        # protocols whose own slug matches when there are any.
-        needle = _letters(params.query)
-        own = {p: v for p, v in groups.items() if needle and needle in _letters(p)}
-        if own:
-            groups = defaultdict(list, own)
+        # The index matches names too, with typos ("Aave USDC" on Beefy, "pendle" ~ "pancake"):
+        # a protocol is listed only when its own slug is what the query names.
+        query = params.query
+        own = {p: v for p, v in groups.items() if protocol_matches(query, p)}
+        if not own:
+            needle = _letters(query)
+            named = {
+                p: n
+                for p, v in groups.items()
+                if needle and (n := sum(needle in _letters(h.name) for h in v))
+            }
+        groups = defaultdict(list, own)
     summaries = []
     for protocol, vaults in groups.items():
         tvl = sum(v.tvl_usd or 0.0 for v in vaults)
@@ -127,9 +180,18 @@ async def search_protocols(
         )
     summaries.sort(key=lambda s: s.total_tvl_usd, reverse=True)
     summaries = summaries[: params.limit]
-    data = ProtocolSearchResult(query=params.query, protocols=summaries, vaults_scanned=len(hits))
+    data = ProtocolSearchResult(
+        query=params.query, protocols=summaries, vaults_scanned=len(hits), named_in_vaults=named
+    )
     if not summaries:
         text = "No protocol matches. Try a shorter name (e.g. 'aave') or drop the chain."
+        if named:
+            where = ", ".join(f"{n} on {p}" for p, n in sorted(named.items()))
+            text += (
+                f" No indexed protocol is called {params.query!r}, but vaults of other "
+                f"protocols carry it in their names ({where}): search_vaults with that "
+                "query lists them."
+            )
     else:
         lines = [f"{len(summaries)} protocols (by indexed TVL):"]
         for s in summaries:

@@ -355,3 +355,29 @@ async def test_concurrent_calls_on_one_session(app_server: AppServer) -> None:
     assert [r.is_error for r in results] == [False, False, False, False, True]
     assert all(v["chain"] == "base" for v in ok(results[0])["vaults"])
     assert ok(results[3])["total_value_usd"] == pytest.approx(8500.5)
+
+
+@pytest.mark.parametrize("query", ["pendle", "zzzqqq", "uniswap-v9"])
+async def test_search_protocols_returns_nothing_when_no_protocol_matches(
+    app_server: AppServer, query: str
+) -> None:
+    result = await call(app_server, "search_protocols", {"query": query})
+    data = ok(result)
+    assert data["protocols"] == []
+    assert texts(result)[0].startswith("No protocol matches.")
+    named = {
+        v.protocol
+        for v in active_vaults(app_server.store)
+        if query in v.name.lower().replace(" ", "")
+    }
+    # Vaults of other protocols that merely carry the name are pointed at, not listed.
+    assert set(data["named_in_vaults"]) <= named
+    if query == "pendle":
+        assert {"beefy", "yearn-finance"} <= set(data["named_in_vaults"])
+
+
+async def test_search_protocols_matches_the_protocol_a_user_names(app_server: AppServer) -> None:
+    data = ok(await call(app_server, "search_protocols", {"query": "Curve Finance"}))
+    assert {p["protocol"] for p in data["protocols"]} == {"curve-dex", "curve-llamalend"}
+    data = ok(await call(app_server, "search_protocols", {"query": "aave"}))
+    assert [p["protocol"] for p in data["protocols"]] == ["aave-v3"]
