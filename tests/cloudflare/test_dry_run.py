@@ -7,7 +7,10 @@ the machine allows one (`unshare -n`). Skipped only where Node.js is absent.
 pywrangler's sync step (vendoring pyproject's dependencies into python_modules/)
 needs the Pyodide package index and a Pyodide interpreter from the network, so it
 is not part of this test; wrangler's part, which uploads src/, python_modules/ and
-the [build] step's durable_objects copy, is.
+the [build] step's durable_objects copy, is. The [build] step refuses a tree that
+was never synced (such an upload could not import `workers`); this test alone
+passes its escape, ALBERT_ALLOW_UNSYNCED_BUILD=1, and also shows the refusal
+reaching wrangler's output without it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.build_worker import ALLOW_UNSYNCED_ENV
 from tests.cloudflare.import_graph import first_party_closure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,20 +43,11 @@ def _offline_prefix() -> list[str]:
     return [unshare, "-n"] if probe.returncode == 0 else []
 
 
-@pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool, Path]:
-    """Run the dry run once: (bundle, wrangler's output, ran without a network, project copy)."""
+def _wrangler_dry_run(
+    work: Path, out: Path, *, allow_unsynced: bool
+) -> tuple[subprocess.CompletedProcess[str], bool]:
     wrangler = BIN / "wrangler"
     assert wrangler.exists(), "the pinned wrangler is missing: run `npm ci` (scripts/bootstrap)"
-    work = tmp_path_factory.mktemp("project")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in COPIED:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, work / name, ignore=ignore)
-        else:
-            shutil.copy2(source, work / name)
-    out = work / "dist"
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -61,6 +56,9 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool, 
         "HOME": str(work / "home"),
         "XDG_CONFIG_HOME": str(work / "home" / ".config"),
     }
+    env.pop(ALLOW_UNSYNCED_ENV, None)
+    if allow_unsynced:
+        env[ALLOW_UNSYNCED_ENV] = "1"
     offline = _offline_prefix()
     result = subprocess.run(
         [*offline, str(wrangler), "deploy", "--dry-run", "--outdir", str(out)],
@@ -71,9 +69,41 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool, 
         timeout=120,
         check=False,
     )
+    return result, bool(offline)
+
+
+def _copy_project(work: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, ignore=ignore)
+        else:
+            shutil.copy2(source, work / name)
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bool, Path]:
+    """Run the dry run once: (bundle, wrangler's output, ran without a network, project copy)."""
+    work = tmp_path_factory.mktemp("project")
+    _copy_project(work)
+    out = work / "dist"
+    result, offline = _wrangler_dry_run(work, out, allow_unsynced=True)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    return out, output, bool(offline), work
+    return out, output, offline, work
+
+
+def test_an_unsynced_tree_is_refused_by_the_build_step(tmp_path: Path) -> None:
+    # What `npx wrangler deploy` without pywrangler would upload: no workers SDK.
+    _copy_project(tmp_path)
+    out = tmp_path / "dist"
+    result, _ = _wrangler_dry_run(tmp_path, out, allow_unsynced=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-4000:]
+    assert "refusing to build: python_modules/ is not a pywrangler sync" in output
+    assert "`uv run pywrangler deploy`" in output
+    assert not (out / "entry.py").exists()
 
 
 def test_the_bundle_has_every_module_the_worker_imports(
@@ -107,6 +137,8 @@ def test_nothing_local_only_is_uploaded(dry_run: tuple[Path, str, bool, Path]) -
 def test_bindings_and_build_step_as_configured(dry_run: tuple[Path, str, bool, Path]) -> None:
     _, output, offline, _ = dry_run
     assert "[custom build] Running: python3 scripts/build_worker.py" in output
+    # The escape is loud: the bundle of an unsynced tree is said to be unable to run.
+    assert "This bundle cannot serve requests" in output
     assert "Vendored Modules" in output
     for binding in ("env.CHAT (ChatDurableObject)", "env.AI", "env.ASSETS", "env.WORKERS_AI_MODEL"):
         assert binding in output
