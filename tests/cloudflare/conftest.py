@@ -34,6 +34,8 @@ class Platform:
     frames: Callable[[Any], list[tuple[str, Any]]]
     binary_message: Callable[[bytes], Any]
     wake: Callable[[], Any]
+    # What the platform keeps the object alive for, after waitUntil calls.
+    kept_alive: Callable[[], list[Any]] = list
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -77,6 +79,15 @@ async def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     host = ObjectHost(runtime, "Probe", _Probe, tmp_path / "do")
     object_id = host.id_from_name("conformance")
     ctx = host.state(object_id)
+    kept: list[Any] = []
+    spawn = runtime.spawn
+
+    def spawn_and_keep(work: Any) -> Any:
+        task = spawn(work)
+        kept.append(task)
+        return task
+
+    monkeypatch.setattr(runtime, "spawn", spawn_and_keep)
 
     def wake() -> Any:
         host.evict(object_id)
@@ -91,6 +102,7 @@ async def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
             frames=_drain,
             binary_message=lambda data: data,
             wake=wake,
+            kept_alive=lambda: list(kept),
         )
     finally:
         host.close()
@@ -114,7 +126,10 @@ async def _fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
             frames=lambda ws: list(ws.sent),
             binary_message=fakes.JsArrayBuffer,
             wake=lambda: ctx,
+            kept_alive=lambda: list(ctx.waited),
         )
+        # As on Pyodide, a value the runtime could no longer use fails the test.
+        assert ctx.lost_wait_until == [], "waitUntil got a proxy destroyed before use"
     finally:
         ctx.storage.close()
 

@@ -17,7 +17,19 @@ rules, because that is what the Cloudflare adapters must cope with:
   reserved codes 1004-1006 and 1015 and reasons over 123 bytes; a binary message
   arrives as an ArrayBuffer (`to_bytes()`);
 - `ctx.storage.getAlarm()` resolves to null or a number of ms; the alarm handler
-  runs at that time and the alarm is cleared once it succeeds.
+  runs at that time and the alarm is cleared once it succeeds;
+- a Python object passed to a JS function (`js_function`) crosses as a *borrowed*
+  PyProxy: Pyodide destroys it when the call returns, or, when the call returns a
+  Promise, when that Promise settles. Using it afterwards throws "This borrowed
+  proxy was automatically destroyed ...". `create_proxy(obj)` makes one that
+  lives until its `destroy()`. A PyProxy of an awaitable is a thenable: its first
+  `then` schedules the awaitable and destroys the proxy, keeping the promise;
+- `ctx.waitUntil(p)` returns at once and adopts `p` as a Promise afterwards (the
+  runtime reads its `then` in a later microtask), so a borrowed proxy is already
+  gone by then: the fake records that in `ctx.lost_wait_until`;
+- `new AbortController()` is `AbortController.new()`; `abort(reason?)` sets
+  `signal.aborted` and `signal.reason` (an AbortError by default) once and runs
+  the signal's "abort" listeners.
 
 Behind the SQL fake is a real SQLite database, so statements behave as SQLite does.
 """
@@ -25,6 +37,8 @@ Behind the SQL fake is a real SQLite database, so statements behave as SQLite do
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import sqlite3
 import time
 import types
@@ -132,6 +146,193 @@ class JsObject(JsProxy):
 
 class JsMap(JsObject):
     """What `to_js(dict)` gives without a dict_converter: a Map, not an Object."""
+
+
+# --- Python objects seen from JS: PyProxy, borrowed or created --------------------------
+
+BORROWED_DESTROYED = (
+    "This borrowed proxy was automatically destroyed at the end of a function call. "
+    "Try using create_proxy or create_once_callable."
+)
+BORROWED_DESTROYED_ASYNC = (
+    "This borrowed proxy was automatically destroyed at the end of an asynchronous "
+    "function call. Try using create_proxy or create_once_callable."
+)
+
+
+class PyProxy:
+    """What JS holds for a Python object (Pyodide's PyProxy).
+
+    Thenable when the object is awaitable (decided when the proxy is made, as
+    Pyodide picks a PyProxy's methods from the object's type).
+    """
+
+    def __init__(self, obj: Any, *, borrowed: bool) -> None:
+        self._obj = obj
+        self.borrowed = borrowed
+        self.thenable = inspect.isawaitable(obj)
+        self.destroyed_message: str | None = None
+        self._promise: asyncio.Future[Any] | None = None
+
+    @property
+    def destroyed(self) -> bool:
+        return self.destroyed_message is not None
+
+    def destroy(self, message: str = "Object has already been destroyed") -> None:
+        """Release the Python object; a second call does nothing, as in Pyodide."""
+        if self.destroyed_message is None:
+            self.destroyed_message = message
+            self._obj = None
+
+    def target(self) -> Any:
+        """The proxied object; throws as Pyodide does once the proxy is destroyed."""
+        if self.destroyed_message is not None:
+            raise JsException(f"Error: {self.destroyed_message}")
+        return self._obj
+
+    def then(
+        self,
+        on_fulfilled: Callable[[Any], Any] | None = None,
+        on_rejected: Callable[[Any], Any] | None = None,
+    ) -> asyncio.Future[Any]:
+        """Promise.then of an awaitable's proxy: the awaitable is scheduled on first use."""
+        if not self.thenable:
+            raise JsException("TypeError: proxy.then is not a function")
+        if self._promise is None:
+            self._promise = asyncio.ensure_future(self.target())
+            # Pyodide keeps the promise and lets go of the proxy at this point.
+            self.destroy()
+        chained: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def settle(done: asyncio.Future[Any]) -> None:
+            if chained.done():
+                return
+            if done.cancelled():
+                error: BaseException = JsException("Error: the awaitable was cancelled")
+            elif done.exception() is not None:
+                error = done.exception()  # type: ignore[assignment]
+            else:
+                value = done.result()
+                chained.set_result(on_fulfilled(value) if on_fulfilled else value)
+                return
+            if on_rejected is not None:
+                chained.set_result(on_rejected(error))
+            else:
+                chained.set_exception(error)
+
+        self._promise.add_done_callback(settle)
+        return chained
+
+
+class JsDoubleProxy(JsProxy):
+    """`create_proxy(obj)`: a JsProxy of a PyProxy whose lifetime Python controls."""
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+        self.js = PyProxy(obj, borrowed=False)
+
+    def destroy(self) -> None:
+        self.js.destroy()
+
+    def unwrap(self) -> Any:
+        return self.js.target()
+
+
+def create_proxy(obj: Any, **_: Any) -> JsDoubleProxy:
+    """pyodide.ffi.create_proxy."""
+    return JsDoubleProxy(obj)
+
+
+def _py_to_js_argument(value: Any, borrowed: list[PyProxy]) -> Any:
+    # Primitives and JS values cross as they are; a double proxy gives its PyProxy;
+    # any other Python object becomes a borrowed PyProxy owned by this call.
+    if value is None or isinstance(value, bool | int | float | str | JsNull):
+        return value
+    if isinstance(value, JsDoubleProxy):
+        return value.js
+    if isinstance(value, JsProxy | PyProxy):
+        return value
+    proxy = PyProxy(value, borrowed=True)
+    borrowed.append(proxy)
+    return proxy
+
+
+def js_function(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a fake JS method Pyodide's call boundary for its Python arguments."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any) -> Any:
+        borrowed: list[PyProxy] = []
+        js_args = [_py_to_js_argument(a, borrowed) for a in args]
+        try:
+            result = method(self, *js_args)
+        except BaseException:
+            for proxy in borrowed:
+                proxy.destroy(BORROWED_DESTROYED)
+            raise
+        if inspect.isawaitable(result):
+            # A Promise: Pyodide keeps the arguments alive until it settles.
+            promise = asyncio.ensure_future(result)
+
+            def release(_: asyncio.Future[Any]) -> None:
+                for proxy in borrowed:
+                    proxy.destroy(BORROWED_DESTROYED_ASYNC)
+
+            promise.add_done_callback(release)
+            return promise
+        for proxy in borrowed:
+            proxy.destroy(BORROWED_DESTROYED)
+        return result
+
+    return call
+
+
+# --- AbortController ------------------------------------------------------------------
+
+
+class AbortSignal(JsProxy):
+    """An AbortSignal: `aborted`, `reason`, and "abort" listeners."""
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self.reason: Any = None
+        self._listeners: list[Callable[[Any], Any]] = []
+
+    def addEventListener(self, kind: str, listener: Callable[[Any], Any], *_: Any) -> None:
+        if kind == "abort":
+            self._listeners.append(listener)
+
+    def throwIfAborted(self) -> None:
+        if self.aborted:
+            raise self.reason
+
+    def _abort(self, reason: Any) -> None:
+        if self.aborted:
+            return
+        self.aborted = True
+        self.reason = reason
+        for listener in list(self._listeners):
+            listener(JsObject({"type": "abort"}))
+
+
+class AbortController(JsProxy):
+    """The `AbortController` global; `new AbortController()` is `AbortController.new()`."""
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+        self.abort_calls = 0
+
+    @staticmethod
+    def new() -> AbortController:
+        return AbortController()
+
+    def abort(self, reason: Any = None) -> None:
+        self.abort_calls += 1
+        if reason is None:
+            reason = JsException("AbortError: The operation was aborted.")
+        elif not isinstance(reason, BaseException):
+            reason = JsException(f"AbortError: {reason}")
+        self.signal._abort(reason)
 
 
 def _deep_to_py(value: Any) -> Any:
@@ -379,7 +580,10 @@ class DurableObjectState(JsProxy):
     def __init__(self, path: Path, on_alarm: Callable[[], Awaitable[None]]) -> None:
         self.storage = DurableObjectStorage(path, on_alarm)
         self._sockets: list[tuple[WebSocket, list[str]]] = []
-        self.waited: list[Awaitable[Any]] = []
+        # The Promises the object is kept alive for, as the runtime adopted them.
+        self.waited: list[asyncio.Future[Any]] = []
+        # waitUntil values whose `then` threw when the runtime adopted them.
+        self.lost_wait_until: list[JsException] = []
 
     def acceptWebSocket(self, ws: WebSocket, tags: Any = None) -> None:
         if not isinstance(ws, WebSocket):
@@ -391,11 +595,32 @@ class DurableObjectState(JsProxy):
             [ws for ws, tags in self._sockets if not ws.closed and (tag is None or tag in tags)]
         )
 
+    @js_function
     def waitUntil(self, promise: Any) -> None:
-        # Pyodide passes an asyncio future to JS as a Promise; anything else is an error.
-        if not asyncio.isfuture(promise):
+        if not (isinstance(promise, PyProxy) and promise.thenable):
             raise JsException("TypeError: waitUntil() expects a Promise")
-        self.waited.append(promise)
+        loop = asyncio.get_running_loop()
+        adopted: asyncio.Future[Any] = loop.create_future()
+        self.waited.append(adopted)
+        # The call returns first; the runtime reads `then` in a later microtask.
+        loop.call_soon(self._adopt, promise, adopted)
+
+    def _adopt(self, promise: PyProxy, adopted: asyncio.Future[Any]) -> None:
+        def fulfilled(value: Any) -> None:
+            if not adopted.done():
+                adopted.set_result(value)
+
+        def rejected(error: Any) -> None:
+            if not adopted.done():
+                adopted.set_exception(
+                    error if isinstance(error, BaseException) else JsException(str(error))
+                )
+
+        try:
+            promise.then(fulfilled, rejected)
+        except JsException as exc:
+            self.lost_wait_until.append(exc)
+            rejected(exc)
 
 
 class Response:
@@ -420,10 +645,12 @@ def modules() -> dict[str, types.ModuleType]:
     js = types.ModuleType("js")
     js.WebSocketPair = WebSocketPair  # type: ignore[attr-defined]
     js.Object = _ObjectCtor  # type: ignore[attr-defined]
+    js.AbortController = AbortController  # type: ignore[attr-defined]
     pyodide = types.ModuleType("pyodide")
     ffi = types.ModuleType("pyodide.ffi")
     ffi.jsnull = jsnull  # type: ignore[attr-defined]
     ffi.to_js = to_js  # type: ignore[attr-defined]
+    ffi.create_proxy = create_proxy  # type: ignore[attr-defined]
     ffi.JsProxy = JsProxy  # type: ignore[attr-defined]
     ffi.JsException = JsException  # type: ignore[attr-defined]
     pyodide.ffi = ffi  # type: ignore[attr-defined]

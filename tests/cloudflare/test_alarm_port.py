@@ -83,3 +83,39 @@ async def test_wait_until_runs_the_work_to_completion(platform: Platform) -> Non
     task = defer(work())
     await asyncio.wait_for(task, WAIT_SECONDS)
     assert done == ["flushed"]
+
+
+async def test_wait_until_keeps_the_object_alive_until_the_work_is_done(
+    platform: Platform,
+) -> None:
+    # On Pyodide a task handed over as a borrowed proxy is destroyed when waitUntil
+    # returns, before the runtime calls its `then`: the platform then holds a
+    # rejected promise instead of the work.
+    release = asyncio.Event()
+
+    async def work() -> str:
+        await release.wait()
+        return "flushed"
+
+    defer = WaitUntil(platform.ctx)
+    task = defer(work())
+    await asyncio.sleep(0.05)
+    [kept] = platform.kept_alive()
+    assert not kept.done(), "the platform let go of the work before it finished"
+    release.set()
+    await asyncio.wait_for(asyncio.shield(kept), WAIT_SECONDS)
+    assert task.result() == "flushed"
+
+
+async def test_wait_until_keeps_failed_work_to_itself(platform: Platform) -> None:
+    async def work() -> None:
+        raise RuntimeError("analytics sink down")
+
+    defer = WaitUntil(platform.ctx)
+    task = defer(work())
+    await asyncio.wait([task], timeout=WAIT_SECONDS)
+    assert isinstance(task.exception(), RuntimeError)
+    # Each platform settles what it kept alive (rejected on Cloudflare, logged locally).
+    [kept] = platform.kept_alive()
+    await asyncio.wait([kept], timeout=WAIT_SECONDS)
+    assert kept.done()

@@ -29,6 +29,17 @@ def js_null() -> Any:
     return _ffi_attr("jsnull")
 
 
+def create_proxy(obj: Any) -> Any:
+    """A PyProxy of `obj` that lives until its `destroy()`; None where no JS boundary exists.
+
+    A Python object passed straight to a JS function is only *borrowed* by it:
+    Pyodide destroys that proxy when the call returns (or when the Promise it
+    returns settles). Anything JS keeps past the call needs one of these.
+    """
+    make = _ffi_attr("create_proxy")
+    return None if make is None else make(obj)
+
+
 def is_js_nullish(value: Any) -> bool:
     """True for None, JS `null` and JS `undefined`."""
     if value is None:
