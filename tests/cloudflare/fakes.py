@@ -27,6 +27,8 @@ rules, because that is what the Cloudflare adapters must cope with:
 - `ctx.waitUntil(p)` returns at once and adopts `p` as a Promise afterwards (the
   runtime reads its `then` in a later microtask), so a borrowed proxy is already
   gone by then: the fake records that in `ctx.lost_wait_until`;
+- awaiting a JS Promise from Python goes through a Future that follows it
+  (`python_future`): cancelling that Future leaves the JS work running;
 - `new AbortController()` is `AbortController.new()`; `abort(reason?)` sets
   `signal.aborted` and `signal.reason` (an AbortError by default) once and runs
   the signal's "abort" listeners.
@@ -257,6 +259,28 @@ def _py_to_js_argument(value: Any, borrowed: list[PyProxy]) -> Any:
     return proxy
 
 
+def python_future(promise: asyncio.Future[Any]) -> asyncio.Future[Any]:
+    """What Python gets for a JS Promise: a Future that follows it.
+
+    Cancelling that Future does not stop the JS work behind the Promise (only an
+    AbortSignal the work listens to can), exactly as with Pyodide's wrapped Promises.
+    """
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def follow(done: asyncio.Future[Any]) -> None:
+        if future.done():
+            return
+        if done.cancelled():
+            future.cancel()
+        elif done.exception() is not None:
+            future.set_exception(done.exception())  # type: ignore[arg-type]
+        else:
+            future.set_result(done.result())
+
+    promise.add_done_callback(follow)
+    return future
+
+
 def js_function(method: Callable[..., Any]) -> Callable[..., Any]:
     """Give a fake JS method Pyodide's call boundary for its Python arguments."""
 
@@ -279,7 +303,7 @@ def js_function(method: Callable[..., Any]) -> Callable[..., Any]:
                     proxy.destroy(BORROWED_DESTROYED_ASYNC)
 
             promise.add_done_callback(release)
-            return promise
+            return python_future(promise)
         for proxy in borrowed:
             proxy.destroy(BORROWED_DESTROYED)
         return result

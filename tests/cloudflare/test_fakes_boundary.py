@@ -109,3 +109,19 @@ def test_abort_sets_the_signal_once_and_tells_listeners() -> None:
     assert "AbortError" in str(controller.signal.reason)
     with pytest.raises(fakes.JsException, match="AbortError"):
         controller.signal.throwIfAborted()
+
+
+async def test_cancelling_the_python_side_of_a_promise_leaves_the_js_work_running() -> None:
+    holder = Holder()
+    future = holder.keep_while_pending({"a": 1})
+    await asyncio.sleep(0)
+    future.cancel()
+    await asyncio.sleep(0)
+    # The JS call still holds its argument and finishes when it is released.
+    assert holder.kept.target() == {"a": 1}
+    holder.release.set()
+    for _ in range(100):
+        if holder.kept.destroyed:
+            break
+        await asyncio.sleep(0.01)
+    assert holder.kept.destroyed
