@@ -1,25 +1,37 @@
-"""Can every runtime dependency of the worker be installed under Pyodide?
+"""Can every runtime dependency of the worker be installed under Pyodide, and how big is it?
 
-pywrangler installs the worker's dependencies as wheels only, for Pyodide's
-platform: a package is fine when it ships a pure-Python wheel (`py3-none-any`,
-`none-any` tags) or when Pyodide itself ships a build of it. This script walks
-the dependency closure of the worker's runtime requirements in uv.lock, with
-markers evaluated for the Pyodide target (Emscripten, wasm32, Python 3.14), and
-classifies every package:
+pywrangler (workers-py 1.17.9) resolves the worker's dependencies with
+`uv pip compile` for a Pyodide interpreter against PyPI plus the Pyodide 314.0.7
+package index (`--index-strategy unsafe-best-match`: the best version from
+either), wheels only, and installs them into python_modules/. The runtime's own
+Pyodide supplies only the interpreter and the standard library. This script
+walks the dependency closure of the worker's runtime requirements in uv.lock,
+with markers evaluated for the Pyodide target (Emscripten, wasm32, Python 3.14),
+and classifies every package:
 
-- pure     a `*-none-any` wheel of the locked version (uv.lock; else the installed
-           dist-info WHEEL tags);
-- pyodide  a compiled package that Pyodide ships (scripts/pyodide-314.0.6-packages.json,
-           from pyodide-lock.json of the npm package pyodide@314.0.6, the Pyodide
-           that Python Workers run for Python 3.14); pywrangler resolves the version
-           Pyodide built, which may differ from the lock;
-- missing  neither: it cannot be installed in the worker.
+- pure         a `*-none-any` wheel of the locked version (uv.lock; else the
+               installed dist-info WHEEL tags);
+- pyemscripten a compiled package with a wheel on PyPI built for this Pyodide's ABI
+               (`pyemscripten_2026_0_wasm32`), recorded in uv.lock: the worker gets
+               the locked version, as the local venv does;
+- pyodide      a compiled package that only the Pyodide index builds
+               (scripts/pyodide-314.0.7-packages.json, from pyodide-lock.json of the
+               npm package pyodide@314.0.7): the worker gets Pyodide's version, which
+               may differ from the lock;
+- missing      none of these: it cannot be installed in the worker.
 
-Roots: [project.dependencies] (what pywrangler vendors) and the `mcp` extra (the
-worker's MCP client). A package reached only through the extra is flagged, since
-pywrangler vendors [project.dependencies] alone.
+Roots: [project.dependencies] plus workers-runtime-sdk (what pywrangler vendors)
+and the `mcp` extra (the worker's MCP client). A package reached only through
+the extra is flagged, since pywrangler vendors [project.dependencies] alone.
 
-Exit status 1 when any package is missing. Standard library plus `packaging`.
+It then estimates the upload: the vendored closure unpacked (what wrangler
+uploads from python_modules/, file by file) plus the worker's own modules,
+against the Worker size limit. Exact where a lock or an installed RECORD has the
+number; a stand-in, marked `~`, where none does (Pyodide's own builds have no
+size in any lock).
+
+Exit status 1 when any package is missing or the estimate is over the limit.
+Standard library plus `packaging`.
 """
 
 from __future__ import annotations
@@ -38,10 +50,28 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
-PYODIDE_LIST = Path(__file__).resolve().parent / "pyodide-314.0.6-packages.json"
+PYODIDE_VERSION = "314.0.7"
+PYODIDE_LIST = Path(__file__).resolve().parent / f"pyodide-{PYODIDE_VERSION}-packages.json"
 WORKER_EXTRAS = ("mcp",)
+# pywrangler adds the Workers SDK to every sync (MANAGED_SDK_PACKAGE in workers-py).
+SYNC_ADDS = ("workers-runtime-sdk",)
+# The wheel platform of Pyodide 314's ABI (pyodide-lock.json info.abi_version 2026_0).
+PYEMSCRIPTEN_PLATFORM = "pyemscripten_2026_0_wasm32"
+PYTHON_TAG = "cp314"
 
-# The environment markers of the Python Workers runtime (Pyodide 314.0.6, Python 3.14.2).
+# Cloudflare's Worker size limit, checked 2026-12: 64 MiB per Worker, uncompressed, on
+# every plan, since the compressed limits (3 MB Free / 10 MB Paid) were removed on
+# 2026-09-04 (Workers limits page and changelog; wrangler 4.164.0's bundle reporter
+# compares against the same 64 MiB). Startup time and isolate memory are further
+# limits that size feeds into; neither is measured here.
+WORKER_SIZE_LIMIT = 64 * 1024 * 1024
+WORKER_SIZE_LIMIT_TEXT = "64 MiB uncompressed per Worker (every plan, since 2026-09-04)"
+NEAR_SHARE = 0.5
+# Unpacked/wheel size when nothing better is known (replaced by the ratio measured on
+# the closure's own pure packages whenever there are any).
+DEFAULT_UNPACK_RATIO = 3.0
+
+# The environment markers of the Python Workers runtime (Pyodide 314, Python 3.14.2).
 PYODIDE_MARKERS: dict[str, str] = {
     "implementation_name": "cpython",
     "implementation_version": "3.14.2",
@@ -56,7 +86,7 @@ PYODIDE_MARKERS: dict[str, str] = {
     "sys_platform": "emscripten",
 }
 
-Kind = Literal["pure", "pyodide", "missing"]
+Kind = Literal["pure", "pyemscripten", "pyodide", "missing"]
 
 
 def normalize(name: str) -> str:
@@ -94,6 +124,15 @@ def is_pure_wheel(filename: str) -> bool:
     return abi == "none" and plat == "any" and any(t.startswith("py3") for t in python.split("."))
 
 
+def is_pyodide_wheel(filename: str) -> bool:
+    """True for a compiled wheel built for the worker's Pyodide (its ABI and Python)."""
+    python, abi, plat = _wheel_tags(filename)
+    if plat != PYEMSCRIPTEN_PLATFORM:
+        return False
+    pythons = python.split(".")
+    return PYTHON_TAG in pythons or (abi == "abi3" and any(t.startswith("cp3") for t in pythons))
+
+
 def _installed_pure(name: str) -> bool | None:
     try:
         dist = metadata.distribution(name)
@@ -118,10 +157,18 @@ def load_pyodide(path: Path = PYODIDE_LIST) -> dict[str, dict[str, Any]]:
     return {normalize(k): v for k, v in data["packages"].items()}
 
 
-def runtime_roots(pyproject: Path = ROOT / "pyproject.toml") -> tuple[list[str], list[str]]:
-    """(names in [project.dependencies], names only in the worker's extras)."""
+def runtime_roots(
+    pyproject: Path = ROOT / "pyproject.toml", lock: dict[str, dict[str, Any]] | None = None
+) -> tuple[list[str], list[str]]:
+    """(what pywrangler vendors: [project.dependencies] and the SDK, names only in extras).
+
+    The SDK counts only when uv.lock has it (its size and tags come from there).
+    """
     project = tomllib.loads(pyproject.read_text())["project"]
     base = [normalize(Requirement(r).name) for r in project.get("dependencies", [])]
+    for name in SYNC_ADDS:
+        if name not in base and (lock is None or name in lock):
+            base.append(name)
     extra: list[str] = []
     for name in WORKER_EXTRAS:
         for spec in project.get("optional-dependencies", {}).get(name, []):
@@ -172,6 +219,9 @@ def judge(
         installed = _installed_pure(name)
         if installed:
             return Verdict(name, version, "pure", "installed dist-info WHEEL tags are none-any")
+    built = [w for w in wheels if is_pyodide_wheel(w)]
+    if built:
+        return Verdict(name, version, "pyemscripten", built[0])
     shipped = pyodide.get(name)
     if shipped is not None:
         verdict = Verdict(name, version, "pyodide", shipped["file_name"])
@@ -208,7 +258,7 @@ def check(root: Path = ROOT) -> tuple[list[Verdict], list[str]]:
     """Verdicts for the whole runtime closure, and notes worth reading."""
     lock = load_lock(root / "uv.lock")
     pyodide = load_pyodide()
-    base, extra = runtime_roots(root / "pyproject.toml")
+    base, extra = runtime_roots(root / "pyproject.toml", lock)
     vendored = closure(lock, base)
     everything = closure(lock, base + extra)
     verdicts = []
@@ -235,23 +285,197 @@ def check(root: Path = ROOT) -> tuple[list[Verdict], list[str]]:
     return verdicts, notes
 
 
-def main() -> int:
-    """Print the table and the notes; exit 1 when anything cannot be installed."""
-    verdicts, notes = check()
+@dataclass
+class SizeLine:
+    """One vendored package's share of the upload."""
+
+    name: str
+    version: str
+    wheel: int
+    unpacked: int
+    wheel_exact: bool
+    unpacked_exact: bool
+    basis: str
+
+
+@dataclass
+class BundleEstimate:
+    """The estimated upload against the Worker size limit."""
+
+    lines: list[SizeLine]
+    own_code: int
+    limit: int = WORKER_SIZE_LIMIT
+
+    @property
+    def vendored(self) -> int:
+        """Unpacked bytes of python_modules/."""
+        return sum(line.unpacked for line in self.lines)
+
+    @property
+    def wheels(self) -> int:
+        """Compressed bytes: the wheels as downloaded."""
+        return sum(line.wheel for line in self.lines)
+
+    @property
+    def total(self) -> int:
+        """What wrangler uploads, uncompressed: python_modules/ plus the worker's modules."""
+        return self.vendored + self.own_code
+
+    @property
+    def share(self) -> float:
+        """The total as a fraction of the limit."""
+        return self.total / self.limit
+
+    @property
+    def verdict(self) -> Literal["within", "near", "over"]:
+        """`near` from half the limit on: time to drop something (README)."""
+        if self.share >= 1:
+            return "over"
+        return "near" if self.share >= NEAR_SHARE else "within"
+
+
+def _wheel_sizes(package: dict[str, Any]) -> dict[str, int]:
+    return {
+        w["url"].rsplit("/", 1)[1]: int(w["size"])
+        for w in package.get("wheels", [])
+        if w.get("size") is not None
+    }
+
+
+def _installed_size(name: str, version: str) -> int | None:
+    """Bytes of the installed distribution's files (its RECORD), when it is `version`."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    if dist.version != version or dist.files is None:
+        return None
+    total = 0
+    for file in dist.files:
+        # wrangler skips *.pyc; pywrangler's install writes none.
+        if file.suffix == ".pyc" or "__pycache__" in file.parts or file.size is None:
+            continue
+        total += int(file.size)
+    return total or None
+
+
+def _own_code(root: Path) -> int:
+    total = 0
+    for folder in ("src", "durable_objects"):
+        for path in (root / folder).rglob("*.py"):
+            if "__pycache__" not in path.parts:
+                total += path.stat().st_size
+    return total
+
+
+def estimate_bundle(
+    verdicts: list[Verdict],
+    lock: dict[str, dict[str, Any]],
+    pyodide: dict[str, dict[str, Any]],
+    root: Path = ROOT,
+) -> BundleEstimate:
+    """Size of python_modules/ after a sync, and of the worker's own modules."""
+    raw: list[tuple[Verdict, int, bool, int | None, bool, str]] = []
+    for v in verdicts:
+        if v.via_extra_only or v.kind == "missing":
+            continue
+        sizes = _wheel_sizes(lock.get(v.name, {}))
+        installed = _installed_size(v.name, v.version)
+        if v.kind in ("pure", "pyemscripten") and v.detail in sizes:
+            wheel, wheel_exact = sizes[v.detail], True
+            basis = "wheel in uv.lock"
+        elif sizes:
+            wheel, wheel_exact = max(sizes.values()), False
+            built = v.detail.split("-")[1]
+            basis = f"Pyodide's build {built} is in no lock: {v.version}'s largest wheel"
+        else:
+            wheel, wheel_exact, basis = 0, False, "no wheel size known"
+        # The installed files are the wheel's own only for a pure package.
+        unpacked_exact = installed is not None and v.kind == "pure"
+        if installed is not None:
+            basis += "; unpacked: installed RECORD" + ("" if unpacked_exact else " (CPython build)")
+        raw.append((v, wheel, wheel_exact, installed, unpacked_exact, basis))
+    measured = [(w, u) for _, w, we, u, ue, _ in raw if we and ue and u]
+    ratio = (
+        sum(u for _, u in measured) / sum(w for w, _ in measured)
+        if measured and sum(w for w, _ in measured)
+        else DEFAULT_UNPACK_RATIO
+    )
+    lines = []
+    for v, wheel, wheel_exact, installed, unpacked_exact, basis in raw:
+        if installed is None:
+            unpacked = round(wheel * ratio)
+            basis += f"; unpacked: wheel x {ratio:.1f}"
+        else:
+            unpacked = installed
+        lines.append(
+            SizeLine(v.name, v.version, wheel, unpacked, wheel_exact, unpacked_exact, basis)
+        )
+    return BundleEstimate(lines, _own_code(root))
+
+
+def _mib(size: int, exact: bool = True) -> str:
+    return f"{'' if exact else '~'}{size / 1024 / 1024:.2f} MiB"
+
+
+def print_estimate(estimate: BundleEstimate) -> None:
+    """The per-package table, the totals and the verdict against the limit."""
+    print()
+    print(
+        "bundle estimate (python_modules/ after `pywrangler sync`, plus src/ and durable_objects/):"
+    )
+    width = max([len(line.name) for line in estimate.lines] + [len("package")])
+    print(f"  {'package':<{width}}  {'wheel':>11}  {'unpacked':>11}  basis")
+    for line in sorted(estimate.lines, key=lambda item: -item.unpacked):
+        print(
+            f"  {line.name:<{width}}  {_mib(line.wheel, line.wheel_exact):>11}  "
+            f"{_mib(line.unpacked, line.unpacked_exact):>11}  {line.basis}"
+        )
+    own = _mib(estimate.own_code)
+    print(f"  {'worker modules':<{width}}  {'':>11}  {own:>11}  src/, durable_objects/")
+    exact = all(line.unpacked_exact for line in estimate.lines)
+    print(
+        f"  total: {_mib(estimate.total, exact)} unpacked "
+        f"({_mib(estimate.wheels, False)} as wheels) of {WORKER_SIZE_LIMIT_TEXT}: "
+        f"{estimate.share:.0%}, {estimate.verdict}"
+    )
+    if estimate.verdict != "within":
+        heavy = sorted(estimate.lines, key=lambda item: -item.unpacked)[:3]
+        print(
+            "  the largest: "
+            + ", ".join(f"{line.name} {_mib(line.unpacked, line.unpacked_exact)}" for line in heavy)
+            + "; README, 'Deploy to Cloudflare', says what can be dropped"
+        )
+
+
+def main(root: Path = ROOT) -> int:
+    """Print the table, the notes and the size estimate; exit 1 on a missing package or an
+    estimate over the limit."""
+    verdicts, notes = check(root)
     width = max(len(v.name) for v in verdicts)
     for v in verdicts:
         extra = "  (extra only)" if v.via_extra_only else ""
-        print(f"{v.name:<{width}}  {v.version:<12} {v.kind:<8} {v.detail}{extra}")
+        print(f"{v.name:<{width}}  {v.version:<12} {v.kind:<12} {v.detail}{extra}")
         for note in v.notes:
             print(f"{'':<{width}}  note: {note}")
     for note in notes:
         print(f"note: {note}")
+    estimate = estimate_bundle(verdicts, load_lock(root / "uv.lock"), load_pyodide(), root)
+    print_estimate(estimate)
     missing = [v.name for v in verdicts if v.kind == "missing"]
+    status = 0
     if missing:
         print(f"cannot be installed under Pyodide: {', '.join(missing)}")
-        return 1
-    print(f"{len(verdicts)} packages: all pure Python or shipped by Pyodide 314.0.6")
-    return 0
+        status = 1
+    else:
+        print(
+            f"{len(verdicts)} packages: all pure Python, built for Pyodide on PyPI, "
+            f"or shipped by Pyodide {PYODIDE_VERSION}"
+        )
+    if estimate.verdict == "over":
+        print(f"the estimated upload is over the Worker size limit ({WORKER_SIZE_LIMIT_TEXT})")
+        status = 1
+    return status
 
 
 if __name__ == "__main__":

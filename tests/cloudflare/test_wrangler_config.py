@@ -16,8 +16,9 @@ SECRETS |= {"AUTH_SIGNING_KEY", "AUTH_PREVIOUS_SIGNING_KEY"}
 def test_python_worker_with_its_entry_and_a_recent_compatibility_date() -> None:
     assert CONFIG["main"] == "src/entry.py" and (ROOT / CONFIG["main"]).is_file()
     assert "python_workers" in CONFIG["compatibility_flags"]
-    # From 2026-09-08 on, Python Workers run Python 3.14 (Pyodide 314.0.6), the
-    # release scripts/check_pyodide_compat.py checks against.
+    # From 2026-09-08 on, Python Workers run Python 3.14 (a Pyodide 314 release), so
+    # pywrangler resolves packages against the Pyodide 314.0.7 index, the list
+    # scripts/check_pyodide_compat.py checks against.
     assert CONFIG["compatibility_date"] >= "2026-09-08"
     assert CONFIG["build"]["command"] == "python3 scripts/build_worker.py"
 
