@@ -205,9 +205,9 @@ async def test_no_response_head_within_connect_plus_read_aborts_the_fetch() -> N
 
 
 async def test_a_head_within_connect_plus_read_is_not_aborted() -> None:
-    # 0.45 s is past either timeout alone but within both together.
-    fetch = SlowFetch(head_after=0.45, chunks=(b"ok",))
-    timeout = httpx.Timeout(5.0, connect=0.3, read=0.3)
+    # 0.7 s is past either timeout alone but within both together.
+    fetch = SlowFetch(head_after=0.7, chunks=(b"ok",))
+    timeout = httpx.Timeout(5.0, connect=0.5, read=0.5)
     async with httpx.AsyncClient(transport=FetchTransport(fetch), timeout=timeout) as client:
         response = await client.get("https://slow.example/")
     assert response.content == b"ok"
