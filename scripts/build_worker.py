@@ -14,7 +14,8 @@ build until python_modules/ holds the SDK and every runtime dependency. The
 offline dry-run test, which cannot sync (pywrangler needs the Pyodide index),
 skips the refusal with ALBERT_ALLOW_UNSYNCED_BUILD=1; nothing else should.
 
-Standard library only: wrangler runs it with whatever python3 is on PATH.
+Standard library only (plus `packaging` for dependency markers, where present):
+wrangler runs it with whatever python3 is on PATH.
 """
 
 from __future__ import annotations
@@ -62,13 +63,40 @@ class UnsyncedUpload(RuntimeError):
         self.report = report
 
 
+# The environment markers of the Python Workers runtime (Python 3.14 on Pyodide).
+PYODIDE_MARKERS = {
+    "implementation_name": "cpython",
+    "os_name": "posix",
+    "platform_machine": "wasm32",
+    "platform_python_implementation": "CPython",
+    "platform_system": "Emscripten",
+    "python_full_version": "3.14.2",
+    "python_version": "3.14",
+    "sys_platform": "emscripten",
+}
+
+
+def _applies_on_pyodide(spec: str) -> bool:
+    # A dependency whose marker excludes Pyodide is not vendored by pywrangler. Markers
+    # need `packaging`, which wrangler's python3 may lack: then such an entry is not
+    # required (the rest of the check still stands).
+    if ";" not in spec:
+        return True
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:
+        return False
+    marker = Requirement(spec).marker
+    return marker is None or marker.evaluate({**PYODIDE_MARKERS, "extra": ""})
+
+
 def runtime_dependencies(root: Path = ROOT) -> list[str]:
-    """Normalised names in [project.dependencies]: what pywrangler vendors."""
+    """Normalised names in [project.dependencies] that pywrangler vendors for Pyodide."""
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     names = []
     for spec in project.get("dependencies", []):
         match = _NAME.match(spec)
-        if match:
+        if match and _applies_on_pyodide(spec):
             names.append(normalize(match.group(1)))
     return names
 

@@ -93,6 +93,20 @@ def test_a_dependency_added_after_the_last_sync_is_refused(tmp_path: Path) -> No
     assert build_worker.check_sync(tmp_path).complete
 
 
+def test_a_dependency_whose_marker_excludes_pyodide_is_not_required(tmp_path: Path) -> None:
+    _project(
+        tmp_path,
+        deps=(
+            "pydantic>=2.9",
+            "httpx>=0.27",
+            "uvloop>=0.21; sys_platform != 'emscripten'",
+            "tzdata; sys_platform == 'emscripten'",
+        ),
+    )
+    _synced(tmp_path)
+    assert build_worker.check_sync(tmp_path).missing == ("tzdata",)
+
+
 def test_main_refuses_with_the_deploy_command_and_exit_status_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
