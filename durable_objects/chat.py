@@ -17,6 +17,7 @@ from albert.agent import build_chat_service
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
+from albert.chat.socket_policy import SocketMeta
 from albert.cloudflare.ai import platform_model
 from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
 from albert.cloudflare.context import WaitUntil
@@ -89,7 +90,10 @@ class ChatDurableObject(DurableObject):
             return to_response(HttpResponse.error(401, "unauthorized", exc.reason))
         service = self._chat(identity.tenant)
         if is_websocket_upgrade(request):
-            return accept_websocket(self.ctx)
+            meta = SocketMeta(opened_at_ms=int(time.time() * 1000), expires_at=identity.expires_at)
+            response = accept_websocket(self.ctx, attachment=meta.encode())
+            service.on_socket_opened()
+            return response
         response = await service.handle_http(core, client_id=identity.client_id)
         return to_response(response)
 

@@ -35,6 +35,11 @@ class LocalWebSocket:
         self.closed = True
         self._outgoing.put_nowait(("close", (code, reason)))
 
+    @property
+    def readyState(self) -> int:
+        """1 (OPEN) until either side starts closing, then 3 (CLOSED)."""
+        return 3 if self.closed else 1
+
     def serializeAttachment(self, value: Any) -> None:
         self._attachment = value
 

@@ -12,6 +12,7 @@ from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.ports import SocketHub
 from albert.chat.service import ChatService
+from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarms import AlarmPort, LoopAlarm
 from albert.mcp.api import McpApi
@@ -46,6 +47,7 @@ def build_chat_service(
     """
     settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
+    hub = SocketPolicy(hub, clock, settings.max_sockets_per_client)
     tools = [*build_local_tools(settings, http), *extra_tools]
     mcp_store = McpConfigStore(sql, settings, clock.now_ms)
     resolver = resolver_for(settings.mcp_dns_resolver, settings.mode, http, settings.mcp_doh_url)

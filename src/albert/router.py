@@ -39,12 +39,15 @@ def new_client_id() -> str:
 
 
 def bearer_token(request: HttpRequest) -> str:
-    """The token from `Authorization: Bearer …`, or from `?token=` (browsers cannot set
-    headers on a WebSocket)."""
+    """The token from `Authorization: Bearer …`; on a WebSocket upgrade only, also from
+    `?token=` (browsers cannot set headers on a WebSocket). Elsewhere a query token is
+    ignored: URLs end up in logs, histories and Referer headers."""
     header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
+    if header[:7].lower() == "bearer ":
         return header[7:].strip()
-    return request.query.get("token", "")
+    if request.headers.get("upgrade", "").lower() == "websocket":
+        return request.query.get("token", "")
+    return ""
 
 
 def authenticate(request: HttpRequest, settings: Settings, now: int) -> Identity:

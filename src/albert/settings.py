@@ -97,6 +97,10 @@ class Settings(BaseModel):
         description="The window the two limits above count in",
     )
     max_threads_per_client: int = Field(1_000, alias="MAX_THREADS_PER_CLIENT", ge=1)
+    # Open chat sockets per client (the oldest is closed with 4008 beyond it), and every
+    # frame a client sends, pings included, counted in RATE_WINDOW_SECONDS.
+    max_sockets_per_client: int = Field(8, alias="MAX_SOCKETS_PER_CLIENT", ge=1, le=100)
+    frames_per_minute: int = Field(120, alias="FRAMES_PER_MINUTE", ge=1)
 
     # Set from the verified tenant of the object (see for_tenant), never from env.
     tenant_key: str = Field("default", exclude=True)

@@ -57,8 +57,19 @@ def test_a_valid_token_forwards_to_the_verified_object_only() -> None:
     decision = call("GET", "/api/threads", **bearer(issued["token"]))
     assert isinstance(decision, Forward)
     assert decision.object_name == f"default/{issued['client_id']}"
-    by_query = call("GET", "/api/chat", query={"token": issued["token"]})
+    upgrade = {"upgrade": "websocket"}
+    by_query = call("GET", "/api/chat", query={"token": issued["token"]}, headers=upgrade)
     assert isinstance(by_query, Forward) and by_query.identity == decision.identity
+
+
+def test_a_query_token_counts_only_on_a_websocket_upgrade() -> None:
+    token = session()["token"]
+    for path in ("/api/threads", "/api/me", "/api/mcp/servers", "/api/chat"):
+        assert _status(call("GET", path, query={"token": token})) == 401, path
+    # Any spelling of the header counts; the value is compared without case.
+    for value in ("websocket", "WebSocket", "WEBSOCKET"):
+        upgrade = call("GET", "/api/chat", query={"token": token}, headers={"upgrade": value})
+        assert isinstance(upgrade, Forward)
 
 
 def _status(decision: HttpResponse | Forward) -> int:

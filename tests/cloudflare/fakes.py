@@ -556,6 +556,16 @@ class WebSocket(JsProxy):
         self.sent: list[tuple[str, Any]] = []
         self.closed = False
         self.readyState = 1
+        self._attachment: Any = None
+
+    def serializeAttachment(self, value: Any) -> None:
+        # Structured clone: strings cross as they are; a Python dict would not.
+        if not isinstance(value, str | int | float | bool | type(None)):
+            raise JsException("DataCloneError: value could not be cloned")
+        self._attachment = value
+
+    def deserializeAttachment(self) -> Any:
+        return self._attachment
 
     def send(self, message: Any) -> None:
         if self.closed:

@@ -11,7 +11,12 @@ const SIDEBAR_KEY = "albert.sidebar";
 const THREAD_KEY = "albert.thread";
 const PHONE = window.matchMedia("(max-width: 720px)");
 const ENDED = new Set(["done", "cancelled", "error"]);
-const CONN_LABELS = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" };
+const CONN_LABELS = {
+  connecting: "Connecting…",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+  paused: "Disconnected",
+};
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, className, text) => {
@@ -588,6 +593,8 @@ async function main() {
     // A socket that keeps failing may be refused for its token (a browser cannot see the
     // 401 of an upgrade): an HTTP call renews the session if that is the cause.
     onRepeatedFailure: () => state.api.listThreads().catch(() => {}),
+    onEvicted: () =>
+      showBanner("Albert is open in too many tabs, so this one was disconnected. Reload it to chat here."),
   });
   state.conn.start();
   try {

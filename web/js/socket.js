@@ -3,6 +3,9 @@
 const PING_EVERY_MS = 25_000;
 const BASE_DELAY_MS = 400;
 const MAX_DELAY_MS = 8_000;
+// The server closed this socket because the client has too many open (another tab
+// took its place): reconnecting would only push that tab out in turn.
+const CLOSE_TOO_MANY_SOCKETS = 4008;
 
 export class ChatConnection {
   /**
@@ -72,10 +75,15 @@ export class ChatConnection {
       }
       this.handlers.onFrame(frame);
     };
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
       clearInterval(this.pinger);
+      if (event.code === CLOSE_TOO_MANY_SOCKETS) {
+        this.setState("paused");
+        if (this.handlers.onEvicted) this.handlers.onEvicted();
+        return;
+      }
       this.scheduleReconnect();
     };
     ws.onerror = () => {

@@ -2,8 +2,11 @@
 
 A token is `<payload>.<signature>`, both base64url without padding. The payload names
 the signing key (`kid`), so a rotated-out key keeps verifying its tokens until its
-grace period ends. The router verifies before touching any Durable Object, and the
-object's name is derived from the verified payload only.
+grace period ends. A key given without a kid gets one derived from the key itself, so
+two keys never share a kid by accident; should they share one anyway (two explicit
+`kid:secret` settings), every key with that kid is tried. The router verifies before
+touching any Durable Object, and the object's name is derived from the verified
+payload only.
 """
 
 from __future__ import annotations
@@ -12,12 +15,20 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 TOKEN_VERSION = 1
 # What new_client_id() makes; a token naming anything else is malformed.
 CLIENT_ID_PATTERN = r"^c_[A-Za-z0-9_-]{16,64}$"
+KID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
+# Kid that bare keys had before kids were derived; tokens naming it still verify.
+LEGACY_BARE_KID = "k1"
+MAX_TOKEN_CHARS = 1024
+# Two base64url parts and nothing else: anything outside this alphabet (non-ASCII,
+# padding, whitespace, a third part) is malformed before any decoding is tried.
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
 class SigningKey(BaseModel):
@@ -25,9 +36,16 @@ class SigningKey(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kid: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
+    kid: str = Field(pattern=KID_PATTERN)
     secret: bytes = Field(min_length=16)
     valid_until: int | None = None
+    legacy_kid: str | None = Field(
+        None, description="Another kid this key's tokens may carry (bare keys: the old `k1`)"
+    )
+
+    def signs_kid(self, kid: str) -> bool:
+        """True when a token naming `kid` may have been signed with this key."""
+        return kid == self.kid or (self.legacy_kid is not None and kid == self.legacy_kid)
 
 
 class Identity(BaseModel):
@@ -84,20 +102,24 @@ def issue_token(key: SigningKey, *, client_id: str, tenant: str, expires_at: int
 
 def verify_token(token: str, keys: list[SigningKey], *, now: int) -> Identity:
     """The identity in a token, or TokenError; constant-time on the signature."""
-    if not token or len(token) > 1024:
+    if not token:
         raise TokenError("missing token")
-    body, dot, signature = token.partition(".")
-    if not dot or not body or not signature:
+    if len(token) > MAX_TOKEN_CHARS or not _TOKEN_SHAPE.fullmatch(token):
         raise TokenError("malformed token")
+    body, _, signature = token.partition(".")
     try:
         payload = _Payload.model_validate(json.loads(_unb64(body)))
-    except (ValueError, ValidationError):
+    except (ValueError, ValidationError, RecursionError):
         raise TokenError("malformed token") from None
-    key = next((k for k in keys if k.kid == payload.kid), None)
-    if key is None:
+    candidates = [k for k in keys if k.signs_kid(payload.kid)]
+    if not candidates:
         raise TokenError("token signed with an unknown key")
-    if not hmac.compare_digest(_sign(key.secret, body), signature):
+    # Every candidate is tried (no early exit), so timing says nothing about which matched.
+    given = signature.encode("ascii")
+    matches = [k for k in candidates if hmac.compare_digest(_sign(k.secret, body).encode(), given)]
+    if not matches:
         raise TokenError("bad signature")
+    key = matches[0]
     if key.valid_until is not None and now >= key.valid_until:
         raise TokenError("token signed with a retired key")
     if payload.v != TOKEN_VERSION:
@@ -107,9 +129,23 @@ def verify_token(token: str, keys: list[SigningKey], *, now: int) -> Identity:
     return Identity(client_id=payload.sub, tenant=payload.ten, expires_at=payload.exp)
 
 
+def derived_kid(secret: bytes) -> str:
+    """The kid of a key given without one: a short hash of the key, so keys differ by kid."""
+    return "h" + hashlib.sha256(b"albert-kid:" + secret).hexdigest()[:12]
+
+
 def parse_key(spec: str, *, valid_until: int | None = None) -> SigningKey:
-    """A key from its setting: `kid:secret` (or a bare secret, kid `k1`)."""
-    kid, sep, secret = spec.partition(":")
-    if not sep:
-        kid, secret = "k1", spec
-    return SigningKey(kid=kid, secret=secret.encode(), valid_until=valid_until)
+    """A key from its setting: `kid:secret`, or a bare secret whose kid is derived from it.
+
+    A prefix before `:` that is not a valid kid is part of a bare secret.
+    """
+    kid, sep, rest = spec.partition(":")
+    if sep and re.fullmatch(KID_PATTERN[1:-1], kid):
+        return SigningKey(kid=kid, secret=rest.encode(), valid_until=valid_until)
+    secret = spec.encode()
+    return SigningKey(
+        kid=derived_kid(secret),
+        secret=secret,
+        valid_until=valid_until,
+        legacy_kid=LEGACY_BARE_KID,
+    )

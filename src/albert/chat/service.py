@@ -12,6 +12,7 @@ from albert.ai.prompt import ServerNote
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
+from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
@@ -65,6 +66,12 @@ class ChatService:
         migrate(sql)
         self.mcp = mcp
         self.settings = settings
+        # The cap and token expiry apply to every send, so turns and the MCP status
+        # frames reach only sockets that may still listen.
+        if not isinstance(hub, SocketPolicy):
+            hub = SocketPolicy(hub, clock, settings.max_sockets_per_client)
+        self.sockets = hub
+        self._frames = FrameGate(settings.frames_per_minute, clock, settings.rate_window_seconds)
         self.store = ThreadStore(sql, clock)
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
         self._threads = ThreadsApi(self.store, settings, self.analytics)
@@ -105,8 +112,14 @@ class ChatService:
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
-        """Handle one WebSocket frame from this client."""
+        """Handle one WebSocket frame from this client (expiry and frame budget first)."""
+        if self.sockets.expired(socket) or not self._frames.admit(socket):
+            return
         await self.turns.on_frame(socket, raw)
+
+    def on_socket_opened(self) -> None:
+        """A socket was just accepted: keep the client within its socket cap."""
+        self.sockets.admit_newest()
 
     def start_background(self) -> None:
         """Begin background work of a starting object (MCP connections); never blocks."""

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 # Close codes that RFC 6455 reserves for reporting and forbids in a close frame.
 _UNSENDABLE = {1004, 1005, 1006, 1015}
 _MAX_REASON_BYTES = 123
+_OPEN = 1  # WebSocket.readyState
 
 
 def close_code(code: int) -> int:
@@ -64,6 +65,20 @@ class WorkersSocket:
         except Exception:
             log.debug("close on a closed socket ignored")
 
+    def attachment(self) -> str | None:
+        """The text attached when the socket was accepted (it survives hibernation)."""
+        try:
+            value = py_value(self._ws.deserializeAttachment())
+        except Exception:
+            return None
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_open(self) -> bool:
+        """False once either side started closing (readyState CLOSING or CLOSED)."""
+        state = py_value(getattr(self._ws, "readyState", _OPEN))
+        return not isinstance(state, int) or state == _OPEN
+
 
 class WorkersSocketHub:
     """All sockets the object has accepted, including ones that survived hibernation."""
@@ -72,16 +87,22 @@ class WorkersSocketHub:
         self._ctx = ctx
 
     def sockets(self) -> Sequence[WorkersSocket]:
-        """Every open socket of this object."""
-        return [WorkersSocket(ws) for ws in self._ctx.getWebSockets()]
+        """Every open socket of this object (one we started closing no longer counts)."""
+        return [s for s in map(WorkersSocket, self._ctx.getWebSockets()) if s.is_open]
 
 
-def accept_websocket(ctx: Any, tags: Sequence[str] = ()) -> Any:
-    """Accept a hibernatable WebSocket and return the 101 response for the client end."""
+def accept_websocket(ctx: Any, tags: Sequence[str] = (), attachment: str | None = None) -> Any:
+    """Accept a hibernatable WebSocket and return the 101 response for the client end.
+
+    `attachment` (text) is kept with the socket across hibernation; see
+    WorkersSocket.attachment.
+    """
     from js import WebSocketPair
     from workers import Response
 
     client, server = WebSocketPair.new().object_values()
+    if attachment is not None:
+        server.serializeAttachment(attachment)
     if tags:
         ctx.acceptWebSocket(server, list(tags))
     else:
