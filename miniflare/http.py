@@ -52,9 +52,14 @@ class Request:
         return self
 
     async def text(self) -> str:
-        return self._body.decode()
+        # As the platform's TextDecoder does: invalid UTF-8 becomes U+FFFD, never an error.
+        return self._body.decode("utf-8", errors="replace")
 
     async def bytes(self) -> bytes:
+        return self._body
+
+    async def arrayBuffer(self) -> bytes:
+        """The JS method (an ArrayBuffer there; bytes here)."""
         return self._body
 
     async def json(self) -> Any:
@@ -96,4 +101,4 @@ class Response:
         return cls(json.dumps(data), status=status, headers=merged)
 
     async def text(self) -> str:
-        return self.body.decode()
+        return self.body.decode("utf-8", errors="replace")

@@ -6,10 +6,12 @@ import asyncio
 import importlib
 import logging
 import mimetypes
+import re
 import sys
 from collections.abc import Awaitable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from miniflare import install_shims
 from miniflare.config import WorkerConfig
@@ -18,6 +20,11 @@ from miniflare.objects import DurableObjectNamespace, ObjectHost
 from miniflare.websockets import LocalWebSocket
 
 log = logging.getLogger(__name__)
+
+# What may stay unescaped in request.url; everything else (controls, spaces, non-ASCII
+# bytes) is percent-encoded as a WHATWG URL parser would.
+_URL_SAFE = "/%:@!$&'()*+,;=-._~"
+_HOST = re.compile(r"(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
 
 Scope = dict[str, Any]
 Receive = Any
@@ -145,10 +152,19 @@ class LocalRuntime:
 
     def _request(self, scope: Scope, body: bytes = b"") -> Request:
         headers = Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]])
-        host = headers.get("host") or "127.0.0.1"
+        # As on the platform: the edge sets the client's address; a client cannot.
+        client = scope.get("client")
+        headers["cf-connecting-ip"] = str(client[0]) if client else "127.0.0.1"
+        host = headers.get("host") or ""
+        if not _HOST.fullmatch(host):
+            host = "127.0.0.1"
         scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
-        query = scope.get("query_string", b"").decode()
-        url = f"{scheme}://{host}{scope['path']}" + (f"?{query}" if query else "")
+        # request.url keeps the path percent-encoded, as a platform request's does: the
+        # decoded `path` could turn %3F into a query or carry NUL and undecodable bytes.
+        raw_path = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
+        path = quote(raw_path, safe=_URL_SAFE) or "/"
+        query = quote(scope.get("query_string", b""), safe=_URL_SAFE + "?")
+        url = f"{scheme}://{host}{path}" + (f"?{query}" if query else "")
         return Request(url, method=scope.get("method", "GET"), headers=headers, body=body)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -179,9 +195,16 @@ class LocalRuntime:
         path = scope["path"]
         if path.startswith("/api/") or path == "/healthz":
             return None
+        # No file has a control character (or an undecodable byte) in its name: such a
+        # path is the worker's to answer (404), not a reason for the file system to fail.
+        if any(ord(c) < 0x20 or c in "\x7f\ufffd\\" for c in path):
+            return None
         relative = "index.html" if path.endswith("/") else path.lstrip("/")
-        target = (root / relative).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
+        try:
+            target = (root / relative).resolve()
+            if not target.is_relative_to(root) or not target.is_file():
+                return None
+        except (OSError, ValueError):
             return None
         content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if content_type.startswith("text/") or content_type.endswith(("javascript", "json")):

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import secrets
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, verify_token
 from albert.protocol.http import SessionRequest, SessionResponse
 from albert.settings import Settings
-from albert.tools.base import validation_message
-from albert.web import HttpRequest, HttpResponse
+from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 MAX_SESSION_BODY = 1_024
 
@@ -97,12 +96,10 @@ def _session(request: HttpRequest, settings: Settings, now: int) -> HttpResponse
     keys = settings.signing_keys()
     if not keys:
         return HttpResponse.error(503, "not_configured", "session signing is not configured")
-    if len(request.body) > MAX_SESSION_BODY:
-        return HttpResponse.error(413, "too_large", "session request body too large")
     try:
-        body = SessionRequest.model_validate_json(request.body or b"{}")
-    except ValidationError as exc:
-        return HttpResponse.error(422, "invalid_body", validation_message(exc))
+        body = parse_body(request, SessionRequest, MAX_SESSION_BODY)
+    except BadRequest as exc:
+        return HttpResponse.error(exc.status, exc.error, exc.detail)
     tenants = settings.tenants()
     try:
         current = authenticate(request, settings, now) if bearer_token(request) else None

@@ -77,6 +77,10 @@ def parse_body(request: HttpRequest, model: type[M], max_bytes: int) -> M:
     if len(request.body) > max_bytes:
         raise BadRequest(f"body larger than {max_bytes} bytes", status=413, error="too_large")
     try:
+        request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not valid UTF-8", error="invalid_encoding") from None
+    try:
         return model.model_validate_json(request.body or b"{}")
     except ValidationError as exc:
         raise BadRequest(validation_message(exc), status=422, error="invalid_body") from exc

@@ -7,9 +7,10 @@ import secrets
 
 from albert.analytics.catalog import ThreadCreated, ThreadLoaded
 from albert.analytics.service import AnalyticsService
+from albert.protocol.display_text import clean_label, has_visible_text
 from albert.protocol.http import ThreadCreate, ThreadDetail, ThreadPage, ThreadUpdate
 from albert.settings import Settings
-from albert.storage.threads import NotFound, ThreadStore
+from albert.storage.threads import InvalidCursor, NotFound, ThreadStore
 from albert.web import BadRequest, HttpRequest, HttpResponse, int_param, parse_body
 
 _THREAD_PATH = re.compile(r"^/api/threads/(?P<id>[A-Za-z0-9_-]{1,64})$")
@@ -43,8 +44,8 @@ class ThreadsApi:
             return HttpResponse.error(exc.status, exc.error, exc.detail)
         except NotFound:
             return HttpResponse.error(404, "not_found", "no such thread")
-        except ValueError as exc:
-            return HttpResponse.error(400, "bad_request", str(exc))
+        except InvalidCursor:
+            return HttpResponse.error(400, "invalid_cursor", "invalid cursor")
 
     def _route(self, request: HttpRequest) -> HttpResponse:
         limit_cap = self._settings.max_page_size
@@ -90,8 +91,9 @@ class ThreadsApi:
         return HttpResponse.error(405, "method_not_allowed", "use GET, PATCH or DELETE")
 
     def _title(self, title: str) -> str:
-        title = " ".join(title.split())
-        if not title:
+        # Control, bidi and other invisible characters are dropped before the checks.
+        title = clean_label(title)
+        if not has_visible_text(title):
             raise BadRequest("title must not be blank", status=422, error="invalid_body")
         if len(title) > self._settings.max_title_chars:
             raise BadRequest(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from albert.cloudflare.ffi import py_value
 from albert.web import HttpRequest, HttpResponse
 
 
@@ -19,7 +20,7 @@ async def to_core_request(request: Any, *, read_body: bool = True) -> HttpReques
     headers = {str(k).lower(): str(v) for k, v in request.headers.items()}
     body = b""
     if read_body and request.method not in ("GET", "HEAD"):
-        body = (await request.text()).encode()
+        body = await request_bytes(request)
     return HttpRequest(
         method=str(request.method).upper(),
         path=url.path,
@@ -27,6 +28,14 @@ async def to_core_request(request: Any, *, read_body: bool = True) -> HttpReques
         headers=headers,
         body=body,
     )
+
+
+async def request_bytes(request: Any) -> bytes:
+    """The body exactly as sent: bytes, so invalid UTF-8 reaches the core's checks (a
+    text read would have replaced it, or failed, before any check could answer)."""
+    js_request = getattr(request, "js_object", request)
+    data = py_value(await js_request.arrayBuffer())
+    return data if isinstance(data, bytes) else str(data or "").encode()
 
 
 def to_response(response: HttpResponse) -> Any:

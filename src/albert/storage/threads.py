@@ -3,34 +3,86 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
-from typing import Any
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.clock import Clock
+from albert.protocol.display_text import clean_label, has_visible_text
+from albert.protocol.frames import ID_PATTERN
 from albert.protocol.http import Message, MessageStatus, Thread, ToolCallRecord
 from albert.storage.ports import Row, SqlStorage
 
 DEFAULT_TITLE = "New chat"
+MAX_CURSOR_CHARS = 256
+MAX_SQL_INT = 2**63 - 1
+_CURSOR_SHAPE = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_CURSOR_CHARS}}}")
 
 
 class NotFound(LookupError):
     """The thread (or message) does not exist for this client."""
 
 
-def _encode_cursor(*parts: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+class InvalidCursor(ValueError):
+    """A cursor this store did not make; the message is the same for every kind of wrong."""
+
+    def __init__(self) -> None:
+        super().__init__("invalid cursor")
 
 
-def decode_cursor(cursor: str) -> list[Any]:
-    """Inverse of the cursor encoding; ValueError on anything malformed."""
+C = TypeVar("C", bound="_Cursor")
+
+
+class _Cursor(BaseModel):
+    """A cursor's fields, sent as a base64url JSON array in field order."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    @classmethod
+    def from_array(cls: type[C], value: Any) -> C:
+        """The cursor from its decoded JSON; ValueError unless an array of the right length."""
+        names = list(cls.model_fields)
+        if not isinstance(value, list) or len(value) != len(names):
+            raise ValueError("wrong shape")
+        return cls.model_validate(dict(zip(names, value, strict=True)))
+
+    def encode(self) -> str:
+        """The opaque text handed to the browser."""
+        parts = [getattr(self, name) for name in type(self).model_fields]
+        return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+
+
+class ThreadCursor(_Cursor):
+    """Where a thread listing continues: after this (updated_at, id), newest first."""
+
+    updated_at: int = Field(ge=0, le=MAX_SQL_INT)
+    thread_id: str = Field(pattern=ID_PATTERN)
+
+
+class MessageCursor(_Cursor):
+    """Where a message listing continues: after this seq."""
+
+    seq: int = Field(ge=0, le=MAX_SQL_INT)
+
+
+def decode_cursor(cursor: str, model: type[C]) -> C:
+    """The cursor's fields, or InvalidCursor for anything this store did not make."""
+    if not _CURSOR_SHAPE.fullmatch(cursor):
+        raise InvalidCursor()
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except Exception as exc:  # any decoding failure is the caller's bad input
-        raise ValueError("malformed cursor") from exc
-    if not isinstance(parts, list):
-        raise ValueError("malformed cursor")
-    return parts
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return model.from_array(json.loads(raw))
+    except (binascii.Error, ValueError, ValidationError, RecursionError):
+        raise InvalidCursor() from None
+
+
+def clean_title(title: str | None) -> str:
+    """A title safe to show: see albert.protocol.display_text; blank means the default."""
+    cleaned = clean_label(title or "")
+    return cleaned if has_visible_text(cleaned) else DEFAULT_TITLE
 
 
 class ThreadStore:
@@ -45,14 +97,15 @@ class ThreadStore:
     def create_thread(self, thread_id: str, title: str | None) -> Thread:
         """Create a thread; the id is made by the caller."""
         now = self._clock.now_ms()
+        title = clean_title(title)
         self._sql.execute(
             "INSERT INTO threads (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
             thread_id,
-            title or DEFAULT_TITLE,
+            title,
             now,
             now,
         )
-        return Thread(id=thread_id, title=title or DEFAULT_TITLE, created_at=now, updated_at=now)
+        return Thread(id=thread_id, title=title, created_at=now, updated_at=now)
 
     def get_thread(self, thread_id: str) -> Thread:
         """One thread, or NotFound."""
@@ -72,12 +125,12 @@ class ThreadStore:
     ) -> tuple[list[Thread], str | None]:
         """Newest first (by last update); keyset pagination so pages never shift."""
         if cursor:
-            updated_at, last_id = decode_cursor(cursor)
+            after = decode_cursor(cursor, ThreadCursor)
             rows = self._sql.execute(
                 "SELECT id, title, created_at, updated_at FROM threads "
                 "WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
-                int(updated_at),
-                str(last_id),
+                after.updated_at,
+                after.thread_id,
                 limit + 1,
             )
         else:
@@ -90,15 +143,15 @@ class ThreadStore:
         next_cursor = None
         if len(rows) > limit:
             last = threads[-1]
-            next_cursor = _encode_cursor(last.updated_at, last.id)
+            next_cursor = ThreadCursor(updated_at=last.updated_at, thread_id=last.id).encode()
         return threads, next_cursor
 
     def rename_thread(self, thread_id: str, title: str) -> Thread:
-        """Change a thread's title."""
+        """Change a thread's title (cleaned as on create)."""
         self.get_thread(thread_id)
         self._sql.execute(
             "UPDATE threads SET title = ?, updated_at = ? WHERE id = ?",
-            title,
+            clean_title(title),
             self._clock.now_ms(),
             thread_id,
         )
@@ -209,7 +262,7 @@ class ThreadStore:
     ) -> tuple[list[Message], str | None]:
         """Oldest first; the cursor continues after the last message returned."""
         self.get_thread(thread_id)
-        after = int(decode_cursor(cursor)[0]) if cursor else 0
+        after = decode_cursor(cursor, MessageCursor).seq if cursor else 0
         rows = self._sql.execute(
             "SELECT * FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             thread_id,
@@ -217,7 +270,9 @@ class ThreadStore:
             limit + 1,
         )
         messages = [_message_from_row(r) for r in rows[:limit]]
-        next_cursor = _encode_cursor(rows[limit - 1]["seq"]) if len(rows) > limit else None
+        next_cursor = (
+            MessageCursor(seq=rows[limit - 1]["seq"]).encode() if len(rows) > limit else None
+        )
         return messages, next_cursor
 
     def history(self, thread_id: str, max_messages: int = 200) -> list[Message]:
