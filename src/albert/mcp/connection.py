@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from albert.mcp.classify import ServerKind
 from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
+from albert.mcp.ssrf import ConnectCheck, UrlRefused
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +52,12 @@ class McpConnection:
         *,
         on_lost: Callable[[McpConnection], None],
         on_tools_changed: Callable[[], None],
+        connect_check: ConnectCheck | None = None,
     ) -> None:
         self.name = name
         self.url = url
         self._headers = headers
+        self._connect_check = connect_check
         self._on_lost = on_lost
         self._on_tools_changed = on_tools_changed
         self._client: Client | None = None
@@ -80,11 +84,22 @@ class McpConnection:
         if self._client is None:
             raise ConnectFailed(describe_error(self._error)) from None
 
-    async def _own(self, within: float) -> None:
-        http = create_mcp_http_client(
+    def _http_client(self, within: float) -> httpx2.AsyncClient:
+        timeout = httpx2.Timeout(within, read=300.0)
+        if self._connect_check is None or sys.platform == "emscripten":
+            # Under Pyodide the platform's fetch opens the connection (and refuses
+            # private addresses itself); the SDK picks that transport on its own.
+            return create_mcp_http_client(headers=self._headers, timeout=timeout)
+        from albert.mcp.pinned_transport import CheckedTransport
+
+        return httpx2.AsyncClient(
             headers=self._headers,
-            timeout=httpx2.Timeout(within, read=300.0),
+            timeout=timeout,
+            transport=CheckedTransport(self._connect_check),
         )
+
+    async def _own(self, within: float) -> None:
+        http = self._http_client(within)
         client = Client(
             streamable_http_client(self.url, http_client=http),
             cache=None,
@@ -248,6 +263,23 @@ def _result(result: mcp_types.CallToolResult) -> RemoteCallResult:
     )
 
 
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """`exc` or the first exception of that kind among its groups, causes and contexts."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
 def is_connection_error(exc: BaseException) -> bool:
     """True when the exception means the connection is gone (by type and code, not text)."""
     if isinstance(exc, MCPError):
@@ -264,6 +296,9 @@ def describe_error(exc: BaseException | None) -> str:
         return "connection failed"
     if isinstance(exc, ConnectFailed):
         return str(exc)
+    refused = _find(exc, UrlRefused)
+    if refused is not None:
+        return f"url refused when connecting: {refused}"
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return describe_error(exc.exceptions[0])
     if isinstance(exc, TimeoutError):

@@ -30,7 +30,7 @@ from albert.mcp.classify import ServerKind, classify_server, guidance_for
 from albert.mcp.configs import McpConfigStore, McpServerConfig, MissingSecret, SecretLookup
 from albert.mcp.reconnect import ReconnectPolicy, RetryState
 from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
-from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
+from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus, McpState, McpStatusFrame
 from albert.settings import Settings
 from albert.tools.base import Tool, ToolResult
@@ -186,6 +186,8 @@ class McpManager:
                 headers,
                 on_lost=lambda lost: self._on_lost(runtime, lost),
                 on_tools_changed=lambda: self._on_tools_changed(runtime),
+                # Each socket's address is checked again as it opens (DNS rebinding).
+                connect_check=ConnectCheck(self._settings.mode, self._resolver),
             )
             try:
                 await conn.connect(timeout)

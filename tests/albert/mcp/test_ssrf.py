@@ -136,3 +136,120 @@ def test_auto_uses_doh_in_production_and_the_system_resolver_locally() -> None:
     assert resolver_for("system", "production", http, "https://x") is system_resolver
     assert resolver_for("auto", "production", http, "https://x") is not system_resolver
     assert resolver_for("doh", "local", http, "https://x") is not system_resolver
+
+
+# --- IPv6 forms that carry an IPv4 address, and numbers that read as IPv4 -----------
+
+NON_PUBLIC_V4 = [
+    "127.0.0.1",
+    "127.1.2.3",
+    "10.0.0.1",
+    "172.16.5.4",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "192.0.0.8",
+    "198.18.0.1",
+]
+
+
+def carrying_forms(v4: str) -> list[str]:
+    """Every IPv6 spelling that carries `v4` by a transition mechanism."""
+    import ipaddress
+
+    n = int(ipaddress.IPv4Address(v4))
+    hi, lo = n >> 16, n & 0xFFFF
+    teredo_client = n ^ 0xFFFFFFFF
+    forms = [
+        f"::ffff:{v4}",
+        f"::ffff:{hi:x}:{lo:x}",
+        f"0:0:0:0:0:ffff:{v4}",
+        f"::{v4}",  # IPv4-compatible
+        f"::{hi:x}:{lo:x}",
+        f"::ffff:0:{v4}",  # SIIT
+        f"64:ff9b::{v4}",  # NAT64 well-known prefix
+        f"64:ff9b::{hi:x}:{lo:x}",
+        f"64:ff9b:1::{v4}",  # NAT64 local-use
+        f"64:ff9b:1:{hi:x}:{lo:x}::",
+        f"2002:{hi:x}:{lo:x}::",  # 6to4
+        f"2002:{hi:x}:{lo:x}:1::1",
+        # Teredo: server 65.54.227.120, client obfuscated in the low 32 bits
+        f"2001:0:4136:e378:8000:63bf:{teredo_client >> 16:x}:{teredo_client & 0xFFFF:x}",
+    ]
+    return [f"http://[{form}]/mcp" for form in forms]
+
+
+@pytest.mark.parametrize("url", [u for v4 in NON_PUBLIC_V4 for u in carrying_forms(v4)])
+async def test_ipv6_forms_carrying_a_non_public_ipv4_are_refused_in_production(url) -> None:
+    with pytest.raises(UrlRefused):
+        await check_url(url, "production")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::ffff:8.8.8.8]/mcp",
+        "http://[64:ff9b::8.8.8.8]/mcp",
+        "http://[2002:808:808::1]/mcp",
+    ],
+)
+async def test_the_same_forms_carrying_a_public_ipv4_pass(url) -> None:
+    await check_url(url, "production")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [u for v4 in ("10.0.0.1", "169.254.169.254") for u in carrying_forms(v4)],
+)
+async def test_local_mode_refuses_carried_private_addresses_too(url) -> None:
+    with pytest.raises(UrlRefused):
+        await check_url(url, "local")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "2130706433",
+        "0x7f000001",
+        "0x7f.1",
+        "0177.0.0.1",
+        "0177.1",
+        "127.1",
+        "127.0.1",
+        "127.000.000.001",
+        "0x7F.0.0.1",
+        "017700000001",
+        "10.1",
+        "1.2.3.4.5",
+        "example.0x1",
+        "localhost.123",
+    ],
+)
+async def test_numbers_that_read_as_ipv4_are_refused(host: str) -> None:
+    with pytest.raises(UrlRefused, match=r"dotted-decimal|not a public|non-public"):
+        await check_url(f"http://{host}/mcp", "production", _never)
+
+
+async def _never(host: str) -> list[str]:
+    raise AssertionError(f"{host} should not be resolved")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://１２７.０.０.１/mcp",  # full-width digits, mapped to 127.0.0.1 by IDNA
+        "http://loc\u0430lhost/mcp",  # Cyrillic a
+        "http://evil.example\\@127.0.0.1/mcp",
+        "http://127.0.0.1\\.evil.example/mcp",
+        "http://evil.example /mcp",
+        "http://evil.example\t/mcp",
+        "http://evil.example\x00.x/mcp",
+        "http://@127.0.0.1/mcp",
+        "http://[fe80::1%25eth0]/mcp",
+        "http://exa_mple.com/mcp",
+    ],
+)
+async def test_urls_a_parser_could_read_two_ways_are_refused(url: str) -> None:
+    with pytest.raises(UrlRefused):
+        await check_url(url, "production", _never)
