@@ -16,8 +16,9 @@ from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarms import AlarmPort, LoopAlarm
 from albert.mcp.api import McpApi
-from albert.mcp.configs import McpConfigStore, SecretLookup
+from albert.mcp.configs import McpConfigStore
 from albert.mcp.manager import McpManager
+from albert.mcp.secret_binding import RawSecretLookup, SecretBinding
 from albert.mcp.ssrf import resolver_for
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
@@ -35,7 +36,7 @@ def build_chat_service(
     extra_tools: Sequence[Tool] = (),
     defer: Defer | None = None,
     alarms: AlarmPort | None = None,
-    secrets: SecretLookup | None = None,
+    secrets: RawSecretLookup | None = None,
     tenant: str = "default",
     model: ModelClient | None = None,
 ) -> ChatService:
@@ -56,12 +57,15 @@ def build_chat_service(
     if alarms is None:
         loop_alarm = LoopAlarm()
         alarms = loop_alarm
+    bound_secrets = SecretBinding.from_setting(
+        settings.mcp_secrets_json, settings.tenant_key, secrets or (lambda _name: None)
+    )
     manager = McpManager(
         store=mcp_store,
         settings=settings,
         local_tools=tools,
         alarms=alarms,
-        secrets=secrets or (lambda _name: None),
+        secrets=bound_secrets,
         hub=hub,
         resolver=resolver,
     )
@@ -74,7 +78,7 @@ def build_chat_service(
         model=model or model_client(settings, http),
         tools=manager,
         hub=hub,
-        mcp=McpApi(mcp_store, manager, settings, resolver),
+        mcp=McpApi(mcp_store, manager, settings, resolver, secrets=bound_secrets),
         analytics=AnalyticsService.from_settings(
             settings, http=http, defer=defer, clock=clock, sql=sql
         ),

@@ -71,6 +71,9 @@ class Settings(BaseModel):
     # HTTPS in production (Workers have no system resolver) and the system one locally.
     mcp_dns_resolver: Literal["auto", "system", "doh"] = Field("auto", alias="MCP_DNS_RESOLVER")
     mcp_doh_url: str = Field("https://cloudflare-dns.com/dns-query", alias="MCP_DOH_URL")
+    # Where each MCP_SECRET_* may be sent: JSON, secret name → {origins, tenants}
+    # (albert.mcp.secret_binding). A secret not bound here is never sent anywhere.
+    mcp_secrets_json: str = Field("", alias="MCP_SECRETS")
 
     # Analytics: Amplitude key (no key, no network) and a local JSON-lines file.
     analytics_api_key: SecretStr = Field(SecretStr(""), alias="ANALYTICS_API_KEY")

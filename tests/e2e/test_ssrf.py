@@ -20,6 +20,7 @@ import pytest
 
 from tests.albert.mcp.test_ssrf import NON_PUBLIC_V4, carrying_forms
 from tests.support.asgi_server import AsgiServer
+from tests.support.recorder import RecordingApp, recording_listener
 from tests.support.runtime_process import RuntimeProcess
 
 PUBLIC = "93.184.216.34"
@@ -53,21 +54,6 @@ class RebindingDoh:
         await send({"type": "http.response.body", "body": body})
 
 
-class Listener:
-    """Records every request: if anything arrives, the check was bypassed."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, dict[str, str]]] = []
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-        self.requests.append((scope["method"], scope["path"], headers))
-        await send({"type": "http.response.start", "status": 500, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-
 @pytest.fixture(scope="module")
 def doh() -> Iterator[tuple[AsgiServer, RebindingDoh]]:
     app = RebindingDoh()
@@ -76,10 +62,9 @@ def doh() -> Iterator[tuple[AsgiServer, RebindingDoh]]:
 
 
 @pytest.fixture(scope="module")
-def listener() -> Iterator[tuple[AsgiServer, Listener]]:
-    app = Listener()
-    with AsgiServer(app) as server:
-        yield server, app
+def listener() -> Iterator[tuple[AsgiServer, RecordingApp]]:
+    with recording_listener() as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")

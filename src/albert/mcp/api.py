@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from albert.mcp.configs import McpConfigStore, McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager
+from albert.mcp.secret_binding import SecretBinding, SecretRefused
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus
 from albert.settings import Settings
@@ -33,11 +34,15 @@ class McpApi:
         manager: McpManager,
         settings: Settings,
         resolver: Resolver = system_resolver,
+        *,
+        secrets: SecretBinding | None = None,
     ) -> None:
         self._store = store
         self._manager = manager
         self._settings = settings
         self._resolver = resolver
+        # Without a binding no secret may be referenced at all.
+        self._secrets = secrets or SecretBinding({}, settings.tenant_key, lambda _name: None)
 
     @property
     def manager(self) -> McpManager:
@@ -98,6 +103,11 @@ class McpApi:
             await check_url(body.url, self._settings.mode, self._resolver)
         except UrlRefused as exc:
             raise BadRequest(f"url refused: {exc}", status=422, error="url_refused") from exc
+        if body.secret_ref is not None:
+            try:
+                self._secrets.check(body.secret_ref, body.url)
+            except SecretRefused as exc:
+                raise BadRequest(str(exc), status=422, error="secret_refused") from None
         existing = self._store.get(body.name)
         is_new = existing is None or existing.source == "default"
         if is_new and self._store.count_client() >= self._settings.mcp_max_servers:

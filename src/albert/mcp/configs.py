@@ -1,7 +1,8 @@
 """MCP server configs of one client, kept in the client's Durable Object SQLite.
 
 A config may carry plain headers and a secret reference: the NAME of an env
-secret (MCP_SECRET_*) whose value is added as one header when connecting. The
+secret (MCP_SECRET_*) whose value is added as one header when connecting, and
+only to the origins MCP_SECRETS binds it to (albert.mcp.secret_binding). The
 value itself is never stored, and neither header values nor secrets are ever
 sent back to the browser.
 """
@@ -9,24 +10,65 @@ sent back to the browser.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from albert.mcp.secret_binding import SECRET_NAME_PATTERN, SecretRefused
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
-SECRET_REF_PATTERN = r"^MCP_SECRET_[A-Z0-9_]{1,64}$"
+SECRET_REF_PATTERN = SECRET_NAME_PATTERN
 HEADER_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
-# Headers the transport sets itself; a config must not override them.
+# Headers the transport sets itself, and the ones that change how a message is framed
+# or routed; neither plain headers nor the secret's header may be one (any spelling).
 RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "content-type", "accept", "mcp-session-id", "mcp-protocol-version"}
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "expect",
+        "proxy-authorization",
+        "proxy-connection",
+        "accept",
+        "accept-encoding",
+        "last-event-id",
+        "mcp-session-id",
+        "mcp-protocol-version",
+    }
 )
 MAX_HEADERS = 16
 
-SecretLookup = Callable[[str], str | None]
+
+class SecretLookup(Protocol):
+    """Where a connection gets a secret's value: only for a URL the secret is bound to."""
+
+    def value_for(self, name: str, url: str) -> str:
+        """The value, or SecretRefused."""
+        ...
+
+
+# The name the manager catches; every secret refusal is this one exception.
+MissingSecret = SecretRefused
+
+
+def _header_name_error(name: str) -> str | None:
+    if not re.fullmatch(HEADER_NAME_PATTERN[1:-1], name):
+        return f"invalid header name {name!r}"
+    if name.lower() in RESERVED_HEADERS:
+        return f"header {name!r} is set by the client itself"
+    return None
+
 
 # Append only: each entry runs once per object, recorded in mcp_schema_migrations.
 MCP_MIGRATIONS: list[tuple[str, ...]] = [
@@ -87,18 +129,31 @@ class McpServerIn(BaseModel):
     @field_validator("headers")
     @classmethod
     def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        import re
-
         if len(headers) > MAX_HEADERS:
             raise ValueError(f"at most {MAX_HEADERS} headers")
+        seen: set[str] = set()
         for key, value in headers.items():
-            if not re.match(HEADER_NAME_PATTERN, key):
-                raise ValueError(f"invalid header name {key!r}")
-            if key.lower() in RESERVED_HEADERS:
-                raise ValueError(f"header {key!r} is set by the client itself")
-            if len(value) > 4_000 or any(c in value for c in "\r\n\0"):
+            error = _header_name_error(key)
+            if error is not None:
+                raise ValueError(error)
+            if key.lower() in seen:
+                raise ValueError(f"header {key!r} is given twice")
+            seen.add(key.lower())
+            if (
+                len(value) > 4_000
+                or not value.isascii()
+                or any(ord(c) < 0x20 or c == "\x7f" for c in value)
+            ):
                 raise ValueError(f"invalid value for header {key!r}")
         return headers
+
+    @field_validator("secret_header")
+    @classmethod
+    def _check_secret_header(cls, name: str) -> str:
+        error = _header_name_error(name)
+        if error is not None:
+            raise ValueError(error)
+        return name
 
     @model_validator(mode="after")
     def _secret_header_free(self) -> McpServerIn:
@@ -122,22 +177,17 @@ class McpServerConfig(BaseModel):
     source: Literal["client", "default"] = "client"
 
     def request_headers(self, secrets: SecretLookup) -> dict[str, str]:
-        """Headers to send, with the referenced secret filled in (never stored)."""
+        """Headers to send, with the referenced secret filled in (never stored).
+
+        SecretRefused unless the secret is bound to this config's URL right now.
+        """
         out = dict(self.headers)
         if self.secret_ref:
-            value = secrets(self.secret_ref)
-            if value is None:
-                raise MissingSecret(self.secret_ref)
+            if _header_name_error(self.secret_header) is not None:
+                raise SecretRefused()  # stored before the header rule covered it
+            value = secrets.value_for(self.secret_ref, self.url)
             out[self.secret_header] = f"{self.secret_prefix}{value}"
         return out
-
-
-class MissingSecret(LookupError):
-    """The config names a secret the environment does not have."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"secret {name} is not set in this environment")
-        self.name = name
 
 
 class McpServerView(BaseModel):

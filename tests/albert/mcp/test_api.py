@@ -13,6 +13,7 @@ from albert.mcp.alarms import LoopAlarm
 from albert.mcp.api import McpApi
 from albert.mcp.configs import McpConfigStore
 from albert.mcp.manager import McpManager
+from albert.mcp.secret_binding import SecretBinding, SecretRule
 from albert.web import HttpRequest, HttpResponse
 from tests.albert.mcp.conftest import fast_settings, now_ms
 
@@ -26,11 +27,13 @@ async def api(sql: WorkersSql) -> AsyncIterator[McpApi]:
     )
     store = McpConfigStore(sql, settings, now_ms)
     alarm = LoopAlarm()
+    rule = SecretRule(origins=["http://127.0.0.1:9"], tenants=["default"])
+    secrets = SecretBinding({"MCP_SECRET_FILES": rule}, "default", {"MCP_SECRET_FILES": "f"}.get)
     manager = McpManager(
-        store=store, settings=settings, local_tools=[], alarms=alarm, secrets=lambda _n: None
+        store=store, settings=settings, local_tools=[], alarms=alarm, secrets=secrets
     )
     alarm.bind(manager.on_alarm)
-    yield McpApi(store, manager, settings)
+    yield McpApi(store, manager, settings, secrets=secrets)
     await manager.close()
     alarm.close()
 

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpConfigStore, McpServerIn, McpServerView, MissingSecret
+from albert.mcp.secret_binding import SecretBinding, SecretRule
 from tests.albert.mcp.conftest import fast_settings, now_ms
 
 
@@ -54,10 +55,12 @@ def test_secret_is_referenced_by_name_and_filled_in_only_when_connecting(sql: Wo
     )
     stored = sql.execute("SELECT * FROM mcp_servers")
     assert "s3cret" not in str(stored)
-    headers = config.request_headers({"MCP_SECRET_PAID": "s3cret"}.get)
+    rule = SecretRule(origins=["http://127.0.0.1:9"], tenants=["default"])
+    bound = SecretBinding({"MCP_SECRET_PAID": rule}, "default", {"MCP_SECRET_PAID": "s3cret"}.get)
+    headers = config.request_headers(bound)
     assert headers == {"X-Plan": "pro", "Authorization": "Bearer s3cret"}
     with pytest.raises(MissingSecret):
-        config.request_headers(lambda _name: None)
+        config.request_headers(SecretBinding({"MCP_SECRET_PAID": rule}, "default", dict().get))
     view = McpServerView.of(config).model_dump_json()
     assert "s3cret" not in view and "pro" not in view
     assert McpServerView.of(config).header_names == ["X-Plan"]

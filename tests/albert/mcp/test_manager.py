@@ -15,6 +15,7 @@ from albert.cloudflare.sql import WorkersSql
 from albert.mcp.alarms import LoopAlarm
 from albert.mcp.configs import McpConfigStore, McpServerIn
 from albert.mcp.manager import McpManager
+from albert.mcp.secret_binding import REFUSAL, SecretBinding, SecretRule, origin_of
 from albert.settings import Settings
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.guard import ToolGuard
@@ -69,7 +70,9 @@ class Harness:
     alarm: LoopAlarm
 
 
-async def make(sql: WorkersSql, settings: Settings) -> Harness:
+async def make(
+    sql: WorkersSql, settings: Settings, secrets: SecretBinding | None = None
+) -> Harness:
     store = McpConfigStore(sql, settings, now_ms)
     alarm = LoopAlarm()
     hub = Hub()
@@ -78,7 +81,7 @@ async def make(sql: WorkersSql, settings: Settings) -> Harness:
         settings=settings,
         local_tools=LOCAL,
         alarms=alarm,
-        secrets={"MCP_SECRET_T": "t0k"}.get,
+        secrets=secrets or SecretBinding({}, "default", lambda _name: None),
         hub=hub,
     )
     alarm.bind(manager.on_alarm)
@@ -274,7 +277,9 @@ async def test_a_tool_the_server_no_longer_offers_gives_a_clear_error(
 async def test_client_configs_with_secret_headers_and_reload(
     sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
-    h = await make(sql, fast_settings())
+    bound = {"MCP_SECRET_T": SecretRule(origins=[origin_of(vaults.url)], tenants=["*"])}
+    secrets = SecretBinding(bound, "default", {"MCP_SECRET_T": "t0k"}.get)
+    h = await make(sql, fast_settings(), secrets)
     harness_factory.append(h)
     assert (await h.manager.tools_for_turn()).registry.names() == ["echo", "local_only"]
     h.store.put(McpServerIn(name="mine", url=vaults.url, secret_ref="MCP_SECRET_T"))
@@ -285,7 +290,8 @@ async def test_client_configs_with_secret_headers_and_reload(
     await h.manager.reload("mine")
     turn = await h.manager.tools_for_turn()
     assert "search_vaults" not in turn.registry.names()
-    assert "MCP_SECRET_MISSING" in (h.manager.status()[0].last_error or "")
+    # One refusal for every reason, naming no secret.
+    assert h.manager.status()[0].last_error == REFUSAL
     h.store.delete("mine")
     await h.manager.reload("mine")
     assert h.manager.status() == []
