@@ -38,6 +38,7 @@ class Reply(BaseModel):
     pause_seconds: float = 0.0
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    stream_error: str | None = None  # an error event after the text, as gateways send
 
 
 class _CutStream(Exception):
@@ -130,6 +131,8 @@ class ScriptedModelServer:
 
         out = [event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
         out += [event({"choices": [{"index": 0, "delta": {"content": t}}]}) for t in reply.text]
+        if reply.stream_error is not None:
+            return [*out, f"data: {json.dumps({'error': {'message': reply.stream_error}})}\n\n"]
         for i, call in enumerate(reply.tool_calls):
             arguments = (
                 call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
@@ -86,6 +87,8 @@ class OpenAICompatibleClient:
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._headers.update(extra_headers or {})
+        # What a gateway's error text must never carry past the log (redacted there too).
+        self._secrets = [v for v in (api_key, *(extra_headers or {}).values()) if v]
         self._model = model
         self._timeout = timeout
 
@@ -128,28 +131,20 @@ class OpenAICompatibleClient:
                     continue
                 raise ModelError("stream_cut", "the model stream was cut off") from exc
             except httpx.TransportError as exc:
-                raise ModelError("network", f"cannot reach the model gateway ({exc})") from exc
+                kind = type(exc).__name__
+                raise ModelError("network", f"cannot reach the model gateway ({kind})") from exc
 
     async def _raise_for_status(self, response: httpx.Response) -> None:
-        text = (await response.aread()).decode(errors="replace")[:300]
-        detail = text
-        try:
-            payload = json.loads(text)
-            error = payload.get("error")
-            detail = error.get("message", text) if isinstance(error, dict) else str(error or text)
-        except (ValueError, AttributeError):
-            pass
-        if response.status_code == 429:
-            raise ModelError(
-                "rate_limited",
-                "the model gateway is rate limiting requests",
-                status=429,
-                retry_after=_retry_after(response),
-            )
-        raise ModelError(
-            "http",
-            f"the model gateway answered {response.status_code}: {detail}",
-            status=response.status_code,
+        body = b""
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_LOGGED_CHARS:
+                break
+        raise http_error(
+            response.status_code,
+            body.decode(errors="replace"),
+            self._secrets,
+            retry_after=_retry_after(response),
         )
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
@@ -168,9 +163,7 @@ class OpenAICompatibleClient:
             except ValueError as exc:
                 raise ModelError("bad_response", "the model sent a malformed stream chunk") from exc
             if isinstance(chunk, dict) and chunk.get("error"):
-                error = chunk["error"]
-                message = error.get("message") if isinstance(error, dict) else str(error)
-                raise ModelError("http", f"the model gateway reported an error: {message}")
+                raise stream_error(json.dumps(chunk["error"]), self._secrets)
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
