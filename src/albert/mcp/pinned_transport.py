@@ -1,12 +1,13 @@
 """The MCP client's HTTP transport where Python opens the sockets (CPython hosts).
 
-Every TCP connection, the first and every reconnect or redirect alike, resolves
-the host through the deployment's resolver, checks every address with the SSRF
-rules (albert.mcp.ssrf.checked_addresses) right before the socket opens, and
-connects to an address it just checked. The name itself never reaches the
-system resolver, so a DNS answer that changes between the check and the connect
-(rebinding) cannot send the request elsewhere. TLS still verifies the original
-host name (SNI and certificate), and the Host header is the URL's.
+The first request of a connection resolves its host through the deployment's
+resolver and checks every address with the SSRF rules
+(albert.mcp.ssrf.checked_addresses), right before the socket opens. The request
+then goes to the checked address itself, and that address stays pinned for the
+transport's life (one MCP connection; a reconnect builds a new one and checks
+again). The name never reaches the system resolver, so a DNS answer that changes
+after the check (rebinding) cannot send a request elsewhere. The Host header is
+the URL's, and TLS verifies the original name (SNI and certificate).
 
 Imported only by albert.mcp.connection, i.e. only once an MCP server is configured.
 Under Pyodide the SDK's own fetch transport is used instead: there the platform
@@ -15,71 +16,46 @@ opens the connection (see albert.mcp.connection).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import asyncio
 
-import httpcore2
 import httpx2
 
-from albert.mcp.ssrf import ConnectCheck, UrlRefused, checked_addresses
+from albert.mcp.ssrf import ConnectCheck, IpAddress, checked_addresses
 
 
-class CheckedBackend(httpcore2.AsyncNetworkBackend):
-    """Opens TCP sockets only to addresses that pass the check at that moment."""
+class CheckedTransport(httpx2.AsyncBaseTransport):
+    """Sends every request to an address checked for its host, pinned per host."""
 
-    def __init__(self, check: ConnectCheck, inner: httpcore2.AsyncNetworkBackend | None = None):
+    def __init__(self, check: ConnectCheck, inner: httpx2.AsyncBaseTransport | None = None) -> None:
         self._check = check
-        self._inner = inner or httpcore2.AnyIOBackend()
+        # No proxy from the environment: a proxy would resolve the name itself.
+        self._inner = inner or httpx2.AsyncHTTPTransport(trust_env=False)
+        self._pinned: dict[str, list[IpAddress]] = {}
+        self._lock = asyncio.Lock()
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        addresses = await checked_addresses(host, self._check.mode, self._check.resolver)
-        failure: Exception | None = None
-        for ip in addresses:
-            try:
-                return await self._inner.connect_tcp(
-                    str(ip),
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
+    async def _addresses(self, host: str) -> list[IpAddress]:
+        async with self._lock:
+            if host not in self._pinned:
+                self._pinned[host] = await checked_addresses(
+                    host, self._check.mode, self._check.resolver
                 )
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout, OSError) as exc:
-                failure = exc
+            return self._pinned[host]
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        host = request.url.host
+        addresses = await self._addresses(host)
+        # The Host header was set from the original URL when the request was built.
+        request.extensions = {**request.extensions, "sni_hostname": host}
+        original = request.url
+        failure: Exception | None = None
+        for address in addresses:
+            request.url = original.copy_with(host=str(address))
+            try:
+                return await self._inner.handle_async_request(request)
+            except httpx2.ConnectError as exc:
+                failure = exc  # nothing was sent: the next checked address may answer
         assert failure is not None
         raise failure
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore2's interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        raise UrlRefused("an MCP server is reached over TCP only")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class CheckedTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's transport with the checking backend under its connection pool."""
-
-    def __init__(
-        self, check: ConnectCheck, inner: httpcore2.AsyncNetworkBackend | None = None
-    ) -> None:
-        # No proxy from the environment: a proxy would resolve the name itself.
-        super().__init__(trust_env=False)
-        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
-        self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(trust_env=False),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=CheckedBackend(check, inner),
-        )
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -64,20 +64,25 @@ async def test_the_socket_goes_to_the_checked_address_and_keeps_the_host_header(
     assert resolve.calls == ["only-our-resolver.test"]  # type: ignore[attr-defined]
 
 
-async def test_a_name_that_rebinds_between_connections_is_refused_before_the_socket(
+async def test_the_checked_address_stays_pinned_while_a_reconnect_checks_again(
     listener,
 ) -> None:
     server, recorder = listener
-    # Local mode allows loopback; the second answer is a private address it refuses.
+    # Local mode allows loopback; the later answer is a private address it refuses.
     resolve = _answers(["127.0.0.1"], ["10.0.0.7"])
+    check = ConnectCheck("local", resolve)
     async with httpx2.AsyncClient(
-        transport=CheckedTransport(ConnectCheck("local", resolve)),
-        headers={"connection": "close"},
+        transport=CheckedTransport(check), headers={"connection": "close"}
     ) as http:
-        assert (await http.get(f"http://rebind.test:{server.port}/")).status_code == 200
+        for _ in range(3):  # a new socket each time, all to the address checked first
+            assert (await http.get(f"http://rebind.test:{server.port}/")).status_code == 200
+    assert resolve.calls == ["rebind.test"]  # type: ignore[attr-defined]
+    assert len(recorder.hosts) == 3
+    # A reconnect is a new transport: it checks again, and the new answer is refused.
+    async with httpx2.AsyncClient(transport=CheckedTransport(check)) as http:
         with pytest.raises(UrlRefused, match=r"resolves to 10\.0\.0\.7"):
             await http.get(f"http://rebind.test:{server.port}/")
-    assert len(recorder.hosts) == 1
+    assert len(recorder.hosts) == 3
 
 
 @pytest.mark.parametrize(
