@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from miniflare import install_shims
+from miniflare.asset_headers import CONFIG_FILES, HeaderRules
 from miniflare.config import WorkerConfig
 from miniflare.http import Headers, Request, Response
 from miniflare.objects import DurableObjectNamespace, ObjectHost
@@ -64,6 +65,7 @@ class LocalRuntime:
         self.hosts: dict[str, ObjectHost] = {}
         self.env: LocalEnv | None = None
         self._entrypoint: Any = None
+        self._asset_headers = HeaderRules.load(config.assets_dir)
 
     # --- start and stop ------------------------------------------------------------
 
@@ -206,12 +208,14 @@ class LocalRuntime:
                 return None
         except (OSError, ValueError):
             return None
+        if target.name in CONFIG_FILES:
+            return None  # the platform reads these; it never serves them
         content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if content_type.startswith("text/") or content_type.endswith(("javascript", "json")):
             content_type += "; charset=utf-8"
-        return Response(
-            target.read_bytes(), headers={"content-type": content_type, "cache-control": "no-cache"}
-        )
+        headers = {"content-type": content_type, "cache-control": "no-cache"}
+        headers.update(self._asset_headers.for_path(path))
+        return Response(target.read_bytes(), headers=headers)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         first = await receive()

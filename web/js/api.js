@@ -112,7 +112,8 @@ export class Api {
     return this.request("DELETE", `/api/threads/${encodeURIComponent(id)}`);
   }
 
-  /** Query string that authenticates where headers cannot be set (WebSocket, beacon). */
+  /** Query string that authenticates where headers cannot be set: the WebSocket only
+   * (the server takes a token from the URL on an upgrade and nowhere else). */
   authQuery() {
     const params = new URLSearchParams({ client_id: this.session.client_id });
     if (this.session.token) params.set("token", this.session.token);
@@ -126,12 +127,14 @@ export class Api {
     return `${scheme}://${location.host}/api/chat?${this.authQuery()}`;
   }
 
-  /** Post client analytics events; `beacon` survives the page closing. */
+  /** Post client analytics events; `beacon` survives the page closing. A keepalive fetch
+   * rather than sendBeacon: a beacon cannot carry the Authorization header. */
   postEvents(events, { beacon = false } = {}) {
     if (!this.session) return null;
-    const body = JSON.stringify({ events });
-    if (beacon && navigator.sendBeacon) {
-      return navigator.sendBeacon(`/api/events?${this.authQuery()}`, new Blob([body], { type: "application/json" }));
+    if (beacon) {
+      const headers = { ...authHeaders(this.session), "content-type": "application/json" };
+      const body = JSON.stringify({ events });
+      return fetch("/api/events", { method: "POST", headers, body, keepalive: true });
     }
     return this.request("POST", "/api/events", { events });
   }

@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from albert.cloudflare.ffi import py_value
+from albert.security_headers import with_api_headers
 from albert.web import HttpRequest, HttpResponse
 
 
@@ -43,7 +44,7 @@ def to_response(response: HttpResponse) -> Any:
     from workers import Response
 
     body = response.body.decode() if response.body else None
-    return Response(body, status=response.status, headers=response.headers)
+    return Response(body, status=response.status, headers=with_api_headers(response.headers))
 
 
 async def forward(stub: Any, request: Any) -> Any:
