@@ -24,6 +24,7 @@ from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping
 from albert.cloudflare.fetch import outbound_transport
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
+from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.sockets import (
     WorkersSocket,
     WorkersSocketHub,
@@ -76,6 +77,7 @@ class ChatDurableObject(DurableObject):
                 secrets=env_secret_lookup(self.env),
                 defer=WaitUntil(self.ctx),
                 model=platform_model(self.env),
+                limiter=shared_limiter(self.env),
             )
             self._service.start_background()
         return self._service

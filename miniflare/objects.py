@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from miniflare.http import Request, Response
+from miniflare.http import Headers, Request, Response
 from miniflare.storage import DurableObjectStorage
 from miniflare.websockets import LocalWebSocket
 
@@ -176,7 +176,17 @@ class DurableObjectStub:
         self.id = object_id
         self.name = object_id.name
 
-    async def fetch(self, request: Request) -> Response:
+    async def fetch(self, request: Request | str, init: dict[str, Any] | None = None) -> Response:
+        """`stub.fetch(request)` or, as on the platform, `stub.fetch(url, init)`."""
+        if isinstance(request, str):
+            init = init or {}
+            body = init.get("body") or b""
+            request = Request(
+                request,
+                method=str(init.get("method", "GET")),
+                headers=Headers(dict(init.get("headers") or {})),
+                body=body.encode() if isinstance(body, str) else bytes(body),
+            )
         instance = self._host.instance(self.id)
         return await instance.fetch(request)
 

@@ -7,13 +7,16 @@ from typing import Any
 
 from workers import WorkerEntrypoint
 
+from albert.admission import admit_new_session
 from albert.cloudflare.env import env_mapping
 from albert.cloudflare.http import forward, to_core_request, to_response
+from albert.cloudflare.limiter import shared_limiter
 from albert.router import Forward, route
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
+from durable_objects.limiter import LimiterDurableObject
 
-__all__ = ["ChatDurableObject", "Default"]
+__all__ = ["ChatDurableObject", "Default", "LimiterDurableObject"]
 
 
 class Default(WorkerEntrypoint):
@@ -28,10 +31,14 @@ class Default(WorkerEntrypoint):
 
     async def fetch(self, request: Any) -> Any:
         head = await to_core_request(request, read_body=False)
+        now = int(time.time())
         if head.path == "/api/session":
             # The only body the router reads; forwarded requests keep theirs unread.
             head = await to_core_request(request)
-        decision = route(head, self.settings(), int(time.time()))
+            refused = await admit_new_session(head, self.settings(), now, shared_limiter(self.env))
+            if refused is not None:
+                return to_response(refused)
+        decision = route(head, self.settings(), now)
         if not isinstance(decision, Forward):
             return to_response(decision)
         namespace = self.env.CHAT

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from albert.ai.budget import BudgetedModel
 from albert.ai.factory import model_client
 from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
@@ -14,6 +15,7 @@ from albert.chat.ports import SocketHub
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
+from albert.limits import InMemoryLimiter, SharedLimiter
 from albert.mcp.alarms import AlarmPort, LoopAlarm
 from albert.mcp.api import McpApi
 from albert.mcp.configs import McpConfigStore
@@ -39,12 +41,14 @@ def build_chat_service(
     secrets: RawSecretLookup | None = None,
     tenant: str = "default",
     model: ModelClient | None = None,
+    limiter: SharedLimiter | None = None,
 ) -> ChatService:
     """Wire a ChatService from the platform's ports and env.
 
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
     analytics batches go out as background tasks. `model` overrides the client the
-    settings pick (the platform's Workers AI binding).
+    settings pick (the platform's Workers AI binding). `limiter` counts the tenant's
+    model calls across objects (albert.ai.budget); without it, this process's buckets.
     """
     settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
@@ -71,11 +75,23 @@ def build_chat_service(
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)
+    # The demo planner costs nothing; a gateway or the platform's model does.
+    paid = model is not None or not settings.uses_demo_planner
+    model = model or model_client(settings, http)
+    budget = settings.model_budget()
+    if budget is not None and paid:
+        model = BudgetedModel(
+            model,
+            limiter or InMemoryLimiter(clock),
+            tenant=settings.tenant_key,
+            allowed=budget,
+            window_seconds=settings.model_budget_window_seconds,
+        )
     return ChatService(
         sql=sql,
         clock=clock,
         settings=settings,
-        model=model or model_client(settings, http),
+        model=model,
         tools=manager,
         hub=hub,
         mcp=McpApi(mcp_store, manager, settings, resolver, secrets=bound_secrets),

@@ -1,8 +1,22 @@
-"""Per-client rate limits, kept in the client's object (one object, one limiter)."""
+"""Rate limits: per client in its object, and shared ones kept in a limiter per key.
+
+- RateLimiter: a token bucket in memory, for limits of one client's object (one
+  object, one limiter): chat messages, MCP changes, frames.
+- SharedLimiter: the port for limits across objects and requests (new sessions per
+  address, model calls per tenant). Its buckets live where every worker instance
+  sees the same count: on Cloudflare one limiter Durable Object per key
+  (albert.cloudflare.limiter), elsewhere InMemoryLimiter in the process.
+- TokenBucket: the bucket arithmetic both use, on wall-clock milliseconds so a
+  persisted bucket refills across restarts.
+"""
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from typing import Protocol
+
+from pydantic import BaseModel, Field
 
 from albert.clock import Clock
 
@@ -25,4 +39,73 @@ class RateLimiter:
         if self._tokens >= 1:
             self._tokens -= 1
             return None
-        return math.ceil((1 - self._tokens) / self._rate * 10) / 10
+        return _round_up((1 - self._tokens) / self._rate)
+
+
+def _round_up(seconds: float) -> float:
+    return math.ceil(seconds * 10) / 10
+
+
+class TokenBucket(BaseModel):
+    """A bucket's state: tokens left when last touched."""
+
+    tokens: float
+    updated_ms: int
+
+    @classmethod
+    def full(cls, allowed: int, now_ms: int) -> TokenBucket:
+        return cls(tokens=float(allowed), updated_ms=now_ms)
+
+    def take(self, allowed: int, window_seconds: float, now_ms: int) -> float | None:
+        """Refill for the time passed, then spend one token; None or seconds to wait."""
+        rate = allowed / window_seconds / 1000  # tokens per millisecond
+        elapsed = max(0, now_ms - self.updated_ms)
+        self.tokens = min(float(allowed), self.tokens + elapsed * rate)
+        self.updated_ms = max(self.updated_ms, now_ms)
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return None
+        return _round_up((1 - self.tokens) / rate / 1000)
+
+
+class TakeRequest(BaseModel):
+    """What a limiter is asked: one action under this limit."""
+
+    allowed: int = Field(ge=1, le=10_000_000)
+    window_seconds: float = Field(gt=0, le=30 * 86_400)
+
+
+class TakeResult(BaseModel):
+    """The limiter's answer: None, or how long to wait."""
+
+    wait_seconds: float | None = None
+
+
+class SharedLimiter(Protocol):
+    """Counts actions per key where every worker instance sees the same count."""
+
+    async def take(self, key: str, allowed: int, window_seconds: float) -> float | None:
+        """Spend one action of `key`; None when allowed, else the seconds to wait."""
+        ...
+
+
+class InMemoryLimiter:
+    """SharedLimiter for one process (the local runtime without a limiter binding, tests).
+
+    At most `max_keys` buckets are kept (least recently used dropped), so a flood of
+    new keys costs bounded memory; a dropped bucket starts full again.
+    """
+
+    def __init__(self, clock: Clock, max_keys: int = 50_000) -> None:
+        self._clock = clock
+        self._max = max_keys
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+
+    async def take(self, key: str, allowed: int, window_seconds: float) -> float | None:
+        now = self._clock.now_ms()
+        bucket = self._buckets.pop(key, None) or TokenBucket.full(allowed, now)
+        wait = bucket.take(allowed, window_seconds, now)
+        self._buckets[key] = bucket
+        while len(self._buckets) > self._max:
+            self._buckets.popitem(last=False)
+        return wait

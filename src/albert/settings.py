@@ -105,6 +105,18 @@ class Settings(BaseModel):
     max_sockets_per_client: int = Field(8, alias="MAX_SOCKETS_PER_CLIENT", ge=1, le=100)
     frames_per_minute: int = Field(120, alias="FRAMES_PER_MINUTE", ge=1)
 
+    # Shared limits (albert.limits.SharedLimiter; on Cloudflare a limiter Durable Object
+    # per key): new clients per address (IPv6: per /64) and model calls per tenant.
+    # Unset: on in production with these defaults, off in local mode; 0 turns one off.
+    new_sessions_per_ip: int | None = Field(None, alias="NEW_SESSIONS_PER_IP", ge=0)
+    new_sessions_window_seconds: float = Field(
+        600.0, alias="NEW_SESSIONS_WINDOW_SECONDS", gt=0, le=86_400
+    )
+    model_calls_per_tenant: int | None = Field(None, alias="MODEL_CALLS_PER_TENANT", ge=0)
+    model_budget_window_seconds: float = Field(
+        3600.0, alias="MODEL_BUDGET_WINDOW_SECONDS", gt=0, le=30 * 86_400
+    )
+
     # Set from the verified tenant of the object (see for_tenant), never from env.
     tenant_key: str = Field("default", exclude=True)
     tenant_name: str = Field("Albert", exclude=True)
@@ -143,6 +155,8 @@ class Settings(BaseModel):
         }
         if tenant.model_name:
             update["model_name"] = tenant.model_name
+        if tenant.model_calls_per_window is not None:
+            update["model_calls_per_tenant"] = tenant.model_calls_per_window
         if tenant.deep_link_base_url:
             update["deep_link_base_url"] = tenant.deep_link_base_url
         return self.model_copy(update=update)
@@ -163,7 +177,21 @@ class Settings(BaseModel):
             return host in ("127.0.0.1", "localhost", "[::1]")
         return False
 
+    def session_limit(self) -> int | None:
+        """New clients allowed per address per window; None when off."""
+        return _limit(self.new_sessions_per_ip, self.mode, production_default=20)
+
+    def model_budget(self) -> int | None:
+        """Model calls allowed per tenant per window; None when off."""
+        return _limit(self.model_calls_per_tenant, self.mode, production_default=10_000)
+
     @property
     def uses_demo_planner(self) -> bool:
         """True when no model gateway is configured."""
         return not self.model_base_url
+
+
+def _limit(value: int | None, mode: str, *, production_default: int) -> int | None:
+    if value is None:
+        return production_default if mode == "production" else None
+    return value or None

@@ -24,12 +24,23 @@ def test_python_worker_with_its_entry_and_a_recent_compatibility_date() -> None:
 
 
 def test_the_chat_object_has_sqlite_storage_from_the_first_migration() -> None:
-    [binding] = CONFIG["durable_objects"]["bindings"]
-    assert binding == {"name": "CHAT", "class_name": "ChatDurableObject"}
+    chat = CONFIG["durable_objects"]["bindings"][0]
+    assert chat == {"name": "CHAT", "class_name": "ChatDurableObject"}
     first = CONFIG["migrations"][0]
     assert first["new_sqlite_classes"] == ["ChatDurableObject"]
     tags = [m["tag"] for m in CONFIG["migrations"]]
     assert len(tags) == len(set(tags))
+
+
+def test_the_shared_limiter_is_an_object_class_of_its_own_with_sqlite_storage() -> None:
+    bindings = CONFIG["durable_objects"]["bindings"]
+    assert {"name": "LIMITER", "class_name": "LimiterDurableObject"} in bindings
+    created = [c for m in CONFIG["migrations"] for c in m.get("new_sqlite_classes", [])]
+    assert created.count("LimiterDurableObject") == 1
+    # Every bound class is exported by the entry module.
+    entry = (ROOT / CONFIG["main"]).read_text()
+    for binding in bindings:
+        assert binding["class_name"] in entry
 
 
 def test_assets_ai_observability_and_vars() -> None:

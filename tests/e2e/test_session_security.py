@@ -26,7 +26,11 @@ KEY_B = "bare-signing-key-number-two-bbbbbbbbbbbb"
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("session-security")
-    variables = {"ALBERT_MODE": "production", "FRAMES_PER_MINUTE": str(FRAMES_PER_MINUTE)}
+    variables = {
+        "ALBERT_MODE": "production",
+        "FRAMES_PER_MINUTE": str(FRAMES_PER_MINUTE),
+        "NEW_SESSIONS_PER_IP": "0",  # every test here starts clients from one address
+    }
     with RuntimeProcess(state, variables) as process:
         yield process
 

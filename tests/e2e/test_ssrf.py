@@ -81,6 +81,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, doh) -> Iterator[RuntimePr
         "MCP_RETRY_MAX_SECONDS": "0.4",
         "MCP_RETRY_ATTEMPTS": "2",
         "MCP_CHANGES_PER_MINUTE": "1000",
+        "NEW_SESSIONS_PER_IP": "0",
     }
     with RuntimeProcess(state, variables) as process:
         yield process

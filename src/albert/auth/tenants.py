@@ -22,6 +22,9 @@ class Tenant(BaseModel):
     )
     deep_link_base_url: str | None = None
     model_name: str | None = None
+    model_calls_per_window: int | None = Field(
+        None, ge=0, description="This tenant's model budget (MODEL_CALLS_PER_TENANT); 0: none"
+    )
 
 
 class PublicTenant(BaseModel):

@@ -1,0 +1,30 @@
+"""LimiterDurableObject: one per rate-limit key; holds that key's token bucket.
+
+Thin glue around albert.limiter_object.LimiterCore (why an object per key:
+albert.cloudflare.limiter).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers import DurableObject
+
+from albert.clock import SystemClock
+from albert.cloudflare.http import to_core_request, to_response
+from albert.cloudflare.sql import WorkersSql
+from albert.limiter_object import LimiterCore
+
+
+class LimiterDurableObject(DurableObject):
+    """The bucket of one key (`session-ip:…`, `model:<tenant>`)."""
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        self.ctx = ctx
+        self._core: LimiterCore | None = None
+
+    async def fetch(self, request: Any) -> Any:
+        if self._core is None:
+            self._core = LimiterCore(WorkersSql(self.ctx.storage.sql), SystemClock())
+        return to_response(self._core.handle(await to_core_request(request)))
