@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from albert.ai.untrusted import UNTRUSTED_RULE
 from albert.tools.registry import ToolRegistry
 
 BASE_PROMPT = """You are Albert, the research assistant of a DeFi analytics terminal.
@@ -37,7 +38,7 @@ def build_system_prompt(
     flavour: str = "",
 ) -> str:
     """The system prompt for a turn, naming only the tools callable now."""
-    parts = [BASE_PROMPT]
+    parts = [BASE_PROMPT, UNTRUSTED_RULE]
     if flavour:
         parts.append(flavour)
     names = registry.names()

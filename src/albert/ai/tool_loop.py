@@ -2,7 +2,9 @@
 
 At most `max_steps` model calls per turn. The last allowed call is made with
 tools disabled and a note to answer from what is known, so a turn that hits the
-cap still ends in an answer instead of silence.
+cap still ends in an answer instead of silence. A call to a remote tool whose
+arguments carry another source's output at length is refused, not run
+(albert.tools.provenance).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from albert.ai.model import (
 from albert.protocol.frames import Usage
 from albert.tools.base import ToolResult
 from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.provenance import Carried, OutputLedger
 from albert.tools.read_tool_result import NAME as READ_TOOL
 from albert.tools.registry import ToolRegistry
 
@@ -117,12 +120,14 @@ class ToolLoop:
         self._stall = stall or StallBounds()
         self._context_tokens = context_tokens
         self.state = StepState()
+        self._ledger = OutputLedger()
 
     async def run(
         self, messages: list[ChatMessage], registry: ToolRegistry, observer: TurnObserver
     ) -> TurnResult:
         """Run until the model answers without tools or the step cap is reached."""
         conversation = list(messages)
+        self._ledger = _ledger_of(conversation, registry)
         usage = Usage()
         hit_cap = False
         step, text, finish = 0, "", "stop"
@@ -208,8 +213,14 @@ class ToolLoop:
         async def one(call: ChatToolCall) -> ChatMessage:
             arguments = parse_arguments(call.arguments)
             tool = registry.get(call.name)
+            source = registry.source_of(call.name) or "unknown"
             await observer.on_tool_call(
                 step, call, arguments if isinstance(arguments, dict) else {}
+            )
+            carried = (
+                self._ledger.carried(source, arguments)
+                if isinstance(arguments, dict) and source != "local"
+                else None
             )
             if isinstance(arguments, str):
                 outcome = _immediate(ToolResult.error(f"{call.name}: {arguments}"))
@@ -220,12 +231,13 @@ class ToolLoop:
                         "answer without it or use another tool"
                     )
                 )
+            elif carried is not None:
+                outcome = _immediate(ToolResult.error(_carry_refusal(call.name, carried)))
             else:
                 outcome = await self._guard.run(tool, arguments)
-            await observer.on_tool_result(
-                step, call, outcome, registry.source_of(call.name) or "unknown"
-            )
+            await observer.on_tool_result(step, call, outcome, source)
             content = outcome.result.joined_text()
+            self._ledger.record_output(call.name, source, content)
             if outcome.truncated and registry.get(READ_TOOL) is not None:
                 content += (
                     f'\n[To read on, call {READ_TOOL} with call_id "{call.id}" '
@@ -235,6 +247,27 @@ class ToolLoop:
 
         # Calls of one step are independent by contract, so they run side by side.
         return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+def _ledger_of(conversation: list[ChatMessage], registry: ToolRegistry) -> OutputLedger:
+    """What the model has seen so far: the user's words and every earlier tool output."""
+    ledger = OutputLedger()
+    for message in conversation:
+        if message.role == "user":
+            ledger.record_user(message.content)
+        elif message.role == "tool":
+            name = message.name or "an earlier tool"
+            ledger.record_output(name, registry.source_of(name) or "earlier", message.content)
+    return ledger
+
+
+def _carry_refusal(name: str, carried: Carried) -> str:
+    where = "a local tool" if carried.source == "local" else f"the {carried.source} server"
+    return (
+        f"{name} was not run: its arguments repeat {carried.chars} characters of the output "
+        f"of {carried.tool} ({where}). One tool's output is never sent on to another "
+        "server's tool. If the user asked for that, say it cannot be done this way."
+    )
 
 
 def _immediate(result: ToolResult) -> GuardedResult:

@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from albert.ai.untrusted import untrusted
+
 ServerKind = Literal["vaults", "filesystem", "generic"]
 
 _VAULT_WORDS = re.compile(r"\b(vaults?|yields?|apy|tvl|defi|liquidity pools?|staking)\b", re.I)
@@ -51,9 +53,10 @@ def classify_server(name: str, instructions: str | None, tool_names: Sequence[st
 
 
 def guidance_for(kind: ServerKind, instructions: str | None, max_chars: int = 600) -> str:
-    """Guidance for the prompt: ours for the kind, plus the server's own instructions (capped)."""
+    """Guidance for the prompt: ours for the kind, plus the server's own instructions
+    (capped, and fenced as untrusted text: albert.ai.untrusted)."""
     text = GUIDANCE[kind]
     if instructions:
         own = " ".join(instructions.split())[:max_chars]
-        text += f" The server describes itself as: {own}"
+        text += " The server describes itself: " + untrusted("the server's own instructions", own)
     return text

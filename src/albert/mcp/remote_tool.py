@@ -1,9 +1,10 @@
 """A remote MCP tool behind the one Tool interface.
 
-Name, description and input schema are exactly what the server listed; only
-`execute` is ours, and it hands the call to the manager, which owns the
-connection, the health check and the reconnection. Timeout, truncation and
-error capture are the ToolGuard's, as for every tool.
+Name and input schema are exactly what the server listed; the description is the
+server's, fenced as untrusted text attributed to the server (albert.ai.untrusted),
+since the model reads it. Only `execute` is ours, and it hands the call to the
+manager, which owns the connection, the health check and the reconnection.
+Timeout, truncation and error capture are the ToolGuard's, as for every tool.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from albert.ai.untrusted import untrusted
 from albert.tools.base import TextPart, ToolResult
 
 
@@ -61,7 +63,7 @@ class RemoteTool:
 
     @property
     def description(self) -> str:
-        return self.spec.description
+        return untrusted(f"MCP server {self.server}", self.spec.description)
 
     @property
     def input_schema(self) -> dict[str, Any]:
