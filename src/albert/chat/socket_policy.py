@@ -17,10 +17,11 @@ hibernation.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from albert.chat.ports import ChatSocket, SocketHub
 from albert.clock import Clock
@@ -36,6 +37,8 @@ CLOSE_TOO_MANY_SOCKETS = 4008
 class SocketMeta(BaseModel):
     """Kept with each accepted socket."""
 
+    model_config = ConfigDict(frozen=True)
+
     opened_at_ms: int
     expires_at: int  # Unix seconds: the expiry of the token the socket was opened with
 
@@ -50,8 +53,13 @@ def socket_meta(socket: ChatSocket) -> SocketMeta | None:
     if read is None:
         return None
     raw = read()
-    if not raw:
-        return None
+    return _parse_meta(raw) if raw else None
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_meta(raw: str) -> SocketMeta | None:
+    # Read on every send to every socket: a socket's attachment never changes, so each
+    # text is parsed once.
     try:
         return SocketMeta.model_validate_json(raw)
     except ValidationError:
