@@ -47,6 +47,9 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, model) -> Iterator[Runtime
         "CHAT_MESSAGES_PER_MINUTE": "3",
         "MCP_CHANGES_PER_MINUTE": "2",
         "RATE_WINDOW_SECONDS": "3",
+        # The fuzz below sends hundreds of frames in seconds; the frame budget has tests
+        # of its own (test_session_security.py), so it does not cut this one short.
+        "FRAMES_PER_MINUTE": "100000",
     }
     with RuntimeProcess(state, variables) as process:
         yield process

@@ -129,6 +129,7 @@ def test_dev_vars_and_wrangler_config() -> None:
     config = load_config(PROJECT)
     assert config.main == "src/entry.py"
     assert [(b.name, b.class_name) for b in config.durable_objects] == [
-        ("CHAT", "ChatDurableObject")
+        ("CHAT", "ChatDurableObject"),
+        ("LIMITER", "LimiterDurableObject"),
     ]
     assert config.assets_dir == (PROJECT / "web").resolve()
