@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from albert.ai.demo_planner import LABEL
+from albert.ai.planner import LABEL
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
 

@@ -12,7 +12,7 @@ def model_client(settings: Settings, http: httpx.AsyncClient) -> ModelClient:
     """The OpenAI-compatible client when a gateway is configured, else the demo planner."""
     # Imported on the path that uses them: a worker loads one client, not both.
     if settings.uses_demo_planner:
-        from albert.ai.demo_planner import DemoPlanner
+        from albert.ai.planner import DemoPlanner
 
         return DemoPlanner()
     from albert.ai.openai_client import OpenAICompatibleClient

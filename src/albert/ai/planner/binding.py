@@ -1,0 +1,432 @@
+"""Binding what a question says to one tool's arguments.
+
+Each numeric condition goes to the field mention nearest to it (a comparator-first
+condition, "liquidity above 5M", looks back first; a number-first one, "over $1M market
+cap", looks ahead first; a clause break between them counts as distance). If that nearest
+mention is a field the tool cannot bound that way, the condition is reported as not
+applied, never moved to another field. Flags, enum values, sort orders, windows, counts
+and chains bind the same way. What could not be bound is returned as notes for the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from albert.ai.planner import vocabulary as voc
+from albert.ai.planner.lexicon import Mention, NumericField, ToolLexicon
+from albert.ai.planner.numbers import Condition
+from albert.ai.planner.reading import Reading
+from albert.ai.planner.text import CLAUSE_BREAKS
+
+# A condition this far (in weighted tokens) from every field mention is unattached.
+MAX_DISTANCE = 6.0
+_BACK_WORDS = ("of", "is", "are", "at", "with", "has", "have", "was", "in", "to", "be")
+
+
+@dataclass
+class Binding:
+    """A tool's arguments, and what of the question they could not carry."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    bound: int = 0
+    unbound: list[str] = field(default_factory=list)
+    used_conditions: set[int] = field(default_factory=set)
+
+    def score(self) -> tuple[int, int]:
+        """More conditions carried and fewer left out is better."""
+        return (self.bound, -len(self.unbound))
+
+
+def _distance(reading: Reading, cond: Condition, mention: Mention) -> float:
+    words = reading.words
+    if mention.end < cond.start:
+        between = range(mention.end + 1, cond.start)
+        bias = 0.0 if cond.comparator_first else 0.5
+    else:
+        between = range(cond.end + 1, mention.start)
+        bias = 0.5 if cond.comparator_first else 0.0
+    gap = 0.0
+    for i in between:
+        w = words[i]
+        if w in CLAUSE_BREAKS:
+            gap += 2.5
+        elif w in _BACK_WORDS or w == "the" or w == "a":
+            gap += 0.3
+        else:
+            gap += 1.0
+    return gap + bias
+
+
+def _compatible(cond: Condition, f: NumericField) -> bool:
+    unit = cond.unit
+    if f.unit == "usd":
+        return unit in ("usd", "plain")
+    if f.unit == "percent":
+        return unit in ("percent", "fraction", "plain") and not (unit == "plain" and cond.value > 1e4)
+    if f.unit == "ratio":
+        return unit in ("plain", "fraction", "percent")
+    if f.unit == "score":
+        return unit in ("plain", "percent") and 0 <= cond.value <= 100
+    if f.unit == "count":
+        return unit == "plain"
+    if f.unit == "days":
+        return unit in ("days", "plain")
+    return unit == "plain"
+
+
+def _convert(value: float, cond: Condition, f: NumericField) -> float:
+    if f.unit == "percent" and cond.unit == "fraction":
+        return value * 100
+    if f.unit == "ratio" and cond.unit == "percent":
+        return value / 100
+    return value
+
+
+def _number(value: float, f: NumericField, strict: bool) -> float | int:
+    if f.integer:
+        rounded = int(round(value))
+        if strict and rounded == value:
+            rounded += 1 if f.side == "min" else -1
+        value = rounded
+    if f.minimum is not None:
+        value = max(value, f.minimum)
+    if f.maximum is not None:
+        value = min(value, f.maximum)
+    return int(value) if f.integer else float(value)
+
+
+def _sides(cond: Condition, sign: int) -> list[tuple[str, float, bool]]:
+    """(side, value, strict) pairs a condition sets, with a falling-price sign applied."""
+    if cond.side == "range":
+        pairs = [("min", cond.low or 0.0, False), ("max", cond.high or 0.0, False)]
+    elif cond.side == "max":
+        pairs = [("max", cond.value, cond.strict)]
+    else:
+        pairs = [("min", cond.value, cond.strict)]
+    if sign < 0:
+        flipped = {"min": "max", "max": "min"}
+        pairs = [(flipped[s], -v, strict) for s, v, strict in pairs]
+    return pairs
+
+
+def _describe(family: str) -> str:
+    return family.replace("_", " ")
+
+
+def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set[int]) -> None:
+    """Numeric conditions → min_/max_ fields, each to its nearest mention."""
+    numeric_mentions = [m for m in reading.mentions if m.kind == "family"]
+    taken: set[tuple[str, str]] = set()
+    pairs: list[tuple[float, int, int]] = []
+    conds = reading.numbers.conditions
+    for ci, cond in enumerate(conds):
+        if ci in skip:
+            continue
+        for mi, m in enumerate(numeric_mentions):
+            pairs.append((_distance(reading, cond, m), ci, mi))
+    pairs.sort()
+    nearest: dict[int, tuple[float, int]] = {}
+    for dist, ci, mi in pairs:
+        nearest.setdefault(ci, (dist, mi))
+    done: set[int] = set()
+    for ci, cond in enumerate(conds):
+        if ci in skip:
+            continue
+        options = [(d, mi) for d, c, mi in pairs if c == ci and d <= MAX_DISTANCE]
+        if cond.bare:
+            options = [(d, mi) for d, mi in options if d <= 0.6]
+            if not options:
+                continue
+        placed, refused = _place(cond, options, numeric_mentions, lex, taken, b)
+        if placed:
+            done.add(ci)
+        elif refused:
+            b.unbound.append(refused)
+        elif options:
+            b.unbound.append(f"“{cond.text}”: {lex.tool} has no free field for it")
+        else:
+            # No field named anywhere near: the unit's usual field for this tool.
+            family = _default_family(cond, lex)
+            fields = _fields_for(cond, 1, family, lex) if family else None
+            if fields and not any((f.family, f.side) in taken for f, _, _ in fields):
+                _apply(fields, cond, b)
+                taken |= {(f.family, f.side) for f, _, _ in fields}
+                done.add(ci)
+            else:
+                b.unbound.append(f"“{cond.text}”: I could not tell which field it is about")
+    b.used_conditions = done
+
+
+def _place(
+    cond: Condition,
+    options: list[tuple[float, int]],
+    mentions: list[Mention],
+    lex: ToolLexicon,
+    taken: set[tuple[str, str]],
+    b: Binding,
+) -> tuple[bool, str | None]:
+    """Bind to the nearest mention that takes it; if the nearest ones cannot, say why."""
+    refused: str | None = None
+    nearest = options[0][0] if options else 0.0
+    for dist, mi in options:
+        m = mentions[mi]
+        fields = _fields_for(cond, m.sign, m.key, lex)
+        if fields is None:
+            if dist <= nearest + 0.01:
+                refused = refused or _refusal(cond, m.key, lex)
+            continue
+        if any((f.family, f.side) in taken for f, _, _ in fields):
+            continue
+        if refused and dist > nearest + 0.01:
+            break
+        _apply(fields, cond, b)
+        taken |= {(f.family, f.side) for f, _, _ in fields}
+        return True, None
+    return False, refused
+
+
+def _fields_for(
+    cond: Condition, sign: int, family: str, lex: ToolLexicon
+) -> list[tuple[NumericField, float, bool]] | None:
+    out = []
+    for side, value, strict in _sides(cond, sign):
+        f = lex.numeric.get((family, side))
+        if f is None or not _compatible(cond, f):
+            return None
+        out.append((f, value, strict))
+    return out
+
+
+def _refusal(cond: Condition, family: str, lex: ToolLexicon) -> str:
+    sides = [s for (fam, s) in lex.numeric if fam == family]
+    if not sides:
+        return f"“{cond.text}” ({_describe(family)}): {lex.tool} cannot filter by {_describe(family)}"
+    only = "minimum" if sides == ["min"] else "maximum"
+    if len(sides) == 1 and cond.side in ("min", "max", "eq", "range"):
+        return (
+            f"“{cond.text}” ({_describe(family)}): {lex.tool} takes only a {only} "
+            f"{_describe(family)}, so this condition is not applied"
+        )
+    return f"“{cond.text}” ({_describe(family)}): not a value {lex.tool} accepts for it"
+
+
+def _default_family(cond: Condition, lex: ToolLexicon) -> str | None:
+    key = cond.unit
+    if cond.unit == "plain":
+        if cond.value < 1000:
+            return None
+        key = "magnitude"
+    for family in voc.UNIT_DEFAULTS.get(key, ()):
+        if family in lex.families:
+            return family
+    return None
+
+
+def _apply(fields: list[tuple[NumericField, float, bool]], cond: Condition, b: Binding) -> None:
+    for f, value, strict in fields:
+        b.arguments[f.name] = _number(_convert(value, cond, f), f, strict)
+    b.bound += 1
+
+
+def bind_flags(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """Boolean fields named in the question ('stablecoin', 'no IL', 'audited')."""
+    seen: set[str] = set()
+    for m in reading.mentions_of("flag"):
+        if m.key in seen:
+            continue
+        on = m.sign > 0 and m.start not in reading.negated
+        name = lex.flags.get(m.key)
+        if name is None:
+            continue
+        seen.add(m.key)
+        if name.endswith("_only") and not on:
+            b.unbound.append(
+                f"“not {_describe(m.key)}”: {lex.tool} can only restrict to {_describe(m.key)}s"
+            )
+            continue
+        b.arguments[name] = on
+        b.bound += 1
+
+
+def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """Named values of enum fields ('single-asset', 'low risk', 'vault positions')."""
+    words = reading.words
+    for m in reading.mentions_of("enum"):
+        fields = lex.enums.get(m.key)
+        if not fields:
+            continue
+        window = " ".join(words[max(0, m.start - 3) : m.end + 4])
+        at_most = any(w in window for w in ("or lower", "or less", "at most", "up to", "no more than",
+                                             "or better", "max", "no higher than", "or safer"))
+        choice = _enum_field(fields, m.value, prefer_max=at_most or m.value == "low")
+        if choice is None or m.value not in choice.values:
+            continue
+        b.arguments[choice.name] = [m.value] if choice.is_list else m.value
+        b.bound += 1
+
+
+def _enum_field(fields: list, value: str, *, prefer_max: bool):  # type: ignore[no-untyped-def]
+    ranked = sorted(fields, key=lambda f: (f.is_max != prefer_max, f.is_list))
+    for f in ranked:
+        if value in f.values:
+            return f
+    return None
+
+
+def bind_sort(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """Orders asked for: 'highest TVL', 'by holders', 'safest', 'biggest gainers', 'largest'."""
+    if not lex.has("sort"):
+        return
+    want = sort_request(reading, lex)
+    if want is None:
+        return
+    family, direction = want
+    window = _window(reading, lex) if family == "price_change" else None
+    value = lex.sort_values.get((family, window)) or lex.sort_values.get((family, None))
+    if value is None and family == "price_change":
+        value = lex.sort_values.get((family, "24h"))
+    if value is None:
+        b.unbound.append(f"sorting by {_describe(family)}: {lex.tool} cannot sort by it")
+        return
+    b.arguments[lex.roles["sort"]] = value
+    natural = "asc" if family == "rank" else "desc"
+    if direction != natural and lex.has("direction"):
+        b.arguments[lex.roles["direction"]] = direction
+
+
+def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str, str] | None:
+    """(family, direction) of the order the question asks for, if any."""
+    mentions = sorted(reading.mentions, key=lambda m: m.start)
+    families = [m for m in mentions if m.kind == "family"]
+    for m in mentions:
+        if m.kind == "sort":
+            return m.key, m.value
+    for m in mentions:
+        if m.kind == "by":
+            after = [f for f in families if f.start > m.end and f.start - m.end <= 3]
+            if after:
+                return after[0].key, "asc" if after[0].key == "rank" else "desc"
+    for m in mentions:
+        if m.kind == "superlative":
+            after = [f for f in families if 0 <= f.start - m.end <= 3]
+            if after:
+                return after[0].key, m.key
+    words = reading.words
+    for i, w in enumerate(words):
+        if w in voc.SIZE_WORDS:
+            if lex is None:
+                return "size", "desc"
+            for family in voc.SIZE_FAMILIES:
+                if family in lex.sortable():
+                    return family, "desc"
+    return None
+
+
+def _window(reading: Reading, lex: ToolLexicon) -> str | None:
+    for m in reading.mentions_of("window"):
+        return m.value
+    for hours, _, _ in reading.numbers.windows_hours:
+        return {1: "1h", 24: "24h"}.get(int(hours))
+    for days, _, _ in reading.numbers.windows_days:
+        return {1: "24h", 7: "7d"}.get(int(days))
+    return None
+
+
+def bind_window(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """The price-change window, when a price-change bound was set."""
+    name = lex.roles.get("window")
+    if not name:
+        return
+    bounds = [f.name for (fam, _), f in lex.numeric.items() if fam == "price_change"]
+    if any(n in b.arguments for n in bounds):
+        window = _window(reading, lex) or "24h"
+        if lex.windows and window not in lex.windows:
+            b.unbound.append(f"the {window} window: {lex.tool} has only {', '.join(lex.windows)}")
+            window = "24h"
+        b.arguments[name] = window
+
+
+def bind_counts(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """'top 5' → limit/per_page; 'page 2' → page."""
+    name = lex.roles.get("count")
+    if name and reading.numbers.counts:
+        n = reading.numbers.counts[0][0]
+        low, high = lex.bounds.get(name, (None, None))
+        if high is not None:
+            n = min(n, int(high))
+        if low is not None:
+            n = max(n, int(low))
+        b.arguments[name] = n
+    page = lex.roles.get("page")
+    if page and reading.numbers.page:
+        b.arguments[page] = reading.numbers.page
+
+
+def bind_days(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """'over the last 90 days' → the tool's days window."""
+    name = lex.roles.get("days")
+    if not name:
+        return
+    spans = reading.numbers.windows_days
+    if not spans:
+        return
+    days = int(spans[0][0])
+    low, high = lex.bounds.get(name, (None, None))
+    if high is not None and days > high:
+        b.unbound.append(f"{days} days of history: {lex.tool} goes back at most {int(high)} days")
+        days = int(high)
+    if low is not None:
+        days = max(days, int(low))
+    b.arguments[name] = days
+
+
+def bind_chains(reading: Reading, lex: ToolLexicon, b: Binding, known: set[str]) -> None:
+    """Chains named ('on base', 'not on bsc') → chain / chains / exclude_chains."""
+    chains = reading.chains()
+    wanted = [c for c, negated in chains if not negated]
+    excluded = [c for c, negated in chains if negated]
+    allowed = lex.known.get("chain") if "chain" in lex.closed else None
+    usable = []
+    for chain in wanted:
+        if allowed is not None and chain not in allowed:
+            b.unbound.append(
+                f"chain “{chain}”: {lex.tool} covers only {', '.join(sorted(allowed))}"
+            )
+            continue
+        usable.append(chain)
+    if usable:
+        if len(usable) > 1 and lex.has("chains"):
+            b.arguments[lex.roles["chains"]] = usable
+        elif lex.has("chain"):
+            b.arguments[lex.roles["chain"]] = usable[0]
+            if len(usable) > 1:
+                b.unbound.append(f"chains {', '.join(usable[1:])}: {lex.tool} takes one chain")
+        elif lex.has("chains"):
+            b.arguments[lex.roles["chains"]] = usable
+        else:
+            b.unbound.append(f"chain “{usable[0]}”: {lex.tool} cannot filter by chain")
+            return
+        b.bound += 1
+    if excluded:
+        if lex.has("exclude_chains"):
+            b.arguments[lex.roles["exclude_chains"]] = excluded
+            b.bound += 1
+        else:
+            b.unbound.append(f"leaving out {', '.join(excluded)}: {lex.tool} cannot exclude chains")
+
+
+def bind_fields(reading: Reading, lex: ToolLexicon, *, skip: set[int] | None = None,
+                known_chains: set[str] | None = None) -> Binding:
+    """Everything the question says that this tool's fields can carry."""
+    b = Binding(lex.tool)
+    bind_chains(reading, lex, b, known_chains or set())
+    bind_flags(reading, lex, b)
+    bind_enums(reading, lex, b)
+    bind_conditions(reading, lex, b, skip=skip or set())
+    bind_window(reading, lex, b)
+    bind_sort(reading, lex, b)
+    bind_counts(reading, lex, b)
+    bind_days(reading, lex, b)
+    return b

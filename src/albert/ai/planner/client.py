@@ -1,0 +1,171 @@
+"""The demo planner as a model client: plans tool calls by rules and renders their results.
+
+Used when no model gateway is configured, so the local stack answers real questions without a
+key. Each model step, it rebuilds the plan from the question and what this turn has returned
+so far, and either asks for the next step's calls (ids `demo_<step>_<n>`, step being
+lookup, main or follow) or writes the answer from the results. It never invents facts: every
+answer is built from tool results and says it is a demo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+
+from albert.ai.model import (
+    ChatMessage,
+    ChatToolCall,
+    ModelEvent,
+    ModelRequest,
+    StepFinished,
+    TextDelta,
+    ToolCallRequest,
+)
+from albert.ai.planner.lexicon import ToolLexicon, build_lexicon
+from albert.ai.planner.names import NameIndex
+from albert.ai.planner.plans import (
+    ASSET_LOOKUP_TOOL,
+    CATALOGUE_TOOL,
+    Call,
+    Plan,
+    follow_calls,
+    make_context,
+    make_plan,
+)
+from albert.ai.planner.rendering import (
+    band_only_answer,
+    help_text,
+    purpose_of,
+    render_answer,
+    unavailable_answer,
+)
+from albert.tools.base import ToolSpec
+
+STEPS = ("lookup", "main", "follow")
+
+
+def last_user_turn(messages: list[ChatMessage]) -> tuple[str, list[ChatMessage]]:
+    """The last user message and everything after it (this turn's calls and results)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user":
+            return messages[index].content, messages[index + 1 :]
+    return "", []
+
+
+class DemoPlanner:
+    """A ModelClient that plans tool calls by rules and renders their results."""
+
+    def __init__(self, chunk_words: int = 3, clock: Callable[[], float] | None = None) -> None:
+        self._chunk_words = chunk_words
+        self._counter = 0
+        self.names = NameIndex(clock=clock) if clock else NameIndex()
+        self._lexicons: dict[str, tuple[str, ToolLexicon]] = {}
+
+    @property
+    def model_name(self) -> str:
+        return "demo-planner"
+
+    def lexicons(self, tools: list[ToolSpec]) -> dict[str, ToolLexicon]:
+        """Each offered tool's lexicon, rebuilt only when its schema changes."""
+        out = {}
+        for spec in tools:
+            digest = hashlib.sha256(
+                json.dumps([spec.description, spec.parameters], sort_keys=True).encode()
+            ).hexdigest()
+            cached = self._lexicons.get(spec.name)
+            if cached is None or cached[0] != digest:
+                cached = (digest, build_lexicon(spec))
+                self._lexicons[spec.name] = cached
+            out[spec.name] = cached[1]
+        return out
+
+    def learn(self, since: list[ChatMessage]) -> None:
+        """Remember what this turn's results said about the indexed names."""
+        calls = {c.id: c for m in since for c in m.tool_calls}
+        for message in since:
+            if message.role != "tool" or message.content.startswith("Error:"):
+                continue
+            call = calls.get(message.tool_call_id or "")
+            if call is None:
+                continue
+            if call.name == CATALOGUE_TOOL and purpose_of(call.id) == "lookup":
+                self.names.learn_catalogue(message.content)
+            elif call.name == ASSET_LOOKUP_TOOL:
+                try:
+                    query = json.loads(call.arguments).get("query", "")
+                except ValueError:
+                    query = ""
+                if query:
+                    self.names.learn_assets(str(query), message.content)
+            self.names.learn_vault_lines(message.content)
+
+    def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
+        """The plan for the question, given this turn's results so far."""
+        self.learn(since)
+        ctx = make_context(self.lexicons(tools), self.names)
+        done = {purpose_of(c.id) for m in since for c in m.tool_calls}
+        return make_plan(question, ctx, lookups_done="lookup" in done)
+
+    def next_calls(
+        self, question: str, tools: list[ToolSpec], since: list[ChatMessage]
+    ) -> tuple[str, list[Call], Plan]:
+        """The next step's calls (step name and calls), or no calls when it is time to answer."""
+        plan = self.plan(question, tools, since)
+        done = {purpose_of(c.id) for m in since for c in m.tool_calls}
+        if not tools:
+            return "answer", [], plan
+        if "lookup" not in done and "main" not in done and plan.lookups:
+            return "lookup", plan.lookups, plan
+        if "main" not in done and plan.main:
+            return "main", plan.main, plan
+        if "main" in done and "follow" not in done and plan.follow is not None:
+            calls_by_id = {c.id: c for m in since for c in m.tool_calls}
+            results = [
+                m.content
+                for m in since
+                if m.role == "tool"
+                and purpose_of(m.tool_call_id or "") == "main"
+                and m.tool_call_id in calls_by_id
+            ]
+            ctx = make_context(self.lexicons(tools), self.names)
+            follow = follow_calls(plan, ctx, results)
+            if follow:
+                return "follow", follow, plan
+        return "answer", [], plan
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        question, since = last_user_turn(request.messages)
+        step, calls, plan = self.next_calls(question, request.tools, since)
+        if calls:
+            for call in calls:
+                self._counter += 1
+                yield ToolCallRequest(
+                    call=ChatToolCall(
+                        id=f"demo_{step}_{self._counter}",
+                        name=call.tool,
+                        arguments=json.dumps(call.arguments),
+                    )
+                )
+            yield StepFinished(reason="tool_calls")
+            return
+        called = any(m.role == "tool" for m in since)
+        if called:
+            text = render_answer(question, since, plan)
+        elif plan.band is not None:
+            text = band_only_answer(plan)
+        elif plan.unavailable:
+            text = unavailable_answer(plan.unavailable)
+        else:
+            text = help_text({t.name: t for t in request.tools})
+        for chunk in self._chunks(text):
+            yield TextDelta(text=chunk)
+        yield StepFinished(reason="stop")
+
+    def _chunks(self, text: str) -> list[str]:
+        words = re.split(r"(?<=\s)", text)
+        return [
+            "".join(words[i : i + self._chunk_words])
+            for i in range(0, len(words), self._chunk_words)
+        ]

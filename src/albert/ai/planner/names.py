@@ -1,0 +1,222 @@
+"""Names a question uses for assets, protocols and chains, checked against the indexed sets.
+
+A word is a protocol or an asset only if the vault index has it. The planner learns the
+index the way a model would: by calling the data server's own catalogue tools. A vault
+question with a name the planner has not seen yet starts with one lookup step — the protocol
+catalogue (`search_protocols`, all protocols by TVL, up to its limit of 50) and
+`search_vault_assets` for each unknown word — and every later step reads the answers back
+from the turn. The results are also kept in a small cache on the planner (per chat object,
+ten minutes, bounded), so the next question with the same names needs no lookup. Vault
+lines seen in any result (`[aave-v3 on ethereum] assets USDC`) teach protocols, chains and
+assets too. Quoted examples in the tool schemas ('aave-v3', 'USDC') count as known values.
+
+How a word is read depends on how it is written: ticker-shaped words (USDC, stETH, $AERO)
+are assets first, name-shaped words (Aave, curve, Morpho) protocols first.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from albert.ai.planner import vocabulary as voc
+from albert.ai.planner.reading import Reading
+from albert.ai.planner.text import is_ticker_shaped
+
+CACHE_SECONDS = 600.0
+MAX_ASSET_ENTRIES = 512
+MAX_CANDIDATES = 4
+
+PROTOCOL_LINE = re.compile(r"^- ([a-z0-9][a-z0-9._-]*): \d+ vaults on ([^;]+);", re.MULTILINE)
+ASSET_LINE = re.compile(r"^- (\S+) on ([a-z0-9._-]+): \d+ vaults", re.MULTILINE)
+VAULT_LINE = re.compile(r"\[([a-z0-9._-]+) on ([a-z0-9._-]+)\] assets ([^;]+);")
+VAULT_ID_LINE = re.compile(r"; id (\S+)\s*$", re.MULTILINE)
+_ASSET_QUERY = re.compile(r"No vault holds a token matching '([^']+)'")
+
+
+def letters(text: str) -> str:
+    """Lowercase letters and digits only: 'Aave V3' and 'aave-v3' both read 'aavev3'."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+@dataclass
+class NameIndex:
+    """What the planner knows of the indexed protocols, assets and chains."""
+
+    clock: Callable[[], float] = time.monotonic
+    protocols: list[str] = field(default_factory=list)
+    protocols_at: float = float("-inf")
+    learned_protocols: set[str] = field(default_factory=set)
+    chains: set[str] = field(default_factory=set)
+    assets: dict[str, tuple[list[str], float]] = field(default_factory=dict)
+
+    def has_catalogue(self) -> bool:
+        """The full protocol list is fresh."""
+        return self.clock() - self.protocols_at < CACHE_SECONDS
+
+    def asset_lookup(self, word: str) -> list[str] | None:
+        """Symbols the index returned for a word, or None if never looked up (or stale)."""
+        entry = self.assets.get(word.upper())
+        if entry is None or self.clock() - entry[1] >= CACHE_SECONDS:
+            return None
+        return entry[0]
+
+    def learn_catalogue(self, text: str) -> None:
+        found = PROTOCOL_LINE.findall(text)
+        if not found and "No protocol matches" not in text:
+            return
+        self.protocols = [slug for slug, _ in found]
+        self.protocols_at = self.clock()
+        for _, chains in found:
+            self.chains |= {c.strip() for c in chains.split(",") if c.strip()}
+
+    def learn_assets(self, query: str, text: str) -> None:
+        symbols = [s.upper() for s, _ in ASSET_LINE.findall(text)]
+        if not symbols and not _ASSET_QUERY.search(text):
+            return
+        if len(self.assets) >= MAX_ASSET_ENTRIES:
+            oldest = min(self.assets, key=lambda k: self.assets[k][1])
+            del self.assets[oldest]
+        self.assets[query.upper()] = (symbols, self.clock())
+
+    def learn_vault_lines(self, text: str) -> None:
+        for protocol, chain, assets in VAULT_LINE.findall(text):
+            self.learned_protocols.add(protocol)
+            self.chains.add(chain)
+            for symbol in assets.split("/"):
+                symbol = symbol.strip().upper()
+                if symbol and symbol != "?":
+                    entry = self.assets.get(symbol)
+                    if entry is None or symbol not in entry[0]:
+                        self.assets[symbol] = ([symbol, *(entry[0] if entry else [])], self.clock())
+
+    def known_protocols(self, schema_examples: set[str]) -> list[str]:
+        """Protocol slugs known now, catalogue order (largest TVL) first."""
+        out = list(self.protocols) if self.has_catalogue() else []
+        for slug in sorted(self.learned_protocols | schema_examples):
+            if slug not in out:
+                out.append(slug)
+        return out
+
+
+def protocol_matches(words: list[str], i: int, slugs: list[str]) -> tuple[list[str], int]:
+    """Slugs a name at words[i] (with up to two following words) stands for, and how many
+    words it used: 'aave v3' → aave-v3; 'curve' → curve-dex, curve-llamalend."""
+    for n in (3, 2, 1):
+        if i + n > len(words):
+            continue
+        joined = letters("".join(words[i : i + n]))
+        if len(joined) < 3:
+            continue
+        exact = [s for s in slugs if letters(s) == joined]
+        if exact:
+            return exact, n
+    word = letters(words[i])
+    if len(word) < 3:
+        return [], 1
+    family = [s for s in slugs if letters(s.split("-")[0]) == word]
+    if family:
+        return family, 1
+    if len(word) >= 5:
+        prefix = [s for s in slugs if letters(s).startswith(word)]
+        if prefix:
+            return prefix, 1
+    return [], 1
+
+
+@dataclass
+class Candidate:
+    """A word of the question that may be a name."""
+
+    index: int
+    text: str
+    ticker: bool
+    negated: bool
+
+
+def candidates(reading: Reading) -> list[Candidate]:
+    """Words that are neither grammar, nor numbers, nor field words: possible names."""
+    used = reading.consumed()
+    out: list[Candidate] = []
+    words = reading.words
+    for t in reading.tokens:
+        if t.index in used or t.is_number or not t.text[:1].isalpha() and not t.text.startswith("$"):
+            continue
+        bare = t.text.lstrip("$").strip("'").removesuffix("'s")
+        low = bare.lower()
+        if not bare or low in voc.STOPWORDS or len(bare) < 2:
+            continue
+        if bare.upper() in voc.NOT_TICKERS and not t.text.startswith("$"):
+            continue
+        before = words[max(0, t.index - 2) : t.index]
+        negated = any(w in ("not", "excluding", "exclude", "except", "without", "avoid", "no")
+                      for w in before)
+        out.append(Candidate(t.index, bare, is_ticker_shaped(t.text), negated))
+    return out[:MAX_CANDIDATES]
+
+
+ResolvedKind = Literal["protocol", "asset", "unknown"]
+
+
+@dataclass
+class Resolved:
+    """What a candidate word turned out to be."""
+
+    word: str
+    kind: ResolvedKind
+    values: list[str]
+    negated: bool = False
+    index: int = 0
+    used: int = 1
+
+
+def resolve(
+    reading: Reading,
+    cands: list[Candidate],
+    index: NameIndex,
+    schema: dict[str, set[str]],
+) -> tuple[list[Resolved], list[str]]:
+    """Each candidate as a protocol, an asset or unknown; and the words that still need a
+    lookup (asset lookups not done yet, or the catalogue missing)."""
+    words = [t.text for t in reading.tokens]
+    slugs = index.known_protocols(schema.get("protocol", set()))
+    schema_assets = {a.upper() for a in schema.get("asset", set())}
+    out: list[Resolved] = []
+    pending: list[str] = []
+    skip_until = -1
+    for c in cands:
+        if c.index <= skip_until:
+            continue
+        protos, used = protocol_matches(words, c.index, slugs)
+        looked = index.asset_lookup(c.text)
+        upper = c.text.upper()
+        exact_asset = upper in schema_assets or (looked is not None and upper in looked)
+        any_asset = exact_asset or bool(looked)
+        if c.ticker:
+            if exact_asset or (looked and c.text.isupper()):
+                out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
+                continue
+            if looked is None:
+                pending.append(c.text)
+                continue
+            if protos:
+                out.append(Resolved(c.text, "protocol", protos, c.negated, c.index, used))
+                skip_until = c.index + used - 1
+                continue
+            out.append(Resolved(c.text, "unknown", [], c.negated, c.index))
+            continue
+        if protos:
+            out.append(Resolved(c.text, "protocol", protos, c.negated, c.index, used))
+            skip_until = c.index + used - 1
+        elif exact_asset:
+            out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
+        elif not index.has_catalogue() or looked is None:
+            pending.append(c.text)
+        elif any_asset and len(c.text) >= 3 and any(s.startswith(upper) for s in looked or []):
+            out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
+        else:
+            out.append(Resolved(c.text, "unknown", [], c.negated, c.index))
+    return out, pending

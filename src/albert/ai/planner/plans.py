@@ -1,0 +1,632 @@
+"""From a reading to a plan: which tools, with which arguments, in which steps.
+
+A plan has up to three tool steps, all within the tool loop's step cap:
+
+1. lookups — only when a vault question names something the planner cannot place yet
+   (`names.py`);
+2. the main calls — the route's tool, with every condition bound to its field;
+3. follow-ups — calls fed by the main results: the history, risk or yield analysis of the
+   vault a search found ("APY history of the highest-TVL USDT vault"), or the analysis of
+   the token a screen found ("analyse the biggest gainer today").
+
+The plan is rebuilt from the question at every step (with what the turn has returned so
+far), so each step's calls follow from the same reading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from albert.ai.planner import vocabulary as voc
+from albert.ai.planner.binding import Binding, bind_fields, sort_request
+from albert.ai.planner.lexicon import PhraseTable, ToolLexicon, phrase_table
+from albert.ai.planner.names import (
+    VAULT_ID_LINE,
+    NameIndex,
+    Resolved,
+    candidates,
+    resolve,
+)
+from albert.ai.planner.reading import Reading, read
+
+VAULT_SEARCH = ("search_vaults", "top_yields")
+VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
+VAULT_ID_TOOLS = ("analyze_yield", "analyze_risk", "vault_history")
+WALLET_TOOLS = ("wallet_portfolio", "wallet_positions", "wallet_top_positions")
+CATALOGUE_TOOL = "search_protocols"
+ASSET_LOOKUP_TOOL = "search_vault_assets"
+CATALOGUE_LIMIT = 50
+MAX_FOLLOW = 3
+TOKEN_HIT = re.compile(r"^\d+\. .*?\(([A-Za-z0-9.$_-]{1,20})\):", re.MULTILINE)
+
+VAULTS_UNAVAILABLE = (
+    "I cannot check vault or yield data right now: the vault tools are not available (the "
+    "vault data server is not connected). I have not guessed any vault, APY or TVL figures; "
+    "ask again once it is back."
+)
+SCREEN_UNAVAILABLE = (
+    "I cannot run a token screen right now: no token search with market filters is "
+    "available, so I have not listed any tokens."
+)
+
+
+@dataclass
+class Call:
+    """One planned tool call."""
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Band:
+    """A quoted APY and the guideline band it falls in."""
+
+    apy: float
+    low: float
+    high: float
+    label: str
+
+
+@dataclass
+class Follow:
+    """Calls to make with what the main calls return."""
+
+    tools: list[str]
+    source: str  # "vault" or "token"
+    count: int = 1
+    days: int | None = None
+
+
+@dataclass
+class Plan:
+    """What to call, in which step, and what to tell the user about it."""
+
+    route: str
+    lookups: list[Call] = field(default_factory=list)
+    main: list[Call] = field(default_factory=list)
+    follow: Follow | None = None
+    notes: list[str] = field(default_factory=list)
+    band: Band | None = None
+    unavailable: str | None = None
+    resolved: list[Resolved] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """The tools of this turn, read once per step."""
+
+    lexicons: dict[str, ToolLexicon]
+    table: PhraseTable
+    names: NameIndex
+
+    def has(self, tool: str) -> bool:
+        return tool in self.lexicons
+
+    def known(self, kind: str) -> set[str]:
+        out: set[str] = set()
+        for lex in self.lexicons.values():
+            out |= lex.known.get(kind, set())
+        return out
+
+
+def chain_phrases(lexicons: dict[str, ToolLexicon], names: NameIndex) -> dict[str, str]:
+    """Every way of writing a chain the tools or the index know."""
+    phrases = {**voc.CHAIN_NAMES, **voc.CHAIN_SHORT}
+    for lex in lexicons.values():
+        for value in lex.known.get("chain", set()):
+            if value.islower() and value not in voc.CHAIN_SHORT:
+                phrases.setdefault(value, value)
+    for chain in names.chains:
+        phrases.setdefault(chain, chain)
+    return phrases
+
+
+def make_context(lexicons: dict[str, ToolLexicon], names: NameIndex) -> Context:
+    """The phrase table of the offered tools and the known chains."""
+    table = phrase_table(list(lexicons.values()), chain_phrases(lexicons, names))
+    return Context(lexicons, table, names)
+
+
+def make_plan(question: str, ctx: Context, *, lookups_done: bool) -> Plan:
+    """The plan for a question with the tools and names known now."""
+    reading = read(question, ctx.table)
+    ent = reading.entities
+    if ent.vault_ids:
+        return _vault_id_plan(reading, ctx)
+    if ent.ens_names or ent.addresses:
+        plan = _address_plan(reading, ctx)
+        if plan is not None:
+            return plan
+    if reading.has("feed") and ctx.has("search_feed"):
+        return Plan("feed", main=[Call("search_feed", {"query": feed_topic(reading)})])
+    band = _quoted_apy(reading, ctx)
+    if band is not None:
+        return _band_plan(reading, ctx, band, lookups_done)
+    domain = _domain(reading, ctx)
+    if domain == "vault":
+        if not any(ctx.has(t) for t in VAULT_TOOLS):
+            return Plan("vaults", unavailable=VAULTS_UNAVAILABLE)
+        return _vault_plan(reading, ctx, lookups_done)
+    if domain == "screen":
+        lex = ctx.lexicons.get("search_tokens")
+        if lex is None or not lex.families:
+            return Plan("screen", unavailable=SCREEN_UNAVAILABLE)
+        return _screen_plan(reading, ctx, lex)
+    symbols = token_symbols(reading)
+    if symbols and ctx.has("analyze_token"):
+        return Plan(
+            "token", main=[Call("analyze_token", {"symbol": s}) for s in symbols[:3]]
+        )
+    return Plan("none")
+
+
+# --- routing ---------------------------------------------------------------------------
+
+
+def _domain(reading: Reading, ctx: Context) -> str | None:
+    """Vault question, token screen, or neither, by cue words and field mentions."""
+    token_families = {"market_cap", "liquidity", "holders", "authenticity_score",
+                      "vol_mcap_ratio", "price_change", "rank", "volume"}  # fmt: skip
+    screen_lex = ctx.lexicons.get("search_tokens")
+    if screen_lex is not None and screen_lex.families:
+        token_families = (screen_lex.families | screen_lex.sortable()) - {"tvl", "apy"}
+    vault_families: set[str] = set()
+    for name in VAULT_TOOLS:
+        lex = ctx.lexicons.get(name)
+        if lex is not None:
+            vault_families |= lex.families | lex.sortable() | set(lex.flags) | set(lex.enums)
+    vault_families -= token_families | {"stablecoin", "page", "value"}
+    if not vault_families:
+        vault_families = {"apy", "tvl", "base_apy", "reward_share", "security_score", "audits",
+                          "protocol_age", "il_risk", "audited", "exposure", "risk_rating"}
+    vault = len(reading.cues.get("vault", []))
+    screen = len(reading.cues.get("token_list", []))
+    for m in reading.mentions:
+        if m.kind in ("family", "flag", "enum", "sort"):
+            if m.key in vault_families:
+                vault += 1
+            elif m.key in token_families:
+                screen += 1
+    if vault and vault >= screen:
+        return "vault"
+    if screen:
+        conditions = reading.numbers.conditions
+        listing = reading.has("token_list") or any(m.kind == "sort" for m in reading.mentions)
+        if not listing and not [c for c in conditions if not c.bare] and token_symbols(
+            reading, names=False
+        ):
+            return None  # "market cap of MKR" asks about one token
+        return "screen"
+    return None
+
+
+# --- vault ids ---------------------------------------------------------------------------
+
+
+def _analysis_tools(reading: Reading, default: str) -> list[str]:
+    """Which per-vault analyses the question asks for, in a stable order."""
+    free = _free_cues(reading)
+    wanted = []
+    if "history" in free:
+        wanted.append("vault_history")
+    if "risk" in free:
+        wanted.append("analyze_risk")
+    if "yield_source" in free:
+        wanted.append("analyze_yield")
+    return wanted or [default]
+
+
+def _free_cues(reading: Reading) -> set[str]:
+    """Cue lists with a phrase outside the tokens read as numbers or filters."""
+    used = reading.numbers.consumed | {
+        i for m in reading.mentions if m.kind in ("enum", "flag") for i in range(m.start, m.end + 1)
+    }
+    out = set()
+    for cue, spans in reading.cues.items():
+        if any(not (set(range(s, e + 1)) & used) for s, e in spans):
+            out.add(cue)
+    return out
+
+
+def _vault_id_plan(reading: Reading, ctx: Context) -> Plan:
+    tools = [t for t in _analysis_tools(reading, "analyze_yield") if ctx.has(t)]
+    if not tools:
+        tools = [t for t in VAULT_ID_TOOLS if ctx.has(t)][:1]
+    if not tools:
+        return Plan("vault", unavailable=VAULTS_UNAVAILABLE)
+    calls = []
+    for vault_id in reading.entities.vault_ids[:3]:
+        for tool in tools:
+            args: dict[str, Any] = {"vault_id": vault_id}
+            b = bind_fields(reading, _days_only(ctx.lexicons[tool]))
+            args.update(b.arguments)
+            calls.append(Call(tool, args))
+    return Plan("vault", main=calls)
+
+
+def _days_only(lex: ToolLexicon) -> ToolLexicon:
+    """The tool's lexicon with only its days window (a vault id question filters nothing)."""
+    return ToolLexicon(
+        tool=lex.tool,
+        description=lex.description,
+        roles={k: v for k, v in lex.roles.items() if k == "days"},
+        bounds=lex.bounds,
+    )
+
+
+# --- addresses and names ---------------------------------------------------------------------
+
+
+def _address_plan(reading: Reading, ctx: Context) -> Plan | None:
+    ent = reading.entities
+    owners = [*ent.addresses, *ent.ens_names]
+    wallet_ok = any(ctx.has(t) for t in WALLET_TOOLS)
+    if ent.ens_names or reading.has("wallet"):
+        if not wallet_ok:
+            if ent.ens_names:
+                return Plan(
+                    "wallet",
+                    unavailable=(
+                        "I cannot read wallets right now: the wallet tools are not available "
+                        "(the vault data server is not connected), so I cannot look up "
+                        f"{', '.join(ent.ens_names)}."
+                    ),
+                )
+        else:
+            return _wallet_plan(reading, ctx, owners)
+    if not ent.addresses:
+        return None
+    address = ent.addresses[0]
+    chains = [c for c, negated in reading.chains() if not negated]
+    tokenish = any(w in ("token", "coin", "contract", "erc20", "erc-20") for w in reading.words)
+    if tokenish and chains and ctx.has("analyze_token"):
+        return Plan("token", main=[Call("analyze_token", {"chain": chains[0], "address": address})])
+    if ctx.has("analyze_address"):
+        return Plan("address", main=[Call("analyze_address", {"address": a}) for a in ent.addresses[:3]])
+    return None
+
+
+def _wallet_plan(reading: Reading, ctx: Context, owners: list[str]) -> Plan:
+    """Portfolio, positions or top positions, by what the question asks."""
+    free = _free_cues(reading)
+    counted = bool(reading.numbers.counts)
+    if "wallet_top" in free or counted or sort_request(reading) is not None:
+        order = ["wallet_top_positions", "wallet_positions", "wallet_portfolio"]
+    elif "wallet_list" in free:
+        order = ["wallet_positions", "wallet_top_positions", "wallet_portfolio"]
+    else:
+        order = ["wallet_portfolio", "wallet_positions", "wallet_top_positions"]
+    order = [t for t in order if ctx.has(t)]
+    bindings = [bind_fields(reading, ctx.lexicons[t]) for t in order]
+    # A value bound ("worth over $1k") only some tools take decides.
+    best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
+    chosen, binding = order[best], bindings[best]
+    notes = list(binding.unbound)
+    binding.arguments.pop(ctx.lexicons[chosen].roles.get("sort", ""), None)
+    calls = []
+    for owner in owners[:3]:
+        calls.append(Call(chosen, {"address": owner, **binding.arguments}))
+    return Plan("wallet", main=calls, notes=notes)
+
+
+# --- quoted APY ------------------------------------------------------------------------------
+
+
+def _quoted_apy(reading: Reading, ctx: Context) -> Band | None:
+    """'is a 35% APY on a new farm worth it?': a quoted APY and a judgement asked of it."""
+    if not reading.has("judgement") and not reading.has("risk"):
+        return None
+    percent = [c for c in reading.numbers.conditions if c.unit == "percent"]
+    if len(percent) != 1:
+        return None
+    cond = percent[0]
+    near = [
+        m for m in reading.mentions
+        if m.kind == "family" and min(abs(m.start - cond.end), abs(cond.start - m.end)) <= 3
+    ]
+    if not near or any(m.key != "apy" for m in near[:1]):
+        return None
+    if cond.side == "range":
+        return None
+    value = cond.value
+    for low, high, label in voc.GUIDELINE_BANDS:
+        if low <= value < high or (value == 40.0 and high == 40.0):
+            return Band(value, low, high, label)
+    low, high, label = voc.GUIDELINE_BANDS[-1]
+    return Band(value, low, high, label)
+
+
+def _band_plan(reading: Reading, ctx: Context, band: Band, lookups_done: bool) -> Plan:
+    """Vaults in the quoted APY's band, so the answer carries the worded guideline."""
+    if not ctx.has("search_vaults"):
+        if not any(ctx.has(t) for t in VAULT_TOOLS):
+            return Plan("band", band=band, unavailable=VAULTS_UNAVAILABLE)
+        return Plan("band", band=band)
+    lex = ctx.lexicons["search_vaults"]
+    skip = {i for i, c in enumerate(reading.numbers.conditions) if c.unit == "percent"}
+    plan = Plan("band", band=band)
+    binding = bind_fields(reading, lex, skip=skip)
+    names = _names(reading, ctx, plan, lookups_done)
+    if plan.lookups:
+        return plan
+    _apply_names(binding, lex, names, plan)
+    binding.arguments["min_apy"] = band.low
+    if band.high < 1000:
+        binding.arguments["max_apy"] = band.high
+    plan.main = [Call("search_vaults", binding.arguments)]
+    plan.notes += binding.unbound
+    return plan
+
+
+# --- vaults -------------------------------------------------------------------------------
+
+
+def _names(reading: Reading, ctx: Context, plan: Plan, lookups_done: bool) -> list[Resolved]:
+    """Resolve the question's names; fills plan.lookups when the index must be asked first."""
+    cands = candidates(reading)
+    if not cands:
+        return []
+    schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
+    resolved, pending = resolve(reading, cands, ctx.names, schema)
+    if pending and not lookups_done and (ctx.has(CATALOGUE_TOOL) or ctx.has(ASSET_LOOKUP_TOOL)):
+        if ctx.has(CATALOGUE_TOOL) and not ctx.names.has_catalogue():
+            plan.lookups.append(Call(CATALOGUE_TOOL, {"limit": CATALOGUE_LIMIT}))
+        if ctx.has(ASSET_LOOKUP_TOOL):
+            for word in pending:
+                if ctx.names.asset_lookup(word) is None:
+                    plan.lookups.append(Call(ASSET_LOOKUP_TOOL, {"query": word}))
+        if plan.lookups:
+            return []
+    for word in pending:
+        resolved.append(Resolved(word, "unknown", []))
+    plan.resolved = resolved
+    for r in resolved:
+        if r.kind == "unknown":
+            plan.notes.append(
+                f"“{r.word}”: no asset, protocol or chain of that name in the vault index, "
+                "so I did not filter on it"
+            )
+    return resolved
+
+
+def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved], plan: Plan) -> None:
+    protocols = [r for r in names if r.kind == "protocol" and not r.negated]
+    excluded = [s for r in names if r.kind == "protocol" and r.negated for s in r.values]
+    assets = [r.values[0] for r in names if r.kind == "asset" and not r.negated]
+    if protocols:
+        slugs = [s for r in protocols for s in r.values]
+        if lex.has("protocol"):
+            binding.arguments[lex.roles["protocol"]] = slugs[0]
+            if len(slugs) > 1 and lex.has("protocols"):
+                binding.arguments[lex.roles["protocols"]] = slugs[1:]
+        else:
+            plan.notes.append(
+                f"protocol {', '.join(r.word for r in protocols)}: {lex.tool} cannot filter by "
+                "protocol"
+            )
+    if excluded and lex.has("exclude_protocols"):
+        binding.arguments[lex.roles["exclude_protocols"]] = excluded
+    if assets:
+        if len(assets) > 1 and lex.has("assets"):
+            binding.arguments[lex.roles["assets"]] = assets
+        elif lex.has("asset"):
+            binding.arguments[lex.roles["asset"]] = assets[0]
+            if len(assets) > 1:
+                plan.notes.append(f"assets {', '.join(assets[1:])}: {lex.tool} takes one asset")
+
+
+def _compare_groups(names: list[Resolved], reading: Reading) -> list[list[Resolved]] | None:
+    """'Compare Aave and Morpho yields for WETH': one search per protocol (or per asset)."""
+    comparing = any(w in ("compare", "comparison", "vs", "versus", "against", "or")
+                    for w in reading.words)
+    if not comparing:
+        return None
+    for kind in ("protocol", "asset"):
+        group = [r for r in names if r.kind == kind and not r.negated]
+        if len(group) >= 2:
+            others = [r for r in names if r not in group]
+            return [[r, *others] for r in group[:3]]
+    return None
+
+
+def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
+    if _is_protocol_question(reading, ctx):
+        return _protocol_plan(reading, ctx)
+    plan = Plan("vaults")
+    names = _names(reading, ctx, plan, lookups_done)
+    if plan.lookups:
+        return plan
+    order = _vault_tool_order(reading, ctx)
+    if not order:
+        plan.route = "protocols"
+        return _protocol_plan(reading, ctx)
+    groups = _compare_groups(names, reading) or [names]
+    for group in groups:
+        bindings = []
+        for tool in order:
+            b = bind_fields(reading, ctx.lexicons[tool], known_chains=ctx.names.chains)
+            _apply_names(b, ctx.lexicons[tool], group, Plan("scratch"))
+            bindings.append(b)
+        best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
+        tool, binding = order[best], bindings[best]
+        lex = ctx.lexicons[tool]
+        notes: list[str] = []
+        _apply_names(binding, lex, group, Plan("scratch", notes=notes))
+        want = sort_request(reading, lex)
+        if tool == "search_vaults" and "sort_by" not in binding.arguments:
+            if _wants_best_yield(reading):
+                binding.arguments["sort_by"] = "apy"
+        plan.main.append(Call(tool, binding.arguments))
+        for note in [*binding.unbound, *notes]:
+            if note not in plan.notes:
+                plan.notes.append(note)
+        del want
+    plan.follow = _vault_follow(reading, ctx)
+    return plan
+
+
+def _wants_best_yield(reading: Reading) -> bool:
+    words = set(reading.words)
+    return bool(words & {"best", "top", "highest", "juiciest", "max", "maximum"}) and not any(
+        m.kind in ("sort", "by") for m in reading.mentions
+    )
+
+
+def _vault_tool_order(reading: Reading, ctx: Context) -> list[str]:
+    best = _wants_best_yield(reading)
+    want = sort_request(reading)
+    if want is not None and want[0] not in ("apy",):
+        best = False
+    order = ["top_yields", "search_vaults"] if best else ["search_vaults", "top_yields"]
+    return [t for t in order if ctx.has(t)]
+
+
+def _is_protocol_question(reading: Reading, ctx: Context) -> bool:
+    if not ctx.has("search_protocols"):
+        return False
+    words = reading.words
+    vault_nouns = {"vault", "vaults", "pool", "pools", "farm", "farms", "yields", "yield", "apy",
+                   "apr", "apys"}  # fmt: skip
+    if reading.has("protocol"):
+        for i, w in enumerate(words):
+            if w in vault_nouns:
+                before = words[i - 1] if i else ""
+                if before not in ("have", "has", "with", "offer", "offers", "run", "runs", "their",
+                                  "any", "most", "many"):
+                    return False
+        return True
+    # "TVL of Aave v3", "how much total value locked does curve have"
+    tvl = any(m.kind == "family" and m.key == "tvl" for m in reading.mentions)
+    if tvl and not (set(words) & vault_nouns) and not reading.numbers.conditions:
+        return bool(candidates(reading))
+    return False
+
+
+def _protocol_plan(reading: Reading, ctx: Context) -> Plan:
+    lex = ctx.lexicons["search_protocols"]
+    binding = bind_fields(reading, lex, known_chains=ctx.names.chains)
+    binding.arguments.pop(lex.roles.get("sort", ""), None)
+    words = [c.text.lower() for c in candidates(reading) if c.text.lower() not in voc.PROTOCOL_FILLER]
+    args: dict[str, Any] = {}
+    if words and lex.has("query"):
+        args[lex.roles["query"]] = " ".join(words)
+    args.update(binding.arguments)
+    return Plan("protocols", main=[Call("search_protocols", args)], notes=binding.unbound)
+
+
+def _vault_follow(reading: Reading, ctx: Context) -> Follow | None:
+    """History, risk or yield analysis of the vault(s) a search finds, when asked."""
+    free = _free_cues(reading)
+    if not free & {"history", "risk", "yield_source"}:
+        return None
+    words = reading.words
+    singular = any(w in voc.VAULT_NOUNS_SINGULAR for w in words) or "its" in words or "it" in words
+    counted = reading.numbers.counts[0][0] if reading.numbers.counts else 0
+    picked = any(w in voc.SINGULAR_PICK for w in words)
+    if not (singular and picked) and not counted:
+        return None
+    tools = [t for t in _analysis_tools(reading, "analyze_yield") if ctx.has(t)]
+    if not tools:
+        return None
+    days = reading.numbers.windows_days[0][0] if reading.numbers.windows_days else None
+    return Follow(tools, "vault", min(counted or 1, MAX_FOLLOW), int(days) if days else None)
+
+
+def follow_calls(plan: Plan, ctx: Context, main_results: list[str]) -> list[Call]:
+    """The follow-up calls, fed by the main results (vault ids or token symbols found)."""
+    if plan.follow is None:
+        return []
+    f = plan.follow
+    if f.source == "vault":
+        ids: list[str] = []
+        for text in main_results:
+            for vault_id in VAULT_ID_LINE.findall(text):
+                if vault_id not in ids:
+                    ids.append(vault_id)
+        calls = []
+        for vault_id in ids[: f.count]:
+            for tool in f.tools:
+                args: dict[str, Any] = {"vault_id": vault_id}
+                days_field = ctx.lexicons[tool].roles.get("days")
+                if f.days and days_field:
+                    low, high = ctx.lexicons[tool].bounds.get(days_field, (None, None))
+                    days = f.days
+                    if high is not None:
+                        days = min(days, int(high))
+                    if low is not None:
+                        days = max(days, int(low))
+                    args[days_field] = days
+                calls.append(Call(tool, args))
+        return calls
+    symbols: list[str] = []
+    for text in main_results:
+        for symbol in TOKEN_HIT.findall(text):
+            if symbol not in symbols:
+                symbols.append(symbol)
+    return [Call(tool, {"symbol": s}) for s in symbols[: f.count] for tool in f.tools]
+
+
+# --- token screens -------------------------------------------------------------------------
+
+
+def _screen_plan(reading: Reading, ctx: Context, lex: ToolLexicon) -> Plan:
+    binding = bind_fields(reading, lex)
+    plan = Plan("screen", main=[Call("search_tokens", binding.arguments)], notes=binding.unbound)
+    free = _free_cues(reading)
+    words = reading.words
+    singular = any(w in ("the", "this", "that") for w in words) and any(
+        w in voc.SINGULAR_PICK for w in words
+    )
+    counted = reading.numbers.counts[0][0] if reading.numbers.counts else 0
+    if "follow_token" in free and (singular or counted) and ctx.has("analyze_token"):
+        plan.follow = Follow(["analyze_token"], "token", min(counted or 1, MAX_FOLLOW))
+    return plan
+
+
+# --- tokens and feed ---------------------------------------------------------------------------
+
+
+def token_symbols(reading: Reading, *, names: bool = True) -> list[str]:
+    """Tickers in the question, in order: $PEPE, PEPE, 'what is pepe', everyday names."""
+    text = reading.entities.masked
+    found: list[str] = []
+
+    def add(symbol: str) -> None:
+        symbol = symbol.upper()
+        if symbol not in found and symbol not in voc.NOT_TICKERS:
+            found.append(symbol)
+
+    for m in re.finditer(r"\$([A-Za-z][A-Za-z0-9]{1,14})\b", text):
+        add(m.group(1))
+    for word in re.findall(r"(?<![$\w])([A-Z][A-Z0-9]{1,14})\b", text):
+        add(word)
+    if not found:
+        about = re.search(
+            r"\b(?:what is|what's|tell me about|analy[sz]e|info on|about|ticker|price of)\s+"
+            r"([A-Za-z][A-Za-z0-9]{1,14})\b",
+            text,
+            re.IGNORECASE,
+        )
+        if about and about.group(1).upper() not in voc.NOT_TICKERS | {"THIS", "THAT", "MY"}:
+            if about.group(1).lower() not in voc.ASSET_NAMES:
+                add(about.group(1))
+    if not found and names:
+        lowered = text.lower()
+        for name, symbol in voc.ASSET_NAMES.items():
+            if re.search(rf"\b{re.escape(name)}\b", lowered):
+                add(symbol)
+    return found
+
+
+def feed_topic(reading: Reading) -> str:
+    """The topic of a feed question: its content words, filler and intent words left out."""
+    words = re.findall(r"[A-Za-z0-9$][A-Za-z0-9.$'-]*", reading.question)
+    out = []
+    for word in words:
+        bare = word.strip(".'-").lstrip("$")
+        if bare and bare.lower() not in voc.FEED_FILLER:
+            out.append(bare)
+    return " ".join(out) if out else re.sub(r"[?!.]+$", "", reading.question).strip()

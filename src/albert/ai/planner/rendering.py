@@ -1,0 +1,166 @@
+"""The demo planner's answers: built only from this turn's tool results, always labelled.
+
+Failures and cut results are said plainly; conditions the planner could not apply and names
+the index does not hold are listed instead of silently dropped; a quoted APY is answered
+with the worded guideline band the data server returned next to the results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from albert.ai.model import ChatMessage
+from albert.ai.planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
+from albert.tools.base import ToolSpec
+
+LABEL = (
+    "*Demo planner — no language model is configured; "
+    "this answer is assembled by rules from tool results.*"
+)
+RESULT_CHARS = 2_500
+_CUT = re.compile(r"\[… result cut: ([\d,]+) of ([\d,]+) characters shown")
+
+
+def purpose_of(call_id: str) -> str:
+    """The plan step a call belongs to, from the id the planner gave it (demo_<step>_<n>)."""
+    parts = call_id.split("_")
+    return parts[1] if len(parts) >= 3 and parts[0] == "demo" else "main"
+
+
+def _short_args(arguments: str) -> str:
+    try:
+        data = json.loads(arguments or "{}")
+    except ValueError:
+        return arguments
+    return ", ".join(f"{k}={v}" for k, v in data.items()) or "no arguments"
+
+
+def _band_line(plan: Plan, results: Iterable[str]) -> str | None:
+    band = plan.band
+    if band is None:
+        return None
+    key = band.label.split(" — ")[0].lower()
+    for text in results:
+        for line in text.splitlines():
+            if line.startswith("- ") and key in line.lower() and ":" in line:
+                return line[2:].strip()
+    return None
+
+
+def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
+    """An answer built only from this turn's tool results; failures and cuts said plainly."""
+    calls = {c.id: c for m in since for c in m.tool_calls}
+    sections = [LABEL, ""]
+    tool_messages = [m for m in since if m.role == "tool"]
+    bodies = [m.content for m in tool_messages]
+    if plan.band is not None:
+        worded = _band_line(plan, bodies)
+        band = plan.band
+        if worded:
+            sections += [
+                f"You quoted a {band.apy:g}% APY. In the yield-versus-risk guidelines returned "
+                f"with the results, that falls in this band: {worded}",
+                "",
+            ]
+        else:
+            sections += [
+                f"You quoted a {band.apy:g}% APY: in the product's yield-versus-risk guideline "
+                f"that is the band {band.label}.",
+                "",
+            ]
+        if plan.main:
+            sections += ["Vaults in the same APY band, with their risk ratings, for comparison:", ""]
+    looked = [r for r in plan.resolved if r.kind != "unknown"]
+    if looked:
+        parts = [f"{r.word} → {r.kind} {', '.join(r.values)}" for r in looked]
+        sections += ["Names checked against the vault index: " + "; ".join(parts) + ".", ""]
+    followed = False
+    for message in tool_messages:
+        call = calls.get(message.tool_call_id or "")
+        name = call.name if call else message.name or "tool"
+        args = call.arguments if call else "{}"
+        purpose = purpose_of(call.id) if call else "main"
+        full = message.content.strip()
+        if purpose == "lookup" and name in (CATALOGUE_TOOL, ASSET_LOOKUP_TOOL):
+            if full.startswith("Error:"):
+                sections += [f"The name lookup **{name}** failed: {full[:300]}", ""]
+            continue
+        if purpose == "follow" and not followed:
+            sections += ["Then, for what that search found first:", ""]
+            followed = True
+        body = full
+        if len(body) > RESULT_CHARS:
+            body = body[:RESULT_CHARS] + "\n…(more in the tool result)"
+        if full.startswith("Error:"):
+            sections += [
+                f"**{name}** could not answer, so I could not check this "
+                "and have not filled the gap with guesses:",
+                "",
+                body,
+                "",
+            ]
+            continue
+        sections += [f"From **{name}** ({_short_args(args)}):", "", body, ""]
+        cut = _CUT.search(full)
+        if cut:
+            sections += [
+                f"Note: the {name} result was cut before it reached me ({cut.group(1)} of "
+                f"{cut.group(2)} characters shown). I could not check the rest, so anything "
+                "beyond what is shown above is not covered by this answer.",
+                "",
+            ]
+    if plan.follow is not None and not followed and any(
+        purpose_of(c.id) == "main" for m in since for c in m.tool_calls
+    ):
+        what = ", ".join(plan.follow.tools)
+        sections += [
+            f"The search returned nothing to follow up on, so I did not run {what}.",
+            "",
+        ]
+    if plan.notes:
+        sections += ["Not applied (I could not map these to the tools' fields):"]
+        sections += [f"- {note}" for note in plan.notes]
+        sections.append("")
+    if len(sections) == 2:
+        sections.append("No tool result came back for this question.")
+    return "\n".join(sections).rstrip() + "\n"
+
+
+def unavailable_answer(text: str) -> str:
+    """A labelled answer saying what cannot be checked now."""
+    return f"{LABEL}\n\n{text}\n"
+
+
+def band_only_answer(plan: Plan) -> str:
+    """A quoted APY's band when no vault search can back it with results."""
+    assert plan.band is not None
+    band = plan.band
+    lines = [
+        LABEL,
+        "",
+        f"You quoted a {band.apy:g}% APY: in the product's yield-versus-risk guideline that is "
+        f"the band {band.label}.",
+    ]
+    if plan.unavailable:
+        lines += ["", plan.unavailable]
+    return "\n".join(lines) + "\n"
+
+
+def help_text(tools: dict[str, ToolSpec]) -> str:
+    """What the planner can do with the tools available now."""
+    examples = {
+        "analyze_token": "“What is PEPE?”",
+        "analyze_address": "“Is 0x… risky?”",
+        "search_tokens": "“Stablecoins over $1M market cap on ethereum”",
+        "search_feed": "“What is the market saying about Aave?”",
+        "search_vaults": "“USDC vaults on base with TVL above $10M”",
+        "top_yields": "“Top stablecoin yields”",
+        "wallet_top_positions": "“Top 5 positions by value for vitalik.eth”",
+    }
+    lines = [LABEL, "", "I could not match that question to a tool. Try, for example:"]
+    lines += [f"- {text}" for name, text in examples.items() if name in tools]
+    if len(lines) == 3:
+        lines = [LABEL, "", "No tools are available right now, so I cannot look anything up."]
+    return "\n".join(lines) + "\n"

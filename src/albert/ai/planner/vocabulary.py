@@ -1,0 +1,487 @@
+"""The planner's word lists and per-field synonym table: data only, no logic.
+
+The lexicon (`lexicon.py`) is built from each offered tool's input schema (field names,
+descriptions, enums, units); this module only adds what a schema cannot say: the other words
+people use for a field ("mcap" for market cap, "IL" for impermanent loss), comparators,
+number words, and which words are grammar rather than names. Keys of `FAMILY_SYNONYMS` are
+field families: a schema field's name without its `min_`/`max_` prefix and unit suffix
+(`min_market_cap_usd` → `market_cap`). A family no offered tool has is never bound to.
+
+Kept as a Python module (not a JSON file) so that importing it reads no file: the worker's
+memory snapshot forbids file reads at import.
+"""
+
+from __future__ import annotations
+
+# --- fields ----------------------------------------------------------------------------
+
+# Family → phrases that name it, besides the family's own words. Lowercase; a phrase is
+# matched as whole tokens (the question is tokenised the same way), longest phrase first.
+FAMILY_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "market_cap": (
+        "market cap", "marketcap", "mcap", "market caps", "market capitalisation",
+        "market capitalization", "valuation", "cap", "caps", "market value",
+    ),
+    "liquidity": (
+        "liquidity", "liquid", "pool liquidity", "dex liquidity", "liquidity depth",
+        "dex pool liquidity",
+    ),
+    "holders": (
+        "holders", "holder", "holder count", "holder addresses", "holding addresses",
+        "wallets holding it", "owners",
+    ),
+    "authenticity_score": (
+        "authenticity", "authenticity score", "authenticity rating", "authentic",
+        "legitimacy score", "genuineness",
+    ),
+    "vol_mcap_ratio": (
+        "volume to market cap", "volume to market cap ratio", "volume/market cap",
+        "volume / market cap", "vol / mcap", "vol/mcap", "volume to mcap", "volume/mcap",
+        "turnover", "turnover ratio", "of market cap", "of its market cap", "of mcap",
+        "of the market cap", "volume ratio", "vol mcap ratio", "volume-to-market-cap",
+    ),
+    "volume": (
+        "volume", "trading volume", "24h volume", "daily volume", "vol", "traded volume",
+    ),
+    "price_change": (
+        "price change", "price move", "change", "moved", "move", "performance",
+    ),
+    "rank": ("rank", "ranking", "ranked", "market cap rank", "token ranking", "token rank"),
+    "apy": (
+        "apy", "apr", "apys", "aprs", "yield", "yields", "yielding", "yielded", "return",
+        "returns", "returning", "interest", "interest rate", "rate", "rates", "paying",
+        "pays", "pay", "earning", "earns", "earn", "total apy", "annual yield",
+        "annual percentage yield", "percentage yield", "rewards rate",
+    ),
+    "base_apy": (
+        "base apy", "base yield", "base apr", "organic apy", "organic yield", "native yield",
+        "base rate", "fee yield", "base return", "base returns",
+    ),
+    "reward_share": (
+        "reward share", "reward apy share", "share of rewards", "rewards share",
+        "reward-apy share", "share paid in rewards", "emissions share", "incentive share",
+        "reward portion", "share from rewards", "rewards portion", "share of the apy from rewards",
+        "share of yield from rewards", "reward apy", "rewards apy", "emissions",
+    ),
+    "tvl": (
+        "tvl", "total value locked", "value locked", "locked", "deposits", "deposited",
+        "liquidity locked", "size", "aum", "assets under management",
+    ),
+    "security_score": (
+        "security score", "security", "safety score", "security rating", "safety",
+        "score",
+    ),
+    "audits": ("audits", "audit", "audit count", "known audits", "audit reports"),
+    "protocol_age": (
+        "protocol age", "age", "old", "older", "years old", "live", "running", "launched",
+        "been around", "in operation", "track record",
+    ),
+    "value": ("value", "worth", "valued", "usd value", "dollar value", "size"),
+    "updated": ("updated", "recently updated", "newest", "latest", "fresh", "update"),
+}  # fmt: skip
+
+# Direction words that name the price-change family and carry a sign.
+PRICE_UP = (
+    "up", "rose", "risen", "rise", "rising", "gained", "gain", "gains", "pumped", "pump",
+    "rallied", "climbed", "jumped", "increased", "soared", "surged", "mooned", "green",
+)  # fmt: skip
+PRICE_DOWN = (
+    "down", "fell", "fallen", "fall", "falling", "dropped", "drop", "drops", "lost", "lose",
+    "dumped", "dump", "declined", "decline", "crashed", "crash", "tanked", "slid", "sank",
+    "decreased", "plunged", "red", "bled",
+)  # fmt: skip
+
+# Boolean families: phrases that turn a flag on, and words that negate a phrase just
+# before it ("no IL", "without impermanent loss", "non-stablecoin").
+FLAG_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "stablecoin": (
+        "stablecoin", "stablecoins", "stable", "stables", "stable coin", "stable coins",
+        "stablecoin-only", "usd-pegged", "pegged", "stablecoin only",
+    ),
+    "il_risk": (
+        "il", "impermanent loss", "il risk", "il exposure", "impermanent-loss",
+        "impermanent loss risk", "il-risk",
+    ),
+    "audited": ("audited", "with audits"),
+    "include_inactive": ("inactive", "paused", "retired", "eol", "deprecated", "closed"),
+}  # fmt: skip
+FLAG_OFF_WORDS: dict[str, tuple[str, ...]] = {
+    "audited": ("unaudited", "un-audited"),
+    "il_risk": ("il-free", "no-il"),
+    "stablecoin": ("volatile",),
+}
+NEGATORS = (
+    "no", "not", "non", "without", "excluding", "exclude", "except", "avoid", "avoiding",
+    "free", "zero", "never", "ignore", "minus", "but not", "other than", "nothing",
+)  # fmt: skip
+
+# Enum fields: value → phrases (besides the value's own words).
+ENUM_SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "exposure": {
+        "single": ("single asset", "single-asset", "single sided", "single-sided", "one asset"),
+        "multi": (
+            "multi asset", "multi-asset", "lp", "lps", "lp positions", "liquidity pool",
+            "liquidity pools", "pair", "pairs", "multi-sided", "two assets",
+        ),
+    },
+    "risk_rating": {
+        "low": ("low risk", "low-risk", "lowest risk"),
+        "medium": ("medium risk", "medium-risk", "moderate risk", "mid risk", "moderate"),
+        "high": ("high risk", "high-risk"),
+        "very_high": ("very high risk", "very-high risk", "very risky", "extreme risk"),
+    },
+    "kind": {
+        "vault": ("vault positions", "vault", "vaults", "yield positions", "vault holdings"),
+        "token": (
+            "token balances", "token positions", "plain balances", "tokens", "token",
+            "balances",
+        ),
+    },
+}  # fmt: skip
+
+# Words that ask for an order, with the direction they imply.
+SUPERLATIVES_DESC = (
+    "highest", "top", "best", "most", "largest", "biggest", "greatest", "max", "maximum",
+    "juiciest", "richest", "leading", "strongest", "deepest",
+)  # fmt: skip
+SUPERLATIVES_ASC = ("lowest", "least", "smallest", "fewest", "minimum", "cheapest", "weakest")
+SORT_BY_WORDS = ("by", "sorted by", "sort by", "ranked by", "rank by", "ordered by", "order by")
+# Single words that are a sort on their own: word → (family, direction).
+SORT_WORDS: dict[str, tuple[str, str]] = {
+    "safest": ("security_score", "desc"),
+    "most secure": ("security_score", "desc"),
+    "riskiest": ("security_score", "asc"),
+    "least safe": ("security_score", "asc"),
+    "gainers": ("price_change", "desc"),
+    "gainer": ("price_change", "desc"),
+    "winners": ("price_change", "desc"),
+    "pumpers": ("price_change", "desc"),
+    "losers": ("price_change", "asc"),
+    "loser": ("price_change", "asc"),
+    "dumpers": ("price_change", "asc"),
+    "most traded": ("volume", "desc"),
+    "most liquid": ("liquidity", "desc"),
+    "most held": ("holders", "desc"),
+    "most popular": ("holders", "desc"),
+    "highest-yielding": ("apy", "desc"),
+    "best-yielding": ("apy", "desc"),
+    "top-yielding": ("apy", "desc"),
+    "best paying": ("apy", "desc"),
+    "juiciest": ("apy", "desc"),
+    "newest": ("updated", "desc"),
+}
+# The family a size word sorts by, per family the tool has (first one it has wins).
+SIZE_FAMILIES = ("tvl", "rank", "market_cap", "value")
+SIZE_WORDS = ("largest", "biggest", "major", "main", "big", "giant", "heaviest")
+
+# Price-change windows: phrase → enum value (the enum's own values match too).
+WINDOWS: dict[str, str] = {
+    "1h": "1h", "hour": "1h", "last hour": "1h", "past hour": "1h", "60 minutes": "1h",
+    "hourly": "1h", "an hour": "1h",
+    "24h": "24h", "24 hours": "24h", "24hr": "24h", "24hrs": "24h", "day": "24h",
+    "today": "24h", "daily": "24h", "past day": "24h", "last day": "24h", "one day": "24h",
+    "1d": "24h",
+    "7d": "7d", "week": "7d", "7 days": "7d", "seven days": "7d", "weekly": "7d",
+    "this week": "7d", "past week": "7d", "last week": "7d", "1w": "7d",
+}  # fmt: skip
+
+# --- numbers ---------------------------------------------------------------------------
+
+MIN_COMPARATORS = (
+    "above", "over", "more than", "greater than", "higher than", "bigger than", "larger than",
+    "exceeding", "exceeds", "exceed", "in excess of", "north of", "at least", "no less than",
+    "not less than", "minimum", "minimum of", "min", "starting at", "upwards of", "beyond",
+    "better than", "topping", "not below", "not under", ">", ">=", "≥", "greater or equal to",
+    "a minimum of", "at minimum", "min.", "atleast", "more then", "over than", "older than",
+    "longer than", "no younger than",
+)  # fmt: skip
+MAX_COMPARATORS = (
+    "under", "below", "less than", "fewer than", "lower than", "smaller than", "at most",
+    "no more than", "not more than", "maximum", "maximum of", "max", "up to", "within",
+    "beneath", "south of", "capped at", "not above", "not over", "<", "<=", "≤",
+    "a maximum of", "at maximum", "max.", "less then", "no higher than", "no greater than",
+    "no bigger than", "not exceeding", "shy of", "younger than", "newer than",
+)  # fmt: skip
+# Comparators that exclude the bound itself (matters for integer fields).
+STRICT_COMPARATORS = (
+    "above", "over", "more than", "greater than", "higher than", "bigger than", "larger than",
+    "exceeding", "exceeds", "exceed", "in excess of", "north of", "beyond", "better than",
+    "under", "below", "less than", "fewer than", "lower than", "smaller than", "beneath",
+    "south of", ">", "<", "upwards of", "topping", "more then", "less then", "shy of",
+    "older than", "younger than", "newer than", "longer than",
+)  # fmt: skip
+MIN_AFTER = (
+    "+", "or more", "or higher", "or above", "or greater", "and up", "and above", "plus",
+    "minimum", "at least", "or better", "and over", "or over", "or bigger", "or larger",
+)  # fmt: skip
+MAX_AFTER = (
+    "or less", "or lower", "or below", "or fewer", "at most", "max", "tops", "maximum",
+    "or under", "or smaller", "and under", "and below",
+)  # fmt: skip
+RANGE_WORDS = ("between",)
+RANGE_FROM = ("from",)
+RANGE_JOIN = ("and", "to", "-", "–", "—", "through", "till", "until")
+
+MAGNITUDES: dict[str, float] = {
+    "k": 1e3, "thousand": 1e3, "thousands": 1e3, "grand": 1e3,
+    "m": 1e6, "mm": 1e6, "mn": 1e6, "mil": 1e6, "mill": 1e6, "million": 1e6, "millions": 1e6,
+    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9,
+    "t": 1e12, "tn": 1e12, "trillion": 1e12,
+}  # fmt: skip
+CURRENCY_WORDS = ("dollars", "dollar", "usd", "bucks", "usd worth")
+PERCENT_WORDS = ("%", "percent", "per cent", "pct")
+DURATION_DAYS: dict[str, float] = {
+    "day": 1, "days": 1, "d": 1, "week": 7, "weeks": 7, "w": 7, "month": 30, "months": 30,
+    "mo": 30, "year": 365, "years": 365, "yr": 365, "yrs": 365, "y": 365,
+}  # fmt: skip
+HOUR_WORDS = ("h", "hour", "hours", "hr", "hrs")
+
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12,
+}  # fmt: skip
+HUNDRED_WORDS = ("hundred", "hundreds")
+FRACTIONS: dict[str, float] = {
+    "half": 0.5, "a half": 0.5, "one half": 0.5, "a quarter": 0.25, "quarter": 0.25,
+    "one quarter": 0.25, "a third": 1 / 3, "one third": 1 / 3, "two thirds": 2 / 3,
+    "two-thirds": 2 / 3, "three quarters": 0.75, "three-quarters": 0.75, "a tenth": 0.1,
+    "one tenth": 0.1, "a fifth": 0.2, "one fifth": 0.2, "majority": 0.5,
+}  # fmt: skip
+# "a" counts as one before these ("a year old", "a million", "a hundred").
+ONE_WORDS = ("a", "an", "one")
+
+# Words before a number that make it a count of results, not a condition ("top 5").
+COUNT_BEFORE = ("top", "first", "best", "largest", "biggest", "highest", "main", "leading")
+COUNT_AFTER = (
+    "largest", "biggest", "top", "best", "highest", "results", "vaults", "pools", "tokens",
+    "coins", "positions", "holdings", "protocols", "items", "picks", "options", "farms",
+    "lowest", "safest", "most",
+)  # fmt: skip
+PAGE_WORDS = ("page", "pg", "p.")
+# Words before a duration that make it a look-back window, not a condition.
+WINDOW_BEFORE = ("last", "past", "previous", "recent", "over the last", "over the past",
+                 "in the last", "in the past", "for the last", "for the past", "within the last")
+
+# --- yield-versus-risk guideline --------------------------------------------------------
+
+# Band bounds of the product's yield-versus-risk guideline (DESIGN.md; the data server
+# attaches the worded guideline to every rated result, which is what the answer quotes).
+# (lower inclusive, upper, label). Exactly 40 % is still "high".
+GUIDELINE_BANDS: tuple[tuple[float, float, str], ...] = (
+    (0.0, 5.0, "below 5% — may not justify the risk"),
+    (5.0, 10.0, "5–10% — conservative"),
+    (10.0, 20.0, "10–20% — medium"),
+    (20.0, 40.0, "20–40% — high"),
+    (40.0, 1000.0, "above 40% — extreme"),
+)
+# Words that make a quoted APY a question about whether it is worth it.
+JUDGEMENT_WORDS = (
+    "worth", "worth it", "good", "bad", "safe", "unsafe", "sustainable", "legit", "realistic",
+    "reasonable", "normal", "decent", "suspicious", "scam", "trust", "trustworthy", "risky",
+    "too good", "too high", "fair", "healthy", "sane", "believable", "okay", "ok", "sound",
+    "should i", "is it", "would you", "red flag", "dangerous", "sketchy", "reliable",
+    "typical", "high for", "overpriced", "attractive", "compare", "stack up", "rate",
+)  # fmt: skip
+
+# --- intents ---------------------------------------------------------------------------
+
+VAULT_WORDS = (
+    "vault", "vaults", "pool", "pools", "farm", "farms", "farming", "yield", "yields",
+    "apy", "apr", "staking", "stake", "lending", "lend", "earn", "earning", "tvl",
+    "total value locked", "protocol", "protocols", "strategy", "strategies", "defi",
+    "deposit", "deposits", "liquidity pool", "liquidity pools", "lp", "lps", "savings",
+    "interest", "passive income", "yielding", "autocompounding", "auto-compounding",
+)  # fmt: skip
+TOKEN_LIST_WORDS = (
+    "tokens", "coins", "stablecoins", "gainers", "losers", "movers", "memecoins", "memes",
+    "altcoins", "alts", "cryptos", "cryptocurrencies", "assets", "tickers", "projects",
+    "stables", "winners", "pumpers", "dumpers",
+)  # fmt: skip
+PROTOCOL_WORDS = ("protocol", "protocols", "platform", "platforms", "dapp", "dapps", "project")
+FEED_WORDS = (
+    "saying", "says", "said", "sentiment", "news", "headline", "headlines", "feed",
+    "narrative", "narratives", "buzz", "talk", "talking", "rumor", "rumors", "rumour",
+    "rumours", "latest on", "happening", "mood", "hype", "chatter", "gossip", "announcement",
+    "announcements", "reports", "reported", "hearing", "opinion", "opinions", "think about",
+    "press", "articles", "article", "story", "stories", "tweets", "twitter", "social",
+)  # fmt: skip
+WALLET_WORDS = (
+    "portfolio", "holdings", "holding", "holds", "hold", "positions", "position", "balance",
+    "balances", "worth", "net worth", "assets", "wallet", "invested", "exposure", "bag",
+    "bags", "own", "owns", "allocation", "allocations", "stack",
+)  # fmt: skip
+WALLET_TOP_WORDS = (
+    "top", "biggest", "largest", "main", "major", "by value", "by size", "by usd value",
+    "most valuable", "heaviest", "sorted by value", "ranked by value", "ordered by value",
+    "largest first", "by worth", "concentrated", "concentration",
+)  # fmt: skip
+WALLET_LIST_WORDS = ("list", "all", "every", "each", "positions", "show all", "itemise", "itemize")
+WALLET_SUMMARY_WORDS = (
+    "portfolio", "total", "overall", "summary", "summarise", "summarize", "net worth",
+    "breakdown", "split", "spread", "allocation", "diversified", "worth in total",
+)  # fmt: skip
+
+# Vault-id questions: which analysis.
+HISTORY_WORDS = (
+    "history", "historical", "over time", "trend", "trends", "chart", "past", "evolution",
+    "evolved", "changed", "timeline", "time series", "daily", "track", "tracked", "graph",
+    "last", "previous", "was", "been",
+)  # fmt: skip
+RISK_WORDS = (
+    "risk", "risks", "risky", "safe", "safety", "security", "score", "audit", "audits",
+    "audited", "dangerous", "secure", "trust", "rating", "rated", "exploit", "hack",
+)  # fmt: skip
+YIELD_SOURCE_WORDS = (
+    "come from", "comes from", "coming from", "source", "sources", "breakdown", "made of",
+    "organic", "sustainable", "sustainability", "why", "explain", "decompose", "driven",
+    "rewards", "emissions", "base", "analyze", "analyse", "analysis", "where does",
+)  # fmt: skip
+# Words that refer to one vault picked from a search ("the best USDC vault").
+SINGULAR_PICK = (
+    "the", "its", "that", "this", "which", "top", "best", "highest", "largest", "biggest",
+    "safest", "riskiest", "first", "#1", "number one", "leading", "lowest", "smallest",
+)  # fmt: skip
+VAULT_NOUNS_SINGULAR = ("vault", "pool", "farm", "one", "strategy", "market", "option", "pick")
+# Analysis asked of a result picked from a search (a plan's second step).
+FOLLOW_TOKEN_WORDS = ("analyze", "analyse", "analysis", "tell me about", "deep dive", "rundown",
+                      "details", "detail", "risk", "risky", "safe", "dig into", "look into")
+
+# --- names -----------------------------------------------------------------------------
+
+CHAIN_NAMES: dict[str, str] = {
+    "ethereum": "ethereum", "ethereum mainnet": "ethereum", "eth mainnet": "ethereum",
+    "mainnet": "ethereum", "arbitrum": "arbitrum", "arbitrum one": "arbitrum",
+    "base": "base", "optimism": "optimism", "op mainnet": "optimism", "polygon": "polygon",
+    "polygon pos": "polygon", "bsc": "bsc", "bnb chain": "bsc", "bnb smart chain": "bsc",
+    "binance smart chain": "bsc", "avalanche": "avalanche", "avalanche c-chain": "avalanche",
+    "solana": "solana", "gnosis": "gnosis", "gnosis chain": "gnosis", "fantom": "fantom",
+    "sonic": "sonic", "linea": "linea", "scroll": "scroll", "zksync": "zksync",
+    "zksync era": "zksync", "mantle": "mantle", "blast": "blast", "mode": "mode",
+    "celo": "celo", "moonbeam": "moonbeam", "kava": "kava", "metis": "metis",
+    "fraxtal": "fraxtal", "manta": "manta", "berachain": "berachain", "sei": "sei",
+    "unichain": "unichain", "cronos": "cronos", "aurora": "aurora", "opbnb": "opbnb",
+    "polygon zkevm": "polygon-zkevm", "hyperliquid": "hyperliquid", "aptos": "aptos",
+    "sui": "sui", "tron": "tron", "near": "near", "ton": "ton", "starknet": "starknet",
+    "bitcoin": "bitcoin", "cardano": "cardano", "xdai": "gnosis",
+}  # fmt: skip
+# Short chain names that are also tickers: a chain only after "on"/"in"/… ("on arb").
+CHAIN_SHORT: dict[str, str] = {
+    "eth": "ethereum", "arb": "arbitrum", "op": "optimism", "matic": "polygon",
+    "pol": "polygon", "bnb": "bsc", "avax": "avalanche", "sol": "solana", "btc": "bitcoin",
+    "ftm": "fantom", "era": "zksync", "bera": "berachain", "binance": "bsc",
+}  # fmt: skip
+# Chain names that are also everyday words: a chain only after a chain preposition.
+CHAIN_AMBIGUOUS = ("base", "mode", "blast", "scroll", "near", "ton", "sei", "aurora", "manta")
+CHAIN_PREPOSITIONS = ("on", "in", "across", "via", "using", "over", "chain", "network", "onto")
+
+# Everyday names of assets, for questions that do not use the ticker.
+ASSET_NAMES: dict[str, str] = {
+    "bitcoin": "BTC", "ether": "ETH", "ethereum": "ETH", "chainlink": "LINK",
+    "uniswap": "UNI", "dogecoin": "DOGE", "shiba inu": "SHIB", "tether": "USDT",
+    "solana": "SOL", "wrapped bitcoin": "WBTC", "wrapped ether": "WETH",
+    "usd coin": "USDC", "dai": "DAI", "lido staked ether": "STETH", "staked ether": "STETH",
+    "cardano": "ADA", "ripple": "XRP", "polkadot": "DOT", "avalanche": "AVAX",
+    "pepe": "PEPE", "maker": "MKR", "aave token": "AAVE", "arbitrum token": "ARB",
+}  # fmt: skip
+
+# Upper-case words that are not tickers.
+NOT_TICKERS = frozenset(
+    """WHAT IS THE A AN TOKEN COIN ABOUT TELL ME OF ON WHO HOW DOES DO IT AND FOR TO IN PRICE
+    ANALYSE ANALYZE ANALYSIS RISKY SAFE SHOW FIND GIVE ANY MARKET I APY APR TVL USD DEX ATH
+    ATL FDV AI SEC CEO NFT EVM ERC DAO OK ETF DEFI UTC CEX KYC FYI PLS TLDR VS MY OR IL LP
+    LPS ROI PNL YTD AMM CDP RWA LST LRT TPS GAS TX ID URL API FAQ ASAP IMO IMHO USA US EU
+    UK Q1 Q2 Q3 Q4 ENS NO YES ALL TOP BEST NEW HIGH LOW RISK MAX MIN""".split()
+)
+
+# Grammar and everyday words: never a name candidate, even when the index holds a token
+# with that symbol ("IS", "FOR", "T", "UP" are all vault asset symbols).
+STOPWORDS = frozenset(
+    """a about above across after again against all almost along already also although always
+    am among an and another any anybody anyone anything anywhere are aren't around as ask at
+    away back be because been before being below best better between big bigger biggest both
+    but by can can't cannot could couldn't currently did didn't do does doesn't doing done
+    don't down during each either else enough especially even ever every everything exactly
+    few find first for from full further get gets getting give given go goes going good got
+    great had has hasn't have haven't having he her here hers high higher highest him his how
+    however i i'd i'll i'm i've if in into is isn't it it's its itself just keep kind know
+    large larger largest last least less let like likely list little look looking lot lots low
+    lower lowest made main make many may maybe me might mine more most much must my myself near
+    need needs never new next nice no none nor not nothing now of off often ok okay old on once
+    one only or other others otherwise our ours out over own per perhaps please plus pretty
+    quite rather really right same see seem seems several shall she should show shown since so
+    some something somewhere still such sure take than that that's the their theirs them then
+    there there's these they thing things think this those though through thus to today too top
+    toward towards under until up upon us use used using very via want wants was wasn't way we
+    well were weren't what what's whatever when where where's whether which while who who's
+    whole whom whose why will with within without would wouldn't yes yet you you'd you'll your
+    yours yourself
+    able actually add all-time any appreciate around assume available average bag ballpark
+    basically beginner beginners bit buy buying call called care chance check cheap choose
+    compare comparison currently current deal decent deep direction do done else ever explain
+    expect fine gimme guide happy hear help here hey hi hello hope idea interested investing
+    investment invest jump keen kindly know lately least let's likely love mind money moment
+    need nowadays number offer options option overall park pick picks place play playing plan
+    point possible prefer probably put question quick rank rather real recommend
+    recommendation recommendations reliable right safe say search seeing sell selling send
+    set should show sort sorted stay stuff suggest suggestions sure thanks thank tell think
+    thoughts time try trying type want way ways week whats worth would wondering year yield
+    yields yielding return returns returning earn earning earns option choice choices
+    vault vaults pool pools farm farms farming strategy strategies protocol protocols platform
+    platforms market markets defi crypto onchain on-chain chain chains network networks token
+    tokens coin coins asset assets currency currencies place places opportunity opportunities
+    apy apr tvl rate rates risk risks risky safer safest secure security score rating ratings
+    staking stake lending lend borrow borrowing deposit deposits liquidity position positions
+    portfolio wallet address holdings balance balances value worth usd dollars dollar price
+    prices total history historical chart trend trends analysis analyze analyse analyzing
+    breakdown source sources details detail info information data stats statistics summary
+    give show list find get fetch pull display tell me us ones one those these them top
+    lowest highest biggest largest smallest most least more less over under above below
+    between around about approx approximately roughly nearly almost currently now today
+    tomorrow yesterday daily weekly monthly yearly annual annually per month months week
+    weeks day days hour hours minute minutes year years ago since recent recently latest
+    new newest old older oldest young younger fresh
+    good great bad best worst better worse nice cool solid strong weak decent fair high low
+    huge tiny small big large juicy juiciest attractive interesting popular famous well-known
+    known unknown legit legitimate real fake scam sketchy sus sustainable reasonable normal
+    typical realistic crazy insane wild ridiculous absurd
+    someone something somebody anyone people person guy guys folks team friend i'm im
+    also plus such like just really very super quite pretty fairly so too much many
+    which what who whom whose where when why how whats hows wheres
+    rn pls plz thx ty btw imo tbh ngl lol
+    farm farming farmed yield-bearing auto compounding compounder autocompounder
+    base rewards reward incentives incentive emissions emission organic native fees fee
+    exposure exposed impermanent loss il
+    stable stables stablecoin stablecoins pegged peg
+    condition conditions filter filters criteria
+    it's that's there's here's
+    worth it should would could might must can may will
+    risk-adjusted adjusted net gross""".split()
+)
+
+# Filler left out of a feed search topic.
+FEED_FILLER = frozenset(
+    """a about all an and any anything are around at be been buzz can chatter could crypto
+    currently do does feed for from get give has have headlines headline hear how i in is it
+    its latest market me mood my narrative narratives new news now of on or people please
+    right rumor rumors rumour rumours saying says sentiment show talk talking tell that the
+    there these this to today vs was week what whats what's when where which who why with
+    you happening hype lately recent recently going there's""".split()
+)
+# Words left out of a protocol search query.
+PROTOCOL_FILLER = frozenset(
+    """protocol protocols defi vaults vault yields yield apy tvl total value locked much big
+    size current platform platforms dapp dapps project projects how does have has what is the
+    of about tell me on in for its it's and or info information overview stats show give""".split()
+)
+
+# A condition that names no field ("vaults over 10%", "tokens above $1B") is about the first
+# of these families the chosen tool has, by the condition's unit.
+UNIT_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "usd": ("tvl", "market_cap", "value"),
+    "magnitude": ("tvl", "market_cap", "value", "holders"),
+    "percent": ("apy", "price_change"),
+    "days": ("protocol_age",),
+}
