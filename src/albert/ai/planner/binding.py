@@ -21,6 +21,9 @@ from albert.ai.planner.text import CLAUSE_BREAKS
 
 # A condition this far (in weighted tokens) from every field mention is unattached.
 MAX_DISTANCE = 6.0
+# Comparator words that name a field themselves.
+_FIELD_WORDS = {"older": "protocol_age", "younger": "protocol_age", "newer": "protocol_age",
+                "longer": "protocol_age"}  # fmt: skip
 _BACK_WORDS = ("of", "is", "are", "at", "with", "has", "have", "was", "in", "to", "be")
 
 
@@ -47,6 +50,8 @@ def _distance(reading: Reading, cond: Condition, mention: Mention) -> float:
     else:
         between = range(cond.end + 1, mention.start)
         bias = 0.5 if cond.comparator_first else 0.0
+        if mention.start == cond.end + 1 and words[mention.start] in ("of", "times"):
+            return -0.5  # "a quarter of their market cap": attached to the number
     gap = 0.0
     for i in between:
         w = words[i]
@@ -64,7 +69,9 @@ def _compatible(cond: Condition, f: NumericField) -> bool:
     if f.unit == "usd":
         return unit in ("usd", "plain")
     if f.unit == "percent":
-        return unit in ("percent", "fraction", "plain") and not (unit == "plain" and cond.value > 1e4)
+        return unit in ("percent", "fraction", "plain") and not (
+            unit == "plain" and cond.value > 1e4
+        )
     if f.unit == "ratio":
         return unit in ("plain", "fraction", "percent")
     if f.unit == "score":
@@ -86,7 +93,7 @@ def _convert(value: float, cond: Condition, f: NumericField) -> float:
 
 def _number(value: float, f: NumericField, strict: bool) -> float | int:
     if f.integer:
-        rounded = int(round(value))
+        rounded = round(value)
         if strict and rounded == value:
             rounded += 1 if f.side == "min" else -1
         value = rounded
@@ -118,6 +125,9 @@ def _describe(family: str) -> str:
 def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set[int]) -> None:
     """Numeric conditions → min_/max_ fields, each to its nearest mention."""
     numeric_mentions = [m for m in reading.mentions if m.kind == "family"]
+    # A comparator that names its field ("older than a year") is a mention inside the condition.
+    for cond in reading.numbers.conditions:
+        numeric_mentions += _inner_mentions(reading, cond)
     taken: set[tuple[str, str]] = set()
     pairs: list[tuple[float, int, int]] = []
     conds = reading.numbers.conditions
@@ -157,6 +167,16 @@ def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set
             else:
                 b.unbound.append(f"“{cond.text}”: I could not tell which field it is about")
     b.used_conditions = done
+
+
+def _inner_mentions(reading: Reading, cond: Condition) -> list[Mention]:
+    words = reading.words
+    out = []
+    for i in range(cond.start, cond.end + 1):
+        entry = _FIELD_WORDS.get(words[i])
+        if entry:
+            out.append(Mention("family", entry, cond.start, cond.end))
+    return out
 
 
 def _place(
@@ -202,7 +222,9 @@ def _fields_for(
 def _refusal(cond: Condition, family: str, lex: ToolLexicon) -> str:
     sides = [s for (fam, s) in lex.numeric if fam == family]
     if not sides:
-        return f"“{cond.text}” ({_describe(family)}): {lex.tool} cannot filter by {_describe(family)}"
+        return (
+            f"“{cond.text}” ({_describe(family)}): {lex.tool} cannot filter by {_describe(family)}"
+        )
     only = "minimum" if sides == ["min"] else "maximum"
     if len(sides) == 1 and cond.side in ("min", "max", "eq", "range"):
         return (
@@ -258,8 +280,20 @@ def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
         if not fields:
             continue
         window = " ".join(words[max(0, m.start - 3) : m.end + 4])
-        at_most = any(w in window for w in ("or lower", "or less", "at most", "up to", "no more than",
-                                             "or better", "max", "no higher than", "or safer"))
+        at_most = any(
+            w in window
+            for w in (
+                "or lower",
+                "or less",
+                "at most",
+                "up to",
+                "no more than",
+                "or better",
+                "max",
+                "no higher than",
+                "or safer",
+            )
+        )
         choice = _enum_field(fields, m.value, prefer_max=at_most or m.value == "low")
         if choice is None or m.value not in choice.values:
             continue
@@ -313,8 +347,11 @@ def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str,
             after = [f for f in families if 0 <= f.start - m.end <= 3]
             if after:
                 return after[0].key, m.key
-    words = reading.words
-    for i, w in enumerate(words):
+            # "which vaults pay the most"
+            before = [f for f in families if 0 <= m.start - f.end <= 3]
+            if before:
+                return before[-1].key, m.key
+    for w in reading.words:
         if w in voc.SIZE_WORDS:
             if lex is None:
                 return "size", "desc"
@@ -417,8 +454,13 @@ def bind_chains(reading: Reading, lex: ToolLexicon, b: Binding, known: set[str])
             b.unbound.append(f"leaving out {', '.join(excluded)}: {lex.tool} cannot exclude chains")
 
 
-def bind_fields(reading: Reading, lex: ToolLexicon, *, skip: set[int] | None = None,
-                known_chains: set[str] | None = None) -> Binding:
+def bind_fields(
+    reading: Reading,
+    lex: ToolLexicon,
+    *,
+    skip: set[int] | None = None,
+    known_chains: set[str] | None = None,
+) -> Binding:
     """Everything the question says that this tool's fields can carry."""
     b = Binding(lex.tool)
     bind_chains(reading, lex, b, known_chains or set())

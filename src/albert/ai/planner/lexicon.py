@@ -157,7 +157,7 @@ def _role(name: str) -> str | None:
 
 
 def _sort_family(value: str, families: set[str]) -> tuple[str, str | None]:
-    """The family and window a sort enum value orders by ('price_change_24h' → price_change, 24h)."""
+    """The family and window a sort value orders by: 'price_change_24h' → price_change, 24h."""
     window = None
     m = _WINDOW_SUFFIX.search(value)
     if m:
@@ -271,7 +271,9 @@ class PhraseTable:
     entries: dict[tuple[str, ...], list[tuple[str, str, str, int]]] = field(default_factory=dict)
     longest: int = 1
 
-    def add(self, phrase: str | tuple[str, ...], kind: str, key: str, value: str = "", sign: int = 1) -> None:
+    def add(
+        self, phrase: str | tuple[str, ...], kind: str, key: str, value: str = "", sign: int = 1
+    ) -> None:
         words = phrase if isinstance(phrase, tuple) else phrase_tokens(phrase)
         if not words:
             return
@@ -315,7 +317,9 @@ def phrase_table(lexicons: list[ToolLexicon], chains: dict[str, str]) -> PhraseT
             for phrase in synonyms.get(value, ()):
                 table.add(phrase, "enum", family, value)
             if family != "kind":
-                table.add(value.replace("_", " ") + " " + family.split("_")[0], "enum", family, value)
+                table.add(
+                    value.replace("_", " ") + " " + family.split("_")[0], "enum", family, value
+                )
     for phrase, value in voc.WINDOWS.items():
         table.add(phrase, "window", "window", value)
     for value in windows:

@@ -137,13 +137,27 @@ class Candidate:
     negated: bool
 
 
-def candidates(reading: Reading) -> list[Candidate]:
-    """Words that are neither grammar, nor numbers, nor field words: possible names."""
+def _in_name_slot(words: list[str], i: int) -> bool:
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    j = i - 1
+    while j >= 0 and words[j] in ("the", "a", "an"):
+        j -= 1
+    prev = words[j] if j >= 0 else ""
+    return nxt in voc.NAME_SLOT_NEXT or prev in voc.NAME_SLOT_PREV
+
+
+def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> list[Candidate]:
+    """Words that may be names: neither grammar, nor numbers, nor field words. Ticker-shaped
+    and capitalised words always; lowercase ones when known or where a name goes."""
     used = reading.consumed()
     out: list[Candidate] = []
     words = reading.words
     for t in reading.tokens:
-        if t.index in used or t.is_number or not t.text[:1].isalpha() and not t.text.startswith("$"):
+        if (
+            t.index in used
+            or t.is_number
+            or (not t.text[:1].isalpha() and not t.text.startswith("$"))
+        ):
             continue
         bare = t.text.lstrip("$").strip("'").removesuffix("'s")
         low = bare.lower()
@@ -151,10 +165,16 @@ def candidates(reading: Reading) -> list[Candidate]:
             continue
         if bare.upper() in voc.NOT_TICKERS and not t.text.startswith("$"):
             continue
+        ticker = is_ticker_shaped(t.text)
+        opening = t.index == 0 or words[t.index - 1] in (".", "?", "!", ":", ";", "(")
+        capitalised = bare[:1].isupper() and not opening
+        if not (ticker or capitalised or (known and known(bare)) or _in_name_slot(words, t.index)):
+            continue
         before = words[max(0, t.index - 2) : t.index]
-        negated = any(w in ("not", "excluding", "exclude", "except", "without", "avoid", "no")
-                      for w in before)
-        out.append(Candidate(t.index, bare, is_ticker_shaped(t.text), negated))
+        negated = any(
+            w in ("not", "excluding", "exclude", "except", "without", "avoid", "no") for w in before
+        )
+        out.append(Candidate(t.index, bare, ticker, negated))
     return out[:MAX_CANDIDATES]
 
 
@@ -178,9 +198,12 @@ def resolve(
     cands: list[Candidate],
     index: NameIndex,
     schema: dict[str, set[str]],
+    *,
+    need_catalogue: bool = False,
 ) -> tuple[list[Resolved], list[str]]:
     """Each candidate as a protocol, an asset or unknown; and the words that still need a
-    lookup (asset lookups not done yet, or the catalogue missing)."""
+    lookup (asset lookups not done yet, or — with `need_catalogue` — the protocol catalogue
+    not fetched yet, so that a protocol name reads the same with a cold or a warm cache)."""
     words = [t.text for t in reading.tokens]
     slugs = index.known_protocols(schema.get("protocol", set()))
     schema_assets = {a.upper() for a in schema.get("asset", set())}
@@ -208,7 +231,9 @@ def resolve(
                 continue
             out.append(Resolved(c.text, "unknown", [], c.negated, c.index))
             continue
-        if protos:
+        if need_catalogue and not index.has_catalogue():
+            pending.append(c.text)
+        elif protos:
             out.append(Resolved(c.text, "protocol", protos, c.negated, c.index, used))
             skip_until = c.index + used - 1
         elif exact_asset:

@@ -170,7 +170,7 @@ def _written(words: list[str], i: int) -> Quantity | None:
             if nxt[:2] == ["of", "a"]:
                 skip = 2
             after = words[end + 1 + skip] if end + 1 + skip < len(words) else ""
-            if skip and after in voc.MAGNITUDES or after in voc.DURATION_DAYS:
+            if (skip and after in voc.MAGNITUDES) or after in voc.DURATION_DAYS:
                 return Quantity(fraction, "plain", i, end + skip)
             return Quantity(fraction, "fraction", i, end)
     word = words[i]
@@ -232,6 +232,9 @@ def read_numbers(tokens: list[Token]) -> Numbers:
         # last 90 days / past 24 hours / 24h / 7d
         if q.unit in ("days", "hours"):
             cmp = _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
+            lead = words[q.start - len(cmp) - 1] if q.start - len(cmp) > 0 else ""
+            if cmp in (("over",), ("within",)) and lead in voc.WINDOW_LEADS:
+                cmp = ()  # "history over 30 days": a window, not a bound
             if not cmp and (_window_before(words, q.start) or tokens[q.start].is_number):
                 target = found.windows_days if q.unit == "days" else found.windows_hours
                 target.append((q.value, q.start, q.end))
@@ -241,7 +244,8 @@ def read_numbers(tokens: list[Token]) -> Numbers:
         if q.bare and q.value == int(q.value) and 0 < q.value <= 100:
             after = words[q.end + 1] if q.end + 1 < len(words) else ""
             if before in voc.COUNT_BEFORE or (
-                after in voc.COUNT_AFTER and not _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
+                after in voc.COUNT_AFTER
+                and not _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
             ):
                 found.counts.append((int(q.value), q.start, q.end))
                 found.consumed |= set(range(q.start, q.end + 1))

@@ -16,6 +16,7 @@ far), so each step's calls follow from the same reading.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from albert.ai.planner.names import (
     NameIndex,
     Resolved,
     candidates,
+    protocol_matches,
     resolve,
 )
 from albert.ai.planner.reading import Reading, read
@@ -157,9 +159,7 @@ def make_plan(question: str, ctx: Context, *, lookups_done: bool) -> Plan:
         return _screen_plan(reading, ctx, lex)
     symbols = token_symbols(reading)
     if symbols and ctx.has("analyze_token"):
-        return Plan(
-            "token", main=[Call("analyze_token", {"symbol": s}) for s in symbols[:3]]
-        )
+        return Plan("token", main=[Call("analyze_token", {"symbol": s}) for s in symbols[:3]])
     return Plan("none")
 
 
@@ -180,10 +180,32 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
             vault_families |= lex.families | lex.sortable() | set(lex.flags) | set(lex.enums)
     vault_families -= token_families | {"stablecoin", "page", "value"}
     if not vault_families:
-        vault_families = {"apy", "tvl", "base_apy", "reward_share", "security_score", "audits",
-                          "protocol_age", "il_risk", "audited", "exposure", "risk_rating"}
+        vault_families = {
+            "apy",
+            "tvl",
+            "base_apy",
+            "reward_share",
+            "security_score",
+            "audits",
+            "protocol_age",
+            "il_risk",
+            "audited",
+            "exposure",
+            "risk_rating",
+        }
     vault = len(reading.cues.get("vault", []))
     screen = len(reading.cues.get("token_list", []))
+    # A percentage that names no field is a yield ("7% on DAI") unless a price moved.
+    moved = any(m.kind == "family" and m.key == "price_change" for m in reading.mentions)
+    for cond in reading.numbers.conditions:
+        if (
+            cond.unit == "percent"
+            and not moved
+            and not any(
+                m.kind == "family" and m.gap(cond.start, cond.end) <= 3 for m in reading.mentions
+            )
+        ):
+            vault += 1
     for m in reading.mentions:
         if m.kind in ("family", "flag", "enum", "sort"):
             if m.key in vault_families:
@@ -195,8 +217,10 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
     if screen:
         conditions = reading.numbers.conditions
         listing = reading.has("token_list") or any(m.kind == "sort" for m in reading.mentions)
-        if not listing and not [c for c in conditions if not c.bare] and token_symbols(
-            reading, names=False
+        if (
+            not listing
+            and not [c for c in conditions if not c.bare]
+            and token_symbols(reading, names=False)
         ):
             return None  # "market cap of MKR" asks about one token
         return "screen"
@@ -219,11 +243,15 @@ def _analysis_tools(reading: Reading, default: str) -> list[str]:
     return wanted or [default]
 
 
-def _free_cues(reading: Reading) -> set[str]:
-    """Cue lists with a phrase outside the tokens read as numbers or filters."""
-    used = reading.numbers.consumed | {
-        i for m in reading.mentions if m.kind in ("enum", "flag") for i in range(m.start, m.end + 1)
-    }
+def _free_cues(reading: Reading, hide: tuple[str, ...] | None = None) -> set[str]:
+    """Cue lists with a phrase outside the tokens read as numbers or field mentions (or only
+    the mention kinds in `hide`)."""
+    if hide is None:
+        used = reading.consumed()
+    else:
+        used = set(reading.numbers.consumed) | {
+            i for m in reading.mentions if m.kind in hide for i in range(m.start, m.end + 1)
+        }
     out = set()
     for cue, spans in reading.cues.items():
         if any(not (set(range(s, e + 1)) & used) for s, e in spans):
@@ -285,13 +313,15 @@ def _address_plan(reading: Reading, ctx: Context) -> Plan | None:
     if tokenish and chains and ctx.has("analyze_token"):
         return Plan("token", main=[Call("analyze_token", {"chain": chains[0], "address": address})])
     if ctx.has("analyze_address"):
-        return Plan("address", main=[Call("analyze_address", {"address": a}) for a in ent.addresses[:3]])
+        return Plan(
+            "address", main=[Call("analyze_address", {"address": a}) for a in ent.addresses[:3]]
+        )
     return None
 
 
 def _wallet_plan(reading: Reading, ctx: Context, owners: list[str]) -> Plan:
     """Portfolio, positions or top positions, by what the question asks."""
-    free = _free_cues(reading)
+    free = _free_cues(reading, hide=())
     counted = bool(reading.numbers.counts)
     if "wallet_top" in free or counted or sort_request(reading) is not None:
         order = ["wallet_top_positions", "wallet_positions", "wallet_portfolio"]
@@ -301,8 +331,8 @@ def _wallet_plan(reading: Reading, ctx: Context, owners: list[str]) -> Plan:
         order = ["wallet_portfolio", "wallet_positions", "wallet_top_positions"]
     order = [t for t in order if ctx.has(t)]
     bindings = [bind_fields(reading, ctx.lexicons[t]) for t in order]
-    # A value bound ("worth over $1k") only some tools take decides.
-    best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
+    # Only a value bound ("worth over $1k") that another tool takes changes the choice.
+    best = max(range(len(order)), key=lambda i: (len(bindings[i].used_conditions), -i))
     chosen, binding = order[best], bindings[best]
     notes = list(binding.unbound)
     binding.arguments.pop(ctx.lexicons[chosen].roles.get("sort", ""), None)
@@ -316,20 +346,23 @@ def _wallet_plan(reading: Reading, ctx: Context, owners: list[str]) -> Plan:
 
 
 def _quoted_apy(reading: Reading, ctx: Context) -> Band | None:
-    """'is a 35% APY on a new farm worth it?': a quoted APY and a judgement asked of it."""
-    if not reading.has("judgement") and not reading.has("risk"):
+    """'is a 35% APY on a new farm worth it?': a quoted APY and a judgement asked of it
+    (not a condition: 'above 8%' filters, '8% … good deal?' asks)."""
+    # "worth" may also read as the value field; only numbers and filters hide a judgement.
+    if "judgement" not in _free_cues(reading, hide=("flag", "enum")):
         return None
     percent = [c for c in reading.numbers.conditions if c.unit == "percent"]
-    if len(percent) != 1:
+    if len(percent) != 1 or percent[0].side != "eq":
         return None
     cond = percent[0]
-    near = [
-        m for m in reading.mentions
-        if m.kind == "family" and min(abs(m.start - cond.end), abs(cond.start - m.end)) <= 3
-    ]
-    if not near or any(m.key != "apy" for m in near[:1]):
+    near = sorted(
+        (m.gap(cond.start, cond.end), m.key)
+        for m in reading.mentions
+        if m.kind == "family" and m.gap(cond.start, cond.end) <= 3
+    )
+    if near and near[0][1] not in ("apy", "base_apy"):
         return None
-    if cond.side == "range":
+    if not near and _domain(reading, ctx) != "vault":
         return None
     value = cond.value
     for low, high, label in voc.GUIDELINE_BANDS:
@@ -352,7 +385,7 @@ def _band_plan(reading: Reading, ctx: Context, band: Band, lookups_done: bool) -
     names = _names(reading, ctx, plan, lookups_done)
     if plan.lookups:
         return plan
-    _apply_names(binding, lex, names, plan)
+    binding.unbound += _apply_names(binding, lex, names)
     binding.arguments["min_apy"] = band.low
     if band.high < 1000:
         binding.arguments["max_apy"] = band.high
@@ -366,22 +399,36 @@ def _band_plan(reading: Reading, ctx: Context, band: Band, lookups_done: bool) -
 
 def _names(reading: Reading, ctx: Context, plan: Plan, lookups_done: bool) -> list[Resolved]:
     """Resolve the question's names; fills plan.lookups when the index must be asked first."""
-    cands = candidates(reading)
+    schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
+    cands = candidates(reading, _known_name(ctx, schema))
     if not cands:
         return []
-    schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
-    resolved, pending = resolve(reading, cands, ctx.names, schema)
-    if pending and not lookups_done and (ctx.has(CATALOGUE_TOOL) or ctx.has(ASSET_LOOKUP_TOOL)):
+    can_look = not lookups_done and (ctx.has(CATALOGUE_TOOL) or ctx.has(ASSET_LOOKUP_TOOL))
+    resolved, pending = resolve(
+        reading, cands, ctx.names, schema, need_catalogue=can_look and ctx.has(CATALOGUE_TOOL)
+    )
+    if pending and can_look:
         if ctx.has(CATALOGUE_TOOL) and not ctx.names.has_catalogue():
             plan.lookups.append(Call(CATALOGUE_TOOL, {"limit": CATALOGUE_LIMIT}))
         if ctx.has(ASSET_LOOKUP_TOOL):
-            for word in pending:
-                if ctx.names.asset_lookup(word) is None:
-                    plan.lookups.append(Call(ASSET_LOOKUP_TOOL, {"query": word}))
+            slugs = ctx.names.known_protocols(schema["protocol"])
+            words = [t.text for t in reading.tokens]
+            for c in cands:
+                if c.text not in pending or ctx.names.asset_lookup(c.text) is not None:
+                    continue
+                # A name the schema already knows as a protocol needs only the catalogue.
+                if not c.ticker and protocol_matches(words, c.index, slugs)[0]:
+                    continue
+                plan.lookups.append(Call(ASSET_LOOKUP_TOOL, {"query": c.text}))
         if plan.lookups:
             return []
-    for word in pending:
-        resolved.append(Resolved(word, "unknown", []))
+    # The lookups failed or were cut: a word written as a ticker is still the user's asset.
+    for c in cands:
+        if c.text in pending:
+            kind = "asset" if c.ticker else "unknown"
+            resolved.append(
+                Resolved(c.text, kind, [c.text.upper()] if c.ticker else [], c.negated, c.index)
+            )
     plan.resolved = resolved
     for r in resolved:
         if r.kind == "unknown":
@@ -392,7 +439,21 @@ def _names(reading: Reading, ctx: Context, plan: Plan, lookups_done: bool) -> li
     return resolved
 
 
-def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved], plan: Plan) -> None:
+def _known_name(ctx: Context, schema: dict[str, set[str]]) -> Callable[[str], bool]:
+    slugs = ctx.names.known_protocols(schema["protocol"])
+    assets = {a.upper() for a in schema["asset"]}
+
+    def known(word: str) -> bool:
+        if word.upper() in assets or ctx.names.asset_lookup(word):
+            return True
+        return bool(protocol_matches([word], 0, slugs)[0])
+
+    return known
+
+
+def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved]) -> list[str]:
+    """Set the protocol and asset fields from resolved names; notes for what does not fit."""
+    notes: list[str] = []
     protocols = [r for r in names if r.kind == "protocol" and not r.negated]
     excluded = [s for r in names if r.kind == "protocol" and r.negated for s in r.values]
     assets = [r.values[0] for r in names if r.kind == "asset" and not r.negated]
@@ -403,7 +464,7 @@ def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved], plan
             if len(slugs) > 1 and lex.has("protocols"):
                 binding.arguments[lex.roles["protocols"]] = slugs[1:]
         else:
-            plan.notes.append(
+            notes.append(
                 f"protocol {', '.join(r.word for r in protocols)}: {lex.tool} cannot filter by "
                 "protocol"
             )
@@ -415,13 +476,17 @@ def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved], plan
         elif lex.has("asset"):
             binding.arguments[lex.roles["asset"]] = assets[0]
             if len(assets) > 1:
-                plan.notes.append(f"assets {', '.join(assets[1:])}: {lex.tool} takes one asset")
+                notes.append(f"assets {', '.join(assets[1:])}: {lex.tool} takes one asset")
+        else:
+            notes.append(f"asset {', '.join(assets)}: {lex.tool} cannot filter by asset")
+    return notes
 
 
 def _compare_groups(names: list[Resolved], reading: Reading) -> list[list[Resolved]] | None:
     """'Compare Aave and Morpho yields for WETH': one search per protocol (or per asset)."""
-    comparing = any(w in ("compare", "comparison", "vs", "versus", "against", "or")
-                    for w in reading.words)
+    comparing = any(
+        w in ("compare", "comparison", "vs", "versus", "against", "or") for w in reading.words
+    )
     if not comparing:
         return None
     for kind in ("protocol", "asset"):
@@ -448,29 +513,25 @@ def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
         bindings = []
         for tool in order:
             b = bind_fields(reading, ctx.lexicons[tool], known_chains=ctx.names.chains)
-            _apply_names(b, ctx.lexicons[tool], group, Plan("scratch"))
+            # Names the tool cannot filter by count against it, like unbound conditions.
+            b.unbound += _apply_names(b, ctx.lexicons[tool], group)
             bindings.append(b)
         best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
         tool, binding = order[best], bindings[best]
-        lex = ctx.lexicons[tool]
-        notes: list[str] = []
-        _apply_names(binding, lex, group, Plan("scratch", notes=notes))
-        want = sort_request(reading, lex)
         if tool == "search_vaults" and "sort_by" not in binding.arguments:
             if _wants_best_yield(reading):
                 binding.arguments["sort_by"] = "apy"
         plan.main.append(Call(tool, binding.arguments))
-        for note in [*binding.unbound, *notes]:
+        for note in binding.unbound:
             if note not in plan.notes:
                 plan.notes.append(note)
-        del want
     plan.follow = _vault_follow(reading, ctx)
     return plan
 
 
 def _wants_best_yield(reading: Reading) -> bool:
     words = set(reading.words)
-    return bool(words & {"best", "top", "highest", "juiciest", "max", "maximum"}) and not any(
+    return bool(words & {"best", "top", "highest", "juiciest"}) and not any(
         m.kind in ("sort", "by") for m in reading.mentions
     )
 
@@ -494,14 +555,26 @@ def _is_protocol_question(reading: Reading, ctx: Context) -> bool:
         for i, w in enumerate(words):
             if w in vault_nouns:
                 before = words[i - 1] if i else ""
-                if before not in ("have", "has", "with", "offer", "offers", "run", "runs", "their",
-                                  "any", "most", "many"):
+                if before not in (
+                    "have",
+                    "has",
+                    "with",
+                    "offer",
+                    "offers",
+                    "run",
+                    "runs",
+                    "their",
+                    "any",
+                    "most",
+                    "many",
+                ):
                     return False
         return True
     # "TVL of Aave v3", "how much total value locked does curve have"
     tvl = any(m.kind == "family" and m.key == "tvl" for m in reading.mentions)
     if tvl and not (set(words) & vault_nouns) and not reading.numbers.conditions:
-        return bool(candidates(reading))
+        schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
+        return bool(candidates(reading, _known_name(ctx, schema)))
     return False
 
 
@@ -509,7 +582,9 @@ def _protocol_plan(reading: Reading, ctx: Context) -> Plan:
     lex = ctx.lexicons["search_protocols"]
     binding = bind_fields(reading, lex, known_chains=ctx.names.chains)
     binding.arguments.pop(lex.roles.get("sort", ""), None)
-    words = [c.text.lower() for c in candidates(reading) if c.text.lower() not in voc.PROTOCOL_FILLER]
+    schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
+    named = candidates(reading, _known_name(ctx, schema))
+    words = [c.text.lower() for c in named if c.text.lower() not in voc.PROTOCOL_FILLER]
     args: dict[str, Any] = {}
     if words and lex.has("query"):
         args[lex.roles["query"]] = " ".join(words)

@@ -99,8 +99,17 @@ def _gate_chains(mentions: list[Mention], tokens: list[Token]) -> list[Mention]:
             after = words[m.end + 1] if m.end + 1 < len(words) else ""
             ok = before in voc.CHAIN_PREPOSITIONS or after in ("chain", "network", "mainnet")
             written = tokens[m.start].text
-            if words[m.start] in voc.CHAIN_AMBIGUOUS and written[:1].isupper() and not written.isupper():
+            if (
+                words[m.start] in voc.CHAIN_AMBIGUOUS
+                and written[:1].isupper()
+                and not written.isupper()
+            ):
                 ok = True
+            # "earn 5% on ETH" is the asset; "vaults on eth" the chain.
+            if ok and written.isupper() and words[m.start] in voc.CHAIN_SHORT:
+                ok = after in ("chain", "network", "mainnet") or (
+                    m.start >= 2 and words[m.start - 2] in voc.NAME_SLOT_NEXT
+                )
             if not ok:
                 continue
         out.append(m)

@@ -71,7 +71,10 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
                 "",
             ]
         if plan.main:
-            sections += ["Vaults in the same APY band, with their risk ratings, for comparison:", ""]
+            sections += [
+                "Vaults in the same APY band, with their risk ratings, for comparison:",
+                "",
+            ]
     looked = [r for r in plan.resolved if r.kind != "unknown"]
     if looked:
         parts = [f"{r.word} → {r.kind} {', '.join(r.values)}" for r in looked]
@@ -111,8 +114,10 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
                 "beyond what is shown above is not covered by this answer.",
                 "",
             ]
-    if plan.follow is not None and not followed and any(
-        purpose_of(c.id) == "main" for m in since for c in m.tool_calls
+    if (
+        plan.follow is not None
+        and not followed
+        and any(purpose_of(c.id) == "main" for m in since for c in m.tool_calls)
     ):
         what = ", ".join(plan.follow.tools)
         sections += [

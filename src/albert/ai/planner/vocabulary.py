@@ -20,7 +20,8 @@ from __future__ import annotations
 FAMILY_SYNONYMS: dict[str, tuple[str, ...]] = {
     "market_cap": (
         "market cap", "marketcap", "mcap", "market caps", "market capitalisation",
-        "market capitalization", "valuation", "cap", "caps", "market value",
+        "market capitalization", "valuation", "cap", "caps", "market value", "valued",
+        "valued at", "worth", "value",
     ),
     "liquidity": (
         "liquidity", "liquid", "pool liquidity", "dex liquidity", "liquidity depth",
@@ -39,6 +40,9 @@ FAMILY_SYNONYMS: dict[str, tuple[str, ...]] = {
         "volume / market cap", "vol / mcap", "vol/mcap", "volume to mcap", "volume/mcap",
         "turnover", "turnover ratio", "of market cap", "of its market cap", "of mcap",
         "of the market cap", "volume ratio", "vol mcap ratio", "volume-to-market-cap",
+        "of their market cap", "of their mcap", "of its mcap", "of market capitalisation",
+        "of market capitalization", "of their market capitalization", "times market cap",
+        "times their market cap", "volume relative to market cap", "vol to mcap",
     ),
     "volume": (
         "volume", "trading volume", "24h volume", "daily volume", "vol", "traded volume",
@@ -125,10 +129,15 @@ ENUM_SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "risk_rating": {
-        "low": ("low risk", "low-risk", "lowest risk"),
-        "medium": ("medium risk", "medium-risk", "moderate risk", "mid risk", "moderate"),
-        "high": ("high risk", "high-risk"),
-        "very_high": ("very high risk", "very-high risk", "very risky", "extreme risk"),
+        "low": ("low risk", "low-risk", "lowest risk", "risk low", "risk rating low"),
+        "medium": (
+            "medium risk", "medium-risk", "moderate risk", "mid risk", "risk medium",
+            "risk rating medium", "moderate-risk",
+        ),
+        "high": ("high risk", "high-risk", "risk high", "risk rating high"),
+        "very_high": (
+            "very high risk", "very-high risk", "very risky", "extreme risk", "risk very high",
+        ),
     },
     "kind": {
         "vault": ("vault positions", "vault", "vaults", "yield positions", "vault holdings"),
@@ -261,9 +270,39 @@ COUNT_AFTER = (
     "lowest", "safest", "most",
 )  # fmt: skip
 PAGE_WORDS = ("page", "pg", "p.")
+# Words before "over N days" that make it a look-back window ("its history over 30 days").
+WINDOW_LEADS = (
+    "history",
+    "trend",
+    "trends",
+    "chart",
+    "performance",
+    "evolution",
+    "apy",
+    "tvl",
+    "change",
+    "changes",
+    "data",
+    "series",
+    "moves",
+    "points",
+    "returns",
+    "yield",
+)
 # Words before a duration that make it a look-back window, not a condition.
-WINDOW_BEFORE = ("last", "past", "previous", "recent", "over the last", "over the past",
-                 "in the last", "in the past", "for the last", "for the past", "within the last")
+WINDOW_BEFORE = (
+    "last",
+    "past",
+    "previous",
+    "recent",
+    "over the last",
+    "over the past",
+    "in the last",
+    "in the past",
+    "for the last",
+    "for the past",
+    "within the last",
+)
 
 # --- yield-versus-risk guideline --------------------------------------------------------
 
@@ -309,9 +348,9 @@ FEED_WORDS = (
     "press", "articles", "article", "story", "stories", "tweets", "twitter", "social",
 )  # fmt: skip
 WALLET_WORDS = (
-    "portfolio", "holdings", "holding", "holds", "hold", "positions", "position", "balance",
-    "balances", "worth", "net worth", "assets", "wallet", "invested", "exposure", "bag",
-    "bags", "own", "owns", "allocation", "allocations", "stack",
+    "portfolio", "holdings", "holding", "holds", "positions", "position", "balance",
+    "balances", "worth", "net worth", "assets", "invested", "bag", "bags", "allocation",
+    "allocations",
 )  # fmt: skip
 WALLET_TOP_WORDS = (
     "top", "biggest", "largest", "main", "major", "by value", "by size", "by usd value",
@@ -335,9 +374,10 @@ RISK_WORDS = (
     "audited", "dangerous", "secure", "trust", "rating", "rated", "exploit", "hack",
 )  # fmt: skip
 YIELD_SOURCE_WORDS = (
-    "come from", "comes from", "coming from", "source", "sources", "breakdown", "made of",
-    "organic", "sustainable", "sustainability", "why", "explain", "decompose", "driven",
-    "rewards", "emissions", "base", "analyze", "analyse", "analysis", "where does",
+    "come from", "comes from", "coming from", "source", "sources", "made of",
+    "organic", "sustainable", "sustainability", "explain", "decompose", "driven",
+    "where does", "yield analysis", "analyze the yield", "analyse the yield",
+    "yield breakdown", "apy breakdown", "yield made of", "made up of",
 )  # fmt: skip
 # Words that refer to one vault picked from a search ("the best USDC vault").
 SINGULAR_PICK = (
@@ -346,8 +386,21 @@ SINGULAR_PICK = (
 )  # fmt: skip
 VAULT_NOUNS_SINGULAR = ("vault", "pool", "farm", "one", "strategy", "market", "option", "pick")
 # Analysis asked of a result picked from a search (a plan's second step).
-FOLLOW_TOKEN_WORDS = ("analyze", "analyse", "analysis", "tell me about", "deep dive", "rundown",
-                      "details", "detail", "risk", "risky", "safe", "dig into", "look into")
+FOLLOW_TOKEN_WORDS = (
+    "analyze",
+    "analyse",
+    "analysis",
+    "tell me about",
+    "deep dive",
+    "rundown",
+    "details",
+    "detail",
+    "risk",
+    "risky",
+    "safe",
+    "dig into",
+    "look into",
+)
 
 # --- names -----------------------------------------------------------------------------
 
@@ -376,6 +429,20 @@ CHAIN_SHORT: dict[str, str] = {
 # Chain names that are also everyday words: a chain only after a chain preposition.
 CHAIN_AMBIGUOUS = ("base", "mode", "blast", "scroll", "near", "ton", "sei", "aurora", "manta")
 CHAIN_PREPOSITIONS = ("on", "in", "across", "via", "using", "over", "chain", "network", "onto")
+
+# A lowercase word is read as a possible name only if it is already known or sits where
+# names go: before one of these nouns ("curve pools") or after one of these words ("on aave").
+NAME_SLOT_NEXT = (
+    "vault", "vaults", "pool", "pools", "farm", "farms", "yield", "yields", "apy", "apr",
+    "apys", "market", "markets", "lending", "staking", "strategy", "strategies", "protocol",
+    "v1", "v2", "v3", "v4", "finance", "dex", "deposits", "tvl", "lp", "lps", "savings",
+    "stablecoin", "stable", "rewards", "incentives", "emissions", "restaking", "loans",
+)  # fmt: skip
+NAME_SLOT_PREV = (
+    "on", "via", "from", "for", "of", "in", "at", "with", "using", "holding", "through",
+    "into", "against", "vs", "versus", "hold", "holds", "containing", "including", "like",
+    "than",
+)  # fmt: skip
 
 # Everyday names of assets, for questions that do not use the ticker.
 ASSET_NAMES: dict[str, str] = {
@@ -458,7 +525,12 @@ STOPWORDS = frozenset(
     condition conditions filter filters criteria
     it's that's there's here's
     worth it should would could might must can may will
-    risk-adjusted adjusted net gross""".split()
+    risk-adjusted adjusted net gross
+    excluding exclude except avoid avoiding ignoring holding holds hold held offer offers
+    offering offered come comes coming true false active inactive only someone somebody
+    anybody legit thing sure real deal deals instead pay pays paying rather mostly generally
+    usually currently available possible single multi asset lp lps pair pairs sided
+    allocation allocations invested investing exposure""".split()
 )
 
 # Filler left out of a feed search topic.
