@@ -21,6 +21,9 @@ from albert.ai.planner.text import CLAUSE_BREAKS
 
 # A condition this far (in weighted tokens) from every field mention is unattached.
 MAX_DISTANCE = 6.0
+# Words that may follow a trailing superlative ("moved the most today").
+_AFTER_SUPERLATIVE = ("today", "on", "in", "this", "over", "across", "right", "now", "lately",
+                      "recently", "of", "among", "for", "these", "days", "week", "at")  # fmt: skip
 # Comparator words that name a field themselves.
 _FIELD_WORDS = {"older": "protocol_age", "younger": "protocol_age", "newer": "protocol_age",
                 "longer": "protocol_age"}  # fmt: skip
@@ -347,9 +350,10 @@ def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str,
             after = [f for f in families if 0 <= f.start - m.end <= 3]
             if after:
                 return after[0].key, m.key
-            # "which vaults pay the most"
-            before = [f for f in families if 0 <= m.start - f.end <= 3]
-            if before:
+            # "which vaults pay the most", "tokens that moved the most today"
+            before = [f for f in families if 0 <= m.start - f.end <= 2]
+            nxt = reading.words[m.end + 1] if m.end + 1 < len(reading.words) else ""
+            if before and (not nxt[:1].isalpha() or nxt in _AFTER_SUPERLATIVE):
                 return before[-1].key, m.key
     for w in reading.words:
         if w in voc.SIZE_WORDS:
