@@ -11,18 +11,22 @@ exactly these (tool and every argument); lookups of names in the index may come 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from albert.ai.planner import LABEL, DemoPlanner
 from albert.ai.planner.names import VAULT_ID_LINE
-from tests.albert.ai.planner.world import Turn, running_services, world
+from tests.albert.ai.planner.world import Turn, World, running_services, world
 from tests.data_server.mcp_server.servers import AppServer
 from tests.typesense_fixture import TypesenseServer
+
+# One MCP session and one event loop for the whole table.
+ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 
 FIRST = "$first_vault_id"
 SECOND = "$second_vault_id"
@@ -92,19 +96,11 @@ SEVERAL_CONDITIONS = [
     ),
     Row(
         "coins that dropped more than 5% this week with market cap over 1B",
-        [
-            tokens(
-                max_price_change_pct=-5.0, min_market_cap_usd=1e9, price_change_window="7d"
-            )
-        ],
+        [tokens(max_price_change_pct=-5.0, min_market_cap_usd=1e9, price_change_window="7d")],
     ),
     Row(
         "USDC vaults on arbitrum with TVL over $10M and APY between 5 and 15%",
-        [
-            vaults(
-                chain="arbitrum", asset_symbol="USDC", min_tvl_usd=1e7, min_apy=5.0, max_apy=15.0
-            )
-        ],
+        [vaults(chain="arbitrum", asset_symbol="USDC", min_tvl_usd=1e7, min_apy=5.0, max_apy=15.0)],
     ),
     Row(
         "vaults on ethereum paying more than 8% with a security score of at least 80",
@@ -162,7 +158,10 @@ DROPPED_CONDITIONS = [
         "stablecoin yields above 12% not on bsc",
         [vaults(stablecoin_only=True, min_apy=12.0, exclude_chains=["bsc"])],
     ),
-    Row("is there anything yielding over 25% on stablecoins", [vaults(stablecoin_only=True, min_apy=25.0)]),
+    Row(
+        "is there anything yielding over 25% on stablecoins",
+        [vaults(stablecoin_only=True, min_apy=25.0)],
+    ),
     Row(
         "compare yields of Beefy and Yearn on base",
         [
@@ -172,7 +171,10 @@ DROPPED_CONDITIONS = [
     ),
     Row(
         "compare USDC and USDT yields on ethereum",
-        [vaults(chain="ethereum", asset_symbol="USDC"), vaults(chain="ethereum", asset_symbol="USDT")],
+        [
+            vaults(chain="ethereum", asset_symbol="USDC"),
+            vaults(chain="ethereum", asset_symbol="USDT"),
+        ],
     ),
     Row(
         "unaudited vaults with APY above 50%",
@@ -345,7 +347,10 @@ OTHERS = [
         "non-stablecoin tokens on base with liquidity above half a million",
         [tokens(chain="base", stablecoin=False, min_liquidity_usd=5e5)],
     ),
-    Row("top 5 stablecoin vaults on ethereum", [("top_yields", {"chain": "ethereum", "stablecoin_only": True, "limit": 5})]),
+    Row(
+        "top 5 stablecoin vaults on ethereum",
+        [("top_yields", {"chain": "ethereum", "stablecoin_only": True, "limit": 5})],
+    ),
     Row(
         "riskiest vaults on arbitrum",
         [vaults(chain="arbitrum", sort_by="security_score", sort_direction="asc")],
@@ -386,6 +391,15 @@ def services(
         yield running
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tools(
+    services: tuple[AppServer, str], typesense_server: TypesenseServer
+) -> AsyncIterator[World]:
+    app, token_collection = services
+    async with world(app, token_collection, typesense_server) as w:
+        yield w
+
+
 def _resolve(expected: dict[str, Any], turn: Turn) -> dict[str, Any]:
     main = "\n".join(turn.results_of("main"))
     ids = VAULT_ID_LINE.findall(main)
@@ -407,13 +421,10 @@ def test_the_table_is_big_enough_and_fresh() -> None:
     assert not [q for q in questions if q.lower() in eval_questions]
 
 
+@ON_MODULE_LOOP
 @pytest.mark.parametrize("row", TABLE, ids=[row.question[:60] for row in TABLE])
-async def test_a_fresh_phrasing_gets_the_calls_it_needs(
-    row: Row, services: tuple[AppServer, str], typesense_server: TypesenseServer
-) -> None:
-    app, token_collection = services
-    async with world(app, token_collection, typesense_server) as w:
-        turn = await w.ask(row.question)
+async def test_a_fresh_phrasing_gets_the_calls_it_needs(row: Row, tools: World) -> None:
+    turn = await tools.ask(row.question)
     lookups = turn.step_calls("lookup")
     assert {tool for tool, _ in lookups} <= LOOKUP_TOOLS, lookups
     assert turn.step_calls("main") == row.calls
@@ -425,14 +436,11 @@ async def test_a_fresh_phrasing_gets_the_calls_it_needs(
         assert phrase in turn.answer, turn.answer
 
 
-async def test_a_warm_planner_asks_the_index_once_per_name(
-    services: tuple[AppServer, str], typesense_server: TypesenseServer
-) -> None:
-    app, token_collection = services
+@ON_MODULE_LOOP
+async def test_a_warm_planner_asks_the_index_once_per_name(tools: World) -> None:
     planner = DemoPlanner()
-    async with world(app, token_collection, typesense_server) as w:
-        cold = await w.ask("USDe yields on ethereum", planner)
-        warm = await w.ask("USDe vaults on base with TVL over 1M", planner)
+    cold = await tools.ask("USDe yields on ethereum", planner)
+    warm = await tools.ask("USDe vaults on base with TVL over 1M", planner)
     assert cold.step_calls("lookup") and not warm.step_calls("lookup")
     assert cold.step_calls("main") == [vaults(chain="ethereum", asset_symbol="USDE")]
     assert warm.step_calls("main") == [vaults(chain="base", asset_symbol="USDE", min_tvl_usd=1e6)]

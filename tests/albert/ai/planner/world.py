@@ -142,9 +142,7 @@ def running_services(typesense: TypesenseServer, folder: Path) -> Iterator[tuple
 
 
 @asynccontextmanager
-async def world(
-    app: AppServer, tokens: str, typesense: TypesenseServer
-) -> AsyncIterator[World]:
+async def world(app: AppServer, tokens: str, typesense: TypesenseServer) -> AsyncIterator[World]:
     """Local tools against the services, and an open MCP session to the vault tools."""
     settings = Settings.model_validate(
         {
@@ -160,7 +158,34 @@ async def world(
             feed_search_tool(settings, http),
             token_search_tool(settings, http, collection=tokens),
         ]
-        async with streamable_http_client(app.mcp_url, http_client=http) as (read, write, *_):
+        async with _mcp_session(app.mcp_url, http) as session:
+            yield World(local, session)
+
+
+@asynccontextmanager
+async def _mcp_session(url: str, http: httpx.AsyncClient) -> AsyncIterator[ClientSession]:
+    """An MCP session owned by a task of its own (as the project's connection does), so a
+    fixture may open it in one task and close it in another."""
+    ready, stop = asyncio.Event(), asyncio.Event()
+    holder: list[ClientSession] = []
+
+    async def own() -> None:
+        async with streamable_http_client(url, http_client=http) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                yield World(local, session)
+                holder.append(session)
+                ready.set()
+                await stop.wait()
+
+    owner = asyncio.create_task(own())
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({owner, waiter}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if not holder:
+        owner.cancel()
+        raise RuntimeError("the MCP session did not open")
+    try:
+        yield holder[0]
+    finally:
+        stop.set()
+        await asyncio.wait_for(owner, 10)
