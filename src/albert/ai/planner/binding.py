@@ -138,6 +138,8 @@ def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set
         if ci in skip:
             continue
         for mi, m in enumerate(numeric_mentions):
+            if _share_of(reading, cond, m):
+                continue
             pairs.append((_distance(reading, cond, m), ci, mi))
     pairs.sort()
     nearest: dict[int, tuple[float, int]] = {}
@@ -170,6 +172,17 @@ def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set
             else:
                 b.unbound.append(f"“{cond.text}”: I could not tell which field it is about")
     b.used_conditions = done
+
+
+def _share_of(reading: Reading, cond: Condition, mention: Mention) -> bool:
+    """'more than half of the APY' is a share of the APY, not an APY."""
+    words = reading.words
+    return (
+        cond.unit == "fraction"
+        and mention.start > cond.end + 1
+        and cond.end + 1 < len(words)
+        and words[cond.end + 1] == "of"
+    )
 
 
 def _inner_mentions(reading: Reading, cond: Condition) -> list[Mention]:
@@ -410,10 +423,9 @@ def bind_days(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     name = lex.roles.get("days")
     if not name:
         return
-    spans = reading.numbers.windows_days
-    if not spans:
+    days = look_back_days(reading)
+    if days is None:
         return
-    days = int(spans[0][0])
     low, high = lex.bounds.get(name, (None, None))
     if high is not None and days > high:
         b.unbound.append(f"{days} days of history: {lex.tool} goes back at most {int(high)} days")
@@ -421,6 +433,17 @@ def bind_days(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     if low is not None:
         days = max(days, int(low))
     b.arguments[name] = days
+
+
+def look_back_days(reading: Reading) -> int | None:
+    """The history window asked for: 'last 90 days', 'over the past month', 'this year'."""
+    if reading.numbers.windows_days:
+        return int(reading.numbers.windows_days[0][0])
+    text = " ".join(reading.words)
+    for phrase, days in voc.DAY_WINDOWS.items():
+        if f" {phrase} " in f" {text} ":
+            return days
+    return None
 
 
 def bind_chains(reading: Reading, lex: ToolLexicon, b: Binding, known: set[str]) -> None:

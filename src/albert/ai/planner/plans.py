@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.binding import Binding, bind_fields, sort_request
+from albert.ai.planner.binding import Binding, bind_fields, look_back_days, sort_request
 from albert.ai.planner.lexicon import PhraseTable, ToolLexicon, phrase_table
 from albert.ai.planner.names import (
     VAULT_ID_LINE,
@@ -32,6 +32,7 @@ from albert.ai.planner.names import (
     resolve,
 )
 from albert.ai.planner.reading import Reading, read
+from albert.ai.planner.text import is_ticker_shaped
 
 VAULT_SEARCH = ("search_vaults", "top_yields")
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
@@ -166,6 +167,20 @@ def make_plan(question: str, ctx: Context, *, lookups_done: bool) -> Plan:
 # --- routing ---------------------------------------------------------------------------
 
 
+def _protocol_names(reading: Reading, ctx: Context) -> int:
+    """Name-shaped words that are known protocols ('Compare Aave and Compound for USDC')."""
+    slugs = ctx.names.known_protocols(ctx.known("protocol"))
+    words = [t.text for t in reading.tokens]
+    used = reading.consumed()
+    count = 0
+    for t in reading.tokens:
+        if t.index in used or is_ticker_shaped(t.text) or t.low in voc.STOPWORDS:
+            continue
+        if protocol_matches(words, t.index, slugs)[0]:
+            count += 1
+    return count
+
+
 def _domain(reading: Reading, ctx: Context) -> str | None:
     """Vault question, token screen, or neither, by cue words and field mentions."""
     token_families = {"market_cap", "liquidity", "holders", "authenticity_score",
@@ -212,6 +227,7 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
                 vault += 1
             elif m.key in token_families:
                 screen += 1
+    vault += _protocol_names(reading, ctx)
     if vault and vault >= screen:
         return "vault"
     if screen:
@@ -570,8 +586,10 @@ def _is_protocol_question(reading: Reading, ctx: Context) -> bool:
                 ):
                     return False
         return True
-    # "TVL of Aave v3", "how much total value locked does curve have"
+    # "TVL of Aave v3", "how much total value locked does curve have", "how big is Convex"
     tvl = any(m.kind == "family" and m.key == "tvl" for m in reading.mentions)
+    if not tvl and set(words) & {"big", "large", "size", "biggest", "largest"}:
+        tvl = _protocol_names(reading, ctx) > 0 and not reading.numbers.counts
     if tvl and not (set(words) & vault_nouns) and not reading.numbers.conditions:
         schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
         return bool(candidates(reading, _known_name(ctx, schema)))
@@ -606,8 +624,8 @@ def _vault_follow(reading: Reading, ctx: Context) -> Follow | None:
     tools = [t for t in _analysis_tools(reading, "analyze_yield") if ctx.has(t)]
     if not tools:
         return None
-    days = reading.numbers.windows_days[0][0] if reading.numbers.windows_days else None
-    return Follow(tools, "vault", min(counted or 1, MAX_FOLLOW), int(days) if days else None)
+    days = look_back_days(reading)
+    return Follow(tools, "vault", min(counted or 1, MAX_FOLLOW), days)
 
 
 def follow_calls(plan: Plan, ctx: Context, main_results: list[str]) -> list[Call]:

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from albert.ai.planner import vocabulary as voc
 from albert.ai.planner.lexicon import Mention, PhraseTable, find_mentions
 from albert.ai.planner.numbers import Numbers, read_numbers
-from albert.ai.planner.text import Entities, Token, find_entities, phrase_tokens, tokenize
+from albert.ai.planner.text import (
+    Entities,
+    Token,
+    find_entities,
+    is_ticker_shaped,
+    phrase_tokens,
+    tokenize,
+)
 
 
 def _phrase_set(words: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -35,6 +42,7 @@ _CUES: dict[str, list[tuple[str, ...]]] = {
 }
 _NEGATORS = _phrase_set(voc.NEGATORS)
 _SHORT_OR_AMBIGUOUS = set(voc.CHAIN_SHORT) | set(voc.CHAIN_AMBIGUOUS)
+_NOT_TICKER = {w.lower() for w in voc.NOT_TICKERS}
 
 
 @dataclass
@@ -105,12 +113,36 @@ def _gate_chains(mentions: list[Mention], tokens: list[Token]) -> list[Mention]:
                 and not written.isupper()
             ):
                 ok = True
-            # "earn 5% on ETH" is the asset; "vaults on eth" the chain.
+            # "earn 5% on ETH" is the asset; "vaults on eth", "USDC on OP" the chain.
             if ok and written.isupper() and words[m.start] in voc.CHAIN_SHORT:
-                ok = after in ("chain", "network", "mainnet") or (
-                    m.start >= 2 and words[m.start - 2] in voc.NAME_SLOT_NEXT
+                other_ticker = any(
+                    is_ticker_shaped(t.text) and t.index != m.start and t.low not in _NOT_TICKER
+                    for t in tokens
+                )
+                ok = (
+                    after in ("chain", "network", "mainnet")
+                    or (m.start >= 2 and words[m.start - 2] in voc.NAME_SLOT_NEXT)
+                    or other_ticker
                 )
             if not ok:
+                continue
+        out.append(m)
+    return out
+
+
+def _gate_price_words(
+    mentions: list[Mention], reading_numbers: Numbers, words: list[str]
+) -> list[Mention]:
+    """'up'/'down' name a price move only next to one ('up 5%', 'went down'), not in
+    'make up' or 'break down'."""
+    out = []
+    for m in mentions:
+        if m.kind == "family" and m.key == "price_change" and words[m.start] in ("up", "down"):
+            before = words[m.start - 1] if m.start > 0 else ""
+            moved = (m.end + 1) in reading_numbers.consumed or before in voc.PRICE_VERBS
+            if before in voc.PHRASAL_NOT_PRICE:
+                moved = False
+            if not moved:
                 continue
         out.append(m)
     return out
@@ -136,8 +168,9 @@ def read(question: str, table: PhraseTable) -> Reading:
     entities = find_entities(question)
     tokens = tokenize(entities.masked)
     numbers = read_numbers(tokens)
-    mentions = _gate_chains(find_mentions(tokens, table, numbers.consumed), tokens)
     words = [t.low for t in tokens]
+    mentions = _gate_chains(find_mentions(tokens, table, numbers.consumed), tokens)
+    mentions = _gate_price_words(mentions, numbers, words)
     return Reading(
         question=question,
         entities=entities,

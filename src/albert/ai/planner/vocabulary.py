@@ -65,7 +65,8 @@ FAMILY_SYNONYMS: dict[str, tuple[str, ...]] = {
         "reward share", "reward apy share", "share of rewards", "rewards share",
         "reward-apy share", "share paid in rewards", "emissions share", "incentive share",
         "reward portion", "share from rewards", "rewards portion", "share of the apy from rewards",
-        "share of yield from rewards", "reward apy", "rewards apy", "emissions",
+        "share of yield from rewards", "reward apy", "rewards apy", "emissions", "rewards",
+        "reward", "incentives", "reward tokens",
     ),
     "tvl": (
         "tvl", "total value locked", "value locked", "locked", "deposits", "deposited",
@@ -89,6 +90,48 @@ PRICE_UP = (
     "up", "rose", "risen", "rise", "rising", "gained", "gain", "gains", "pumped", "pump",
     "rallied", "climbed", "jumped", "increased", "soared", "surged", "mooned", "green",
 )  # fmt: skip
+# Words before 'up'/'down' that make them a price move ("is up", "went down").
+PRICE_VERBS = (
+    "is",
+    "are",
+    "was",
+    "were",
+    "went",
+    "gone",
+    "been",
+    "go",
+    "moved",
+    "trending",
+    "tokens",
+    "coins",
+    "price",
+    "prices",
+    "been",
+    "that",
+    "which",
+    "most",
+    "biggest",
+)
+# Verbs that make 'up'/'down' part of another phrase ("make up", "break down").
+PHRASAL_NOT_PRICE = (
+    "make",
+    "makes",
+    "made",
+    "making",
+    "break",
+    "breaks",
+    "broken",
+    "add",
+    "adds",
+    "sum",
+    "sums",
+    "set",
+    "show",
+    "pick",
+    "narrow",
+    "look",
+    "split",
+)
 PRICE_DOWN = (
     "down", "fell", "fallen", "fall", "falling", "dropped", "drop", "drops", "lost", "lose",
     "dumped", "dump", "declined", "decline", "crashed", "crash", "tanked", "slid", "sank",
@@ -289,6 +332,13 @@ WINDOW_LEADS = (
     "returns",
     "yield",
 )
+# Look-back windows without a number ("over the last month"), in days.
+DAY_WINDOWS: dict[str, int] = {
+    "last month": 30, "past month": 30, "this month": 30, "a month": 30, "last week": 7,
+    "past week": 7, "this week": 7, "a week": 7, "last year": 365, "past year": 365,
+    "this year": 365, "a year": 365, "last quarter": 90, "past quarter": 90, "a quarter": 90,
+    "ytd": 365, "last 24 hours": 1, "yesterday": 1,
+}  # fmt: skip
 # Words before a duration that make it a look-back window, not a condition.
 WINDOW_BEFORE = (
     "last",
@@ -322,7 +372,8 @@ JUDGEMENT_WORDS = (
     "reasonable", "normal", "decent", "suspicious", "scam", "trust", "trustworthy", "risky",
     "too good", "too high", "fair", "healthy", "sane", "believable", "okay", "ok", "sound",
     "should i", "is it", "would you", "red flag", "dangerous", "sketchy", "reliable",
-    "typical", "high for", "overpriced", "attractive", "compare", "stack up", "rate",
+    "typical", "high for", "overpriced", "attractive", "compare", "stack up", "rate", "risk",
+    "risks", "tell me about", "what does", "mean", "enough", "justify", "justified",
 )  # fmt: skip
 
 # --- intents ---------------------------------------------------------------------------

@@ -66,3 +66,12 @@ def test_a_tool_the_planner_was_never_written_for_binds_by_its_schema() -> None:
         "sort_by": "swaps",
     }
     assert binding.unbound == []
+
+
+def test_the_guideline_bands_match_the_data_servers() -> None:
+    from albert.ai.planner.vocabulary import GUIDELINE_BANDS
+    from data_server.coaching import BAND_LABELS, yield_band
+
+    for low, high, label in GUIDELINE_BANDS:
+        for apy in (low + 0.01, (low + min(high, 100)) / 2, min(high, 1000) - 0.01):
+            assert BAND_LABELS[yield_band(apy)] == label

@@ -58,6 +58,14 @@ CURVE = {"protocol": "curve-dex", "protocols": ["curve-llamalend"]}
 
 SEVERAL_CONDITIONS = [
     Row(
+        "I want coins with mcap < 50M and holders > 5k",
+        [tokens(max_market_cap_usd=5e7, min_holders=5001)],
+    ),
+    Row(
+        "USDT vaults yielding 8%+ with more than 3 million TVL",
+        [vaults(asset_symbol="USDT", min_apy=8.0, min_tvl_usd=3e6)],
+    ),
+    Row(
         "tokens with market cap over 2 billion and liquidity under $50M",
         [tokens(min_market_cap_usd=2e9, max_liquidity_usd=5e7)],
     ),
@@ -122,6 +130,14 @@ SEVERAL_CONDITIONS = [
 
 LOOKS_LIKE_A_SYMBOL = [
     Row(
+        "What are good APY options for USDC on OP?",
+        [vaults(chain="optimism", asset_symbol="USDC")],
+    ),
+    Row(
+        "LP vaults on base with TVL over 5M",
+        [vaults(chain="base", exposure="multi", min_tvl_usd=5e6)],
+    ),
+    Row(
         "vaults with IL and a reward share above 50%",
         [vaults(il_risk=True)],
         says=("reward share",),
@@ -150,6 +166,16 @@ LOOKS_LIKE_A_SYMBOL = [
 ]
 
 DROPPED_CONDITIONS = [
+    Row(
+        "vaults where rewards make up more than half of the APY",
+        [vaults()],
+        says=("“more than half” (reward share)",),
+    ),
+    Row(
+        "Compare Aave and Compound for USDC",
+        [vaults(protocol="aave-v3", asset_symbol="USDC")],
+        says=("“Compound”: no asset, protocol or chain of that name",),
+    ),
     Row(
         "stable yields above 10% excluding Beefy",
         [vaults(stablecoin_only=True, min_apy=10.0, exclude_protocols=["beefy"])],
@@ -214,6 +240,16 @@ DROPPED_CONDITIONS = [
 
 MULTI_STEP = [
     Row(
+        "Find the best WBTC vault and tell me how risky it is",
+        [("top_yields", {"asset_symbol": "WBTC"})],
+        then=[("analyze_risk", {"vault_id": FIRST})],
+    ),
+    Row(
+        "How has the APY of the largest Curve pool changed over the last month?",
+        [vaults(**CURVE, sort_by="tvl_usd")],
+        then=[("vault_history", {"vault_id": FIRST, "days": 30})],
+    ),
+    Row(
         "show the APY history of the best stablecoin vault on arbitrum over the last 60 days",
         [("top_yields", {"chain": "arbitrum", "stablecoin_only": True})],
         then=[("vault_history", {"vault_id": FIRST, "days": 60})],
@@ -256,6 +292,15 @@ MULTI_STEP = [
 ]
 
 WALLETS_AND_NAMES = [
+    Row("What's in vitalik.eth's wallet?", [("wallet_portfolio", {"address": "vitalik.eth"})]),
+    Row(
+        "largest token balance of vitalik.eth",
+        [("wallet_top_positions", {"address": "vitalik.eth", "kind": "token"})],
+    ),
+    Row(
+        f"Which vaults does {WALLET} have positions in?",
+        [("wallet_positions", {"address": WALLET})],
+    ),
     Row("what's the portfolio of vitalik.eth", [("wallet_portfolio", {"address": "vitalik.eth"})]),
     Row(
         "top 5 positions by value for nick.eth",
@@ -291,6 +336,7 @@ WALLETS_AND_NAMES = [
 ]
 
 QUOTED_APY = [
+    Row("Should I trust a vault paying 22%?", [vaults(min_apy=20.0, max_apy=40.0)], says=("high",)),
     Row(
         "is 18% APY on a USDC pool sustainable?",
         [vaults(asset_symbol="USDC", min_apy=10.0, max_apy=20.0)],
