@@ -233,7 +233,10 @@ def read_numbers(tokens: list[Token]) -> Numbers:
         if q.unit in ("days", "hours"):
             cmp = _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
             lead = words[q.start - len(cmp) - 1] if q.start - len(cmp) > 0 else ""
-            if cmp in (("over",), ("within",)) and lead in voc.WINDOW_LEADS:
+            about_history = lead in voc.WINDOW_LEADS or (
+                bool(set(words) & set(voc.WINDOW_LEADS)) and not set(words) & set(voc.AGE_WORDS)
+            )
+            if cmp in (("over",), ("within",)) and about_history:
                 cmp = ()  # "history over 30 days": a window, not a bound
             if not cmp and (_window_before(words, q.start) or tokens[q.start].is_number):
                 target = found.windows_days if q.unit == "days" else found.windows_hours

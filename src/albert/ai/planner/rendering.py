@@ -37,6 +37,13 @@ def _short_args(arguments: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in data.items()) or "no arguments"
 
 
+def _quoted(value: float) -> str:
+    """'a 35% APY', with 'an' before numbers read with a vowel sound (8, 11, 18, 80…)."""
+    text = f"{value:g}"
+    article = "an" if text.startswith("8") or text.split(".")[0] in ("11", "18") else "a"
+    return f"{article} {text}% APY"
+
+
 def _band_line(plan: Plan, results: Iterable[str]) -> str | None:
     band = plan.band
     if band is None:
@@ -58,16 +65,17 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
     if plan.band is not None:
         worded = _band_line(plan, bodies)
         band = plan.band
+        quoted = _quoted(band.apy)
         if worded:
             sections += [
-                f"You quoted a {band.apy:g}% APY. In the yield-versus-risk guidelines returned "
-                f"with the results, that falls in this band: {worded}",
+                f"You quoted {quoted}. In the yield-versus-risk guidelines returned with the "
+                f"results, that falls in this band: {worded}",
                 "",
             ]
         else:
             sections += [
-                f"You quoted a {band.apy:g}% APY: in the product's yield-versus-risk guideline "
-                f"that is the band {band.label}.",
+                f"You quoted {quoted}: in the product's yield-versus-risk guideline that is the "
+                f"band {band.label}.",
                 "",
             ]
         if plan.main:
@@ -145,7 +153,7 @@ def band_only_answer(plan: Plan) -> str:
     lines = [
         LABEL,
         "",
-        f"You quoted a {band.apy:g}% APY: in the product's yield-versus-risk guideline that is "
+        f"You quoted {_quoted(band.apy)}: in the product's yield-versus-risk guideline that is "
         f"the band {band.label}.",
     ]
     if plan.unavailable:

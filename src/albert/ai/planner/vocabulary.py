@@ -315,23 +315,15 @@ COUNT_AFTER = (
 PAGE_WORDS = ("page", "pg", "p.")
 # Words before "over N days" that make it a look-back window ("its history over 30 days").
 WINDOW_LEADS = (
-    "history",
-    "trend",
-    "trends",
-    "chart",
-    "performance",
-    "evolution",
-    "apy",
-    "tvl",
-    "change",
-    "changes",
-    "data",
-    "series",
-    "moves",
-    "points",
-    "returns",
-    "yield",
-)
+    "history", "trend", "trends", "chart", "performance", "evolution", "apy", "tvl", "change",
+    "changes", "data", "series", "moves", "points", "returns", "yield", "performed", "changed",
+    "evolved", "moved", "historical", "graph",
+)  # fmt: skip
+# Words that make "over N years" an age ("protocols live for over 2 years").
+AGE_WORDS = (
+    "old", "older", "age", "aged", "live", "launched", "running", "around", "existed",
+    "operating", "younger", "newer", "founded", "deployed",
+)  # fmt: skip
 # Look-back windows without a number ("over the last month"), in days.
 DAY_WINDOWS: dict[str, int] = {
     "last month": 30, "past month": 30, "this month": 30, "a month": 30, "last week": 7,
