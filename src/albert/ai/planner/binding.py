@@ -341,15 +341,19 @@ def bind_sort(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
         b.unbound.append(f"sorting by {_describe(family)}: {lex.tool} cannot sort by it")
         return
     b.arguments[lex.roles["sort"]] = value
+    # Directions are asked as "largest first" or "smallest first"; rank 1 is the largest.
+    order = {"desc": "asc", "asc": "desc"}[direction] if family == "rank" else direction
     natural = "asc" if family == "rank" else "desc"
-    if direction != natural and lex.has("direction"):
-        b.arguments[lex.roles["direction"]] = direction
+    if order != natural and lex.has("direction"):
+        b.arguments[lex.roles["direction"]] = order
 
 
 def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str, str] | None:
-    """(family, direction) of the order the question asks for, if any."""
+    """(family, direction) of the order the question asks for, if any; the direction says
+    largest first (desc) or smallest first (asc)."""
     mentions = sorted(reading.mentions, key=lambda m: m.start)
     families = [m for m in mentions if m.kind == "family"]
+    superlatives = [m.key for m in mentions if m.kind == "superlative"]
     for m in mentions:
         if m.kind == "sort":
             return m.key, m.value
@@ -357,7 +361,8 @@ def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str,
         if m.kind == "by":
             after = [f for f in families if f.start > m.end and f.start - m.end <= 3]
             if after:
-                return after[0].key, "asc" if after[0].key == "rank" else "desc"
+                # "cheapest tokens by market cap": the superlative says which end first.
+                return after[0].key, superlatives[0] if superlatives else "desc"
     for m in mentions:
         if m.kind == "superlative":
             after = [f for f in families if 0 <= f.start - m.end <= 3]

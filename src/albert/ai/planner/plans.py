@@ -521,7 +521,7 @@ def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     if plan.lookups:
         return plan
     order = _vault_tool_order(reading, ctx)
-    if not order:
+    if not order or _only_protocols_named(reading, names):
         plan.route = "protocols"
         return _protocol_plan(reading, ctx)
     groups = _compare_groups(names, reading) or [names]
@@ -543,6 +543,14 @@ def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
                 plan.notes.append(note)
     plan.follow = _vault_follow(reading, ctx)
     return plan
+
+
+def _only_protocols_named(reading: Reading, names: list[Resolved]) -> bool:
+    """'Tell me about Aave': a protocol named and nothing asked of its vaults."""
+    if not names or any(r.kind != "protocol" for r in names) or not reading.has("protocol_talk"):
+        return False
+    asked = reading.has("vault") or reading.numbers.conditions or reading.numbers.counts
+    return not asked and not [m for m in reading.mentions if m.kind != "chain"]
 
 
 def _wants_best_yield(reading: Reading) -> bool:

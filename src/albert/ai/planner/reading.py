@@ -39,6 +39,7 @@ _CUES: dict[str, list[tuple[str, ...]]] = {
     "yield_source": _phrase_set(voc.YIELD_SOURCE_WORDS),
     "judgement": _phrase_set(voc.JUDGEMENT_WORDS),
     "follow_token": _phrase_set(voc.FOLLOW_TOKEN_WORDS),
+    "protocol_talk": _phrase_set(voc.PROTOCOL_TALK_WORDS),
 }
 _NEGATORS = _phrase_set(voc.NEGATORS)
 _SHORT_OR_AMBIGUOUS = set(voc.CHAIN_SHORT) | set(voc.CHAIN_AMBIGUOUS)

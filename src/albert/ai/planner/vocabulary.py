@@ -375,7 +375,8 @@ VAULT_WORDS = (
     "apy", "apr", "staking", "stake", "lending", "lend", "earn", "earning", "tvl",
     "total value locked", "protocol", "protocols", "strategy", "strategies", "defi",
     "deposit", "deposits", "liquidity pool", "liquidity pools", "lp", "lps", "savings",
-    "interest", "passive income", "yielding", "autocompounding", "auto-compounding",
+    "interest", "passive income", "yielding", "autocompounding", "auto-compounding", "park",
+    "parking", "idle",
 )  # fmt: skip
 TOKEN_LIST_WORDS = (
     "tokens", "coins", "stablecoins", "gainers", "losers", "movers", "memecoins", "memes",
@@ -404,6 +405,12 @@ WALLET_LIST_WORDS = ("list", "all", "every", "each", "positions", "show all", "i
 WALLET_SUMMARY_WORDS = (
     "portfolio", "total", "overall", "summary", "summarise", "summarize", "net worth",
     "breakdown", "split", "spread", "allocation", "diversified", "worth in total",
+)  # fmt: skip
+
+# Questions about a protocol itself ("tell me about Aave", "how is Curve doing").
+PROTOCOL_TALK_WORDS = (
+    "tell me about", "what is", "what's", "who is", "overview", "info on", "about", "how is",
+    "how's", "explain", "describe", "summary of", "stats", "statistics", "details on",
 )  # fmt: skip
 
 # Vault-id questions: which analysis.
