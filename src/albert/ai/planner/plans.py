@@ -183,8 +183,7 @@ def _protocol_names(reading: Reading, ctx: Context) -> int:
 
 def _domain(reading: Reading, ctx: Context) -> str | None:
     """Vault question, token screen, or neither, by cue words and field mentions."""
-    token_families = {"market_cap", "liquidity", "holders", "authenticity_score",
-                      "vol_mcap_ratio", "price_change", "rank", "volume"}  # fmt: skip
+    token_families = set(voc.TOKEN_FAMILIES)
     screen_lex = ctx.lexicons.get("search_tokens")
     if screen_lex is not None and screen_lex.families:
         token_families = (screen_lex.families | screen_lex.sortable()) - {"tvl", "apy"}
@@ -194,20 +193,8 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
         if lex is not None:
             vault_families |= lex.families | lex.sortable() | set(lex.flags) | set(lex.enums)
     vault_families -= token_families | {"stablecoin", "page", "value"}
-    if not vault_families:
-        vault_families = {
-            "apy",
-            "tvl",
-            "base_apy",
-            "reward_share",
-            "security_score",
-            "audits",
-            "protocol_age",
-            "il_risk",
-            "audited",
-            "exposure",
-            "risk_rating",
-        }
+    # Without the vault tools, still tell a vault question (to say it cannot be checked).
+    vault_families = vault_families or set(voc.VAULT_FAMILIES)
     vault = len(reading.cues.get("vault", []))
     screen = len(reading.cues.get("token_list", []))
     # A percentage that names no field is a yield ("7% on DAI") unless a price moved.

@@ -599,6 +599,17 @@ PROTOCOL_FILLER = frozenset(
     of about tell me on in for its it's and or info information overview stats show give""".split()
 )
 
+# Families that mark a question as about vaults or about tokens, used when the tools that
+# would say so are not offered this turn (a vault question still gets "cannot check now").
+VAULT_FAMILIES = (
+    "apy", "tvl", "base_apy", "reward_share", "security_score", "audits", "protocol_age",
+    "il_risk", "audited", "exposure", "risk_rating",
+)  # fmt: skip
+TOKEN_FAMILIES = (
+    "market_cap", "liquidity", "holders", "authenticity_score", "vol_mcap_ratio",
+    "price_change", "rank", "volume",
+)  # fmt: skip
+
 # A condition that names no field ("vaults over 10%", "tokens above $1B") is about the first
 # of these families the chosen tool has, by the condition's unit.
 UNIT_DEFAULTS: dict[str, tuple[str, ...]] = {
