@@ -105,6 +105,7 @@ class NameIndex:
 def protocol_matches(words: list[str], i: int, slugs: list[str]) -> tuple[list[str], int]:
     """Slugs a name at words[i] (with up to two following words) stands for, and how many
     words it used: 'aave v3' → aave-v3; 'curve' → curve-dex, curve-llamalend."""
+    words = [w.removesuffix("'s").removesuffix("’s") for w in words]
     for n in (3, 2, 1):
         if i + n > len(words):
             continue

@@ -257,7 +257,8 @@ def _free_cues(reading: Reading, hide: tuple[str, ...] | None = None) -> set[str
         }
     out = set()
     for cue, spans in reading.cues.items():
-        if any(not (set(range(s, e + 1)) & used) for s, e in spans):
+        # A one-word cue must be free; a longer one ("analyze the yield") may share a word.
+        if any(not set(range(s, e + 1)) <= used if e > s else s not in used for s, e in spans):
             out.add(cue)
     return out
 
@@ -501,7 +502,7 @@ def _compare_groups(names: list[Resolved], reading: Reading) -> list[list[Resolv
 
 
 def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
-    if _is_protocol_question(reading, ctx):
+    if _is_protocol_question(reading, ctx) and not _asks_of_vaults(reading, ctx):
         return _protocol_plan(reading, ctx)
     plan = Plan("vaults")
     names = _names(reading, ctx, plan, lookups_done)
@@ -589,6 +590,18 @@ def _is_protocol_question(reading: Reading, ctx: Context) -> bool:
         schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
         return bool(candidates(reading, _known_name(ctx, schema)))
     return False
+
+
+def _asks_of_vaults(reading: Reading, ctx: Context) -> bool:
+    """'audited protocols with yields above 10%': conditions only a vault search can take."""
+    vaults = ctx.lexicons.get("search_vaults")
+    if vaults is None:
+        return False
+    protocols = bind_fields(reading, ctx.lexicons["search_protocols"])
+    searched = bind_fields(reading, vaults)
+    vault_only = set(vaults.flags) | set(vaults.enums)
+    flags = any(m.kind in ("flag", "enum") and m.key in vault_only for m in reading.mentions)
+    return flags or (bool(protocols.unbound) and len(searched.unbound) < len(protocols.unbound))
 
 
 def _protocol_plan(reading: Reading, ctx: Context) -> Plan:

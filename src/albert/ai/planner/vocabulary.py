@@ -576,7 +576,7 @@ STOPWORDS = frozenset(
     it's that's there's here's
     worth it should would could might must can may will
     risk-adjusted adjusted net gross
-    excluding exclude except avoid avoiding ignoring holding holds hold held offer offers
+    excluding exclude except avoid avoiding ignoring non un holding holds hold held offer offers
     offering offered come comes coming true false active inactive only someone somebody
     anybody legit thing sure real deal deals instead pay pays paying rather mostly generally
     usually currently available possible single multi asset lp lps pair pairs sided

@@ -129,6 +129,9 @@ SEVERAL_CONDITIONS = [
 ]
 
 LOOKS_LIKE_A_SYMBOL = [
+    Row("Aave's USDC vault APY", [vaults(protocol="aave-v3", asset_symbol="USDC")]),
+    Row("USDC.e pools on arbitrum", [vaults(chain="arbitrum", asset_symbol="USDC.E")]),
+    Row("sUSDe vaults", [vaults(asset_symbol="SUSDE")]),
     Row(
         "What are good APY options for USDC on OP?",
         [vaults(chain="optimism", asset_symbol="USDC")],
@@ -166,6 +169,15 @@ LOOKS_LIKE_A_SYMBOL = [
 ]
 
 DROPPED_CONDITIONS = [
+    Row(
+        "only audited protocols with yields above 10% on base",
+        [vaults(chain="base", audited=True, min_apy=10.0)],
+    ),
+    Row(
+        "non-stablecoin vaults above 20%",
+        [vaults(min_apy=20.0)],
+        says=("can only restrict to stablecoins",),
+    ),
     Row(
         "vaults where rewards make up more than half of the APY",
         [vaults()],
@@ -239,6 +251,16 @@ DROPPED_CONDITIONS = [
 ]
 
 MULTI_STEP = [
+    Row(
+        "Analyze the yield of the top stablecoin vault on arbitrum",
+        [("top_yields", {"chain": "arbitrum", "stablecoin_only": True})],
+        then=[("analyze_yield", {"vault_id": FIRST})],
+    ),
+    Row(
+        "Give me the 30-day history of the best USDC vault on Base",
+        [("top_yields", {"chain": "base", "asset_symbol": "USDC"})],
+        then=[("vault_history", {"vault_id": FIRST, "days": 30})],
+    ),
     Row(
         "Find the best WBTC vault and tell me how risky it is",
         [("top_yields", {"asset_symbol": "WBTC"})],
