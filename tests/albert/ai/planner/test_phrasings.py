@@ -239,9 +239,9 @@ DROPPED_CONDITIONS = [
         [vaults(chain="ethereum", asset_symbol="DAI", min_apy=5.0, sort_by="apy")],
     ),
     Row(
+        # search_protocols has no age filter; the vaults of protocols that old carry it.
         "protocols live for over 2 years",
-        [("search_protocols", {})],
-        says=("protocol age",),
+        [vaults(min_protocol_age_days=731)],
     ),
     Row(
         "tokens with market cap above $1B and 24h volume above $100M",
