@@ -127,51 +127,69 @@ def _describe(family: str) -> str:
 
 def bind_conditions(reading: Reading, lex: ToolLexicon, b: Binding, *, skip: set[int]) -> None:
     """Numeric conditions → min_/max_ fields, each to its nearest mention."""
-    numeric_mentions = [m for m in reading.mentions if m.kind == "family"]
+    mentions = _numeric_mentions(reading)
+    taken: set[tuple[str, str]] = set()
+    for ci, cond in enumerate(reading.numbers.conditions):
+        if ci in skip:
+            continue
+        options = _options(reading, cond, mentions)
+        if options is None:
+            continue  # a bare number with no field next to it ("1 ETH")
+        if _bind_one(cond, options, mentions, lex, taken, b):
+            b.used_conditions.add(ci)
+
+
+def _numeric_mentions(reading: Reading) -> list[Mention]:
+    mentions = [m for m in reading.mentions if m.kind == "family"]
     # A comparator that names its field ("older than a year") is a mention inside the condition.
     for cond in reading.numbers.conditions:
-        numeric_mentions += _inner_mentions(reading, cond)
-    taken: set[tuple[str, str]] = set()
-    pairs: list[tuple[float, int, int]] = []
-    conds = reading.numbers.conditions
-    for ci, cond in enumerate(conds):
-        if ci in skip:
+        mentions += _inner_mentions(reading, cond)
+    return mentions
+
+
+def _options(
+    reading: Reading, cond: Condition, mentions: list[Mention]
+) -> list[tuple[float, int]] | None:
+    """Mentions a condition may be about, nearest first (None: a bare number, leave it)."""
+    options = []
+    for mi, m in enumerate(mentions):
+        if _share_of(reading, cond, m):
             continue
-        for mi, m in enumerate(numeric_mentions):
-            if _share_of(reading, cond, m):
-                continue
-            pairs.append((_distance(reading, cond, m), ci, mi))
-    pairs.sort()
-    nearest: dict[int, tuple[float, int]] = {}
-    for dist, ci, mi in pairs:
-        nearest.setdefault(ci, (dist, mi))
-    done: set[int] = set()
-    for ci, cond in enumerate(conds):
-        if ci in skip:
-            continue
-        options = [(d, mi) for d, c, mi in pairs if c == ci and d <= MAX_DISTANCE]
-        if cond.bare:
-            options = [(d, mi) for d, mi in options if d <= 0.6]
-            if not options:
-                continue
-        placed, refused = _place(cond, options, numeric_mentions, lex, taken, b)
-        if placed:
-            done.add(ci)
-        elif refused:
-            b.unbound.append(refused)
-        elif options:
-            b.unbound.append(f"“{cond.text}”: {lex.tool} has no free field for it")
-        else:
-            # No field named anywhere near: the unit's usual field for this tool.
-            family = _default_family(cond, lex)
-            fields = _fields_for(cond, 1, family, lex) if family else None
-            if fields and not any((f.family, f.side) in taken for f, _, _ in fields):
-                _apply(fields, cond, b)
-                taken |= {(f.family, f.side) for f, _, _ in fields}
-                done.add(ci)
-            else:
-                b.unbound.append(f"“{cond.text}”: I could not tell which field it is about")
-    b.used_conditions = done
+        dist = _distance(reading, cond, m)
+        if dist <= MAX_DISTANCE:
+            options.append((dist, mi))
+    options.sort()
+    if cond.bare:
+        options = [(d, mi) for d, mi in options if d <= 0.6]
+        return options or None
+    return options
+
+
+def _bind_one(
+    cond: Condition,
+    options: list[tuple[float, int]],
+    mentions: list[Mention],
+    lex: ToolLexicon,
+    taken: set[tuple[str, str]],
+    b: Binding,
+) -> bool:
+    placed, refused = _place(cond, options, mentions, lex, taken, b)
+    if placed:
+        return True
+    if refused:
+        b.unbound.append(refused)
+    elif options:
+        b.unbound.append(f"“{cond.text}”: {lex.tool} has no free field for it")
+    else:
+        # No field named anywhere near: the unit's usual field for this tool.
+        family = _default_family(cond, lex)
+        fields = _fields_for(cond, 1, family, lex) if family else None
+        if fields and not any((f.family, f.side) in taken for f, _, _ in fields):
+            _apply(fields, cond, b)
+            taken |= {(f.family, f.side) for f, _, _ in fields}
+            return True
+        b.unbound.append(f"“{cond.text}”: I could not tell which field it is about")
+    return False
 
 
 def _share_of(reading: Reading, cond: Condition, mention: Mention) -> bool:
@@ -352,34 +370,49 @@ def sort_request(reading: Reading, lex: ToolLexicon | None = None) -> tuple[str,
     """(family, direction) of the order the question asks for, if any; the direction says
     largest first (desc) or smallest first (asc)."""
     mentions = sorted(reading.mentions, key=lambda m: m.start)
-    families = [m for m in mentions if m.kind == "family"]
-    superlatives = [m.key for m in mentions if m.kind == "superlative"]
     for m in mentions:
         if m.kind == "sort":
             return m.key, m.value
+    return _sort_by(reading, mentions) or _superlative(reading, mentions) or _size(reading, lex)
+
+
+def _sort_by(reading: Reading, mentions: list[Mention]) -> tuple[str, str] | None:
+    """'sorted by holders'; 'cheapest tokens by market cap' (the superlative picks the end)."""
+    families = [m for m in mentions if m.kind == "family"]
+    superlatives = [m.key for m in mentions if m.kind == "superlative"]
     for m in mentions:
         if m.kind == "by":
             after = [f for f in families if f.start > m.end and f.start - m.end <= 3]
             if after:
-                # "cheapest tokens by market cap": the superlative says which end first.
                 return after[0].key, superlatives[0] if superlatives else "desc"
+    return None
+
+
+def _superlative(reading: Reading, mentions: list[Mention]) -> tuple[str, str] | None:
+    """'highest TVL', 'lowest APY'; 'which vaults pay the most', 'moved the most today'."""
+    families = [m for m in mentions if m.kind == "family"]
     for m in mentions:
-        if m.kind == "superlative":
-            after = [f for f in families if 0 <= f.start - m.end <= 3]
-            if after:
-                return after[0].key, m.key
-            # "which vaults pay the most", "tokens that moved the most today"
-            before = [f for f in families if 0 <= m.start - f.end <= 2]
-            nxt = reading.words[m.end + 1] if m.end + 1 < len(reading.words) else ""
-            if before and (not nxt[:1].isalpha() or nxt in _AFTER_SUPERLATIVE):
-                return before[-1].key, m.key
-    for w in reading.words:
-        if w in voc.SIZE_WORDS:
-            if lex is None:
-                return "size", "desc"
-            for family in voc.SIZE_FAMILIES:
-                if family in lex.sortable():
-                    return family, "desc"
+        if m.kind != "superlative":
+            continue
+        after = [f for f in families if 0 <= f.start - m.end <= 3]
+        if after:
+            return after[0].key, m.key
+        before = [f for f in families if 0 <= m.start - f.end <= 2]
+        nxt = reading.words[m.end + 1] if m.end + 1 < len(reading.words) else ""
+        if before and (not nxt[:1].isalpha() or nxt in _AFTER_SUPERLATIVE):
+            return before[-1].key, m.key
+    return None
+
+
+def _size(reading: Reading, lex: ToolLexicon | None) -> tuple[str, str] | None:
+    """'largest vaults', 'biggest stablecoins': the tool's own size field."""
+    if not any(w in voc.SIZE_WORDS for w in reading.words):
+        return None
+    if lex is None:
+        return "size", "desc"
+    for family in voc.SIZE_FAMILIES:
+        if family in lex.sortable():
+            return family, "desc"
     return None
 
 

@@ -174,6 +174,29 @@ def _sort_family(value: str, families: set[str]) -> tuple[str, str | None]:
     return base, window
 
 
+@dataclass(frozen=True)
+class _Property:
+    """One schema property, resolved: its own type, enum (or its items' enum) and text."""
+
+    name: str
+    schema: dict[str, Any]
+    description: str
+    kind: str | None
+    enum: tuple[str, ...]
+    is_list: bool
+
+
+def _property(name: str, raw: dict[str, Any], defs: dict[str, Any]) -> _Property:
+    schema = _resolve(raw, defs)
+    kind = schema.get("type")
+    enum = schema.get("enum")
+    if kind == "array":
+        enum = _resolve(schema.get("items", {}), defs).get("enum", enum)
+    description = str(raw.get("description") or schema.get("description") or "")
+    values = tuple(str(v) for v in enum or ())
+    return _Property(name, schema, description, kind, values, kind == "array")
+
+
 def build_lexicon(spec: ToolSpec) -> ToolLexicon:
     """Read one tool's input schema."""
     params = spec.parameters or {}
@@ -182,63 +205,59 @@ def build_lexicon(spec: ToolSpec) -> ToolLexicon:
     lex.required = tuple(params.get("required") or ())
     sort_enum: tuple[str, ...] = ()
     for name, raw in (params.get("properties") or {}).items():
-        schema = _resolve(raw, defs)
-        description = str(raw.get("description") or schema.get("description") or "")
-        kind = schema.get("type")
-        enum = schema.get("enum")
-        is_list = kind == "array"
-        if is_list:
-            items = _resolve(schema.get("items", {}), defs)
-            enum = items.get("enum", enum)
+        prop = _property(name, raw, defs)
         role = _role(name)
         if role:
-            lex.roles[role] = name
-            quoted = set(_QUOTED.findall(description))
-            if enum:
-                quoted |= {str(v) for v in enum}
-            named = _NAMED_ROLES.get(role)
-            if quoted and named:
-                lex.known.setdefault(named, set()).update(quoted)
-                if enum:
-                    lex.closed.add(named)
-            if role == "sort" and enum:
-                sort_enum = tuple(str(v) for v in enum)
-            if role == "window" and enum:
-                lex.windows = tuple(str(v) for v in enum)
-            lex.bounds[name] = (schema.get("minimum"), schema.get("maximum"))
-            continue
-        if kind == "boolean":
+            _add_role(lex, role, prop)
+            if role == "sort":
+                sort_enum = prop.enum
+        elif prop.kind == "boolean":
             lex.flags[_family(name)] = name
-            continue
-        if enum:
-            family = "risk_rating" if "risk_rating" in name else _family(name)
-            lex.enums.setdefault(family, []).append(
-                EnumField(
-                    name,
-                    family,
-                    tuple(str(v) for v in enum),
-                    is_list,
-                    name.startswith("max_"),
-                )
-            )
-            continue
-        if kind in ("number", "integer"):
-            side = "min" if name.startswith("min_") else "max" if name.startswith("max_") else None
-            if side is None:
-                continue
-            lex.numeric[(_family(name), side)] = NumericField(
-                name,
-                _family(name),
-                side,
-                _unit(name, schema, description),
-                kind == "integer",
-                schema.get("minimum"),
-                schema.get("maximum"),
-            )
+        elif prop.enum:
+            _add_enum(lex, prop)
+        elif prop.kind in ("number", "integer"):
+            _add_numeric(lex, prop)
     families = lex.families | set(lex.flags)
     for value in sort_enum:
         lex.sort_values[_sort_family(value, families)] = value
     return lex
+
+
+def _add_role(lex: ToolLexicon, role: str, prop: _Property) -> None:
+    lex.roles[role] = prop.name
+    quoted = set(_QUOTED.findall(prop.description)) | set(prop.enum)
+    named = _NAMED_ROLES.get(role)
+    if quoted and named:
+        lex.known.setdefault(named, set()).update(quoted)
+        if prop.enum:
+            lex.closed.add(named)
+    if role == "window" and prop.enum:
+        lex.windows = prop.enum
+    lex.bounds[prop.name] = (prop.schema.get("minimum"), prop.schema.get("maximum"))
+
+
+def _add_enum(lex: ToolLexicon, prop: _Property) -> None:
+    family = _family(prop.name)
+    if prop.is_list:
+        family = family.removesuffix("s")  # risk_ratings and max_risk_rating: one family
+    field = EnumField(prop.name, family, prop.enum, prop.is_list, prop.name.startswith("max_"))
+    lex.enums.setdefault(family, []).append(field)
+
+
+def _add_numeric(lex: ToolLexicon, prop: _Property) -> None:
+    name = prop.name
+    side = "min" if name.startswith("min_") else "max" if name.startswith("max_") else None
+    if side is None:
+        return
+    lex.numeric[(_family(name), side)] = NumericField(
+        name,
+        _family(name),
+        side,
+        _unit(name, prop.schema, prop.description),
+        prop.kind == "integer",
+        prop.schema.get("minimum"),
+        prop.schema.get("maximum"),
+    )
 
 
 # --- mentions --------------------------------------------------------------------------
@@ -286,17 +305,19 @@ class PhraseTable:
 def phrase_table(lexicons: list[ToolLexicon], chains: dict[str, str]) -> PhraseTable:
     """Every phrase a question may use for the fields of the offered tools."""
     table = PhraseTable()
+    _family_phrases(table, lexicons)
+    _flag_phrases(table, lexicons)
+    _enum_phrases(table, lexicons)
+    _order_phrases(table, lexicons)
+    for phrase, slug in chains.items():
+        table.add(phrase, "chain", slug)
+    return table
+
+
+def _family_phrases(table: PhraseTable, lexicons: list[ToolLexicon]) -> None:
     families: set[str] = set(voc.FAMILY_SYNONYMS)
-    flags: set[str] = set(voc.FLAG_SYNONYMS)
-    enum_families: dict[str, set[str]] = {}
-    windows: set[str] = set()
     for lex in lexicons:
         families |= lex.families | lex.sortable()
-        flags |= set(lex.flags)
-        for family, fields in lex.enums.items():
-            for f in fields:
-                enum_families.setdefault(family, set()).update(f.values)
-        windows |= set(lex.windows)
     for family in families:
         table.add(family.replace("_", " "), "family", family)
         for phrase in voc.FAMILY_SYNONYMS.get(family, ()):
@@ -305,27 +326,42 @@ def phrase_table(lexicons: list[ToolLexicon], chains: dict[str, str]) -> PhraseT
         table.add(word, "family", "price_change", sign=1)
     for word in voc.PRICE_DOWN:
         table.add(word, "family", "price_change", sign=-1)
+
+
+def _flag_phrases(table: PhraseTable, lexicons: list[ToolLexicon]) -> None:
+    flags: set[str] = set(voc.FLAG_SYNONYMS)
+    for lex in lexicons:
+        flags |= set(lex.flags)
     for family in flags:
         table.add(family.replace("_", " "), "flag", family)
         for phrase in voc.FLAG_SYNONYMS.get(family, ()):
             table.add(phrase, "flag", family)
         for phrase in voc.FLAG_OFF_WORDS.get(family, ()):
             table.add(phrase, "flag", family, sign=-1)
-    for family, values in enum_families.items():
+
+
+def _enum_phrases(table: PhraseTable, lexicons: list[ToolLexicon]) -> None:
+    values: dict[str, set[str]] = {}
+    for lex in lexicons:
+        for family, fields in lex.enums.items():
+            for f in fields:
+                values.setdefault(family, set()).update(f.values)
+    for family, named in values.items():
         synonyms = voc.ENUM_SYNONYMS.get(family, {})
-        for value in values:
+        head = family.split("_")[0]
+        for value in named:
+            # The value with its field's head word: "medium risk", "single exposure".
+            table.add(f"{value.replace('_', ' ')} {head}", "enum", family, value)
             for phrase in synonyms.get(value, ()):
                 table.add(phrase, "enum", family, value)
-            if family != "kind":
-                table.add(
-                    value.replace("_", " ") + " " + family.split("_")[0], "enum", family, value
-                )
+
+
+def _order_phrases(table: PhraseTable, lexicons: list[ToolLexicon]) -> None:
     for phrase, value in voc.WINDOWS.items():
         table.add(phrase, "window", "window", value)
-    for value in windows:
-        table.add(value, "window", "window", value)
-    for phrase, slug in chains.items():
-        table.add(phrase, "chain", slug)
+    for lex in lexicons:
+        for value in lex.windows:
+            table.add(value, "window", "window", value)
     for phrase, (family, direction) in voc.SORT_WORDS.items():
         table.add(phrase, "sort", family, direction)
     for word in voc.SUPERLATIVES_DESC:
@@ -334,7 +370,6 @@ def phrase_table(lexicons: list[ToolLexicon], chains: dict[str, str]) -> PhraseT
         table.add(word, "superlative", "asc")
     for phrase in voc.SORT_BY_WORDS:
         table.add(phrase, "by", "by")
-    return table
 
 
 def find_mentions(tokens: list[Token], table: PhraseTable, skip: set[int]) -> list[Mention]:

@@ -205,44 +205,66 @@ def resolve(
     """Each candidate as a protocol, an asset or unknown; and the words that still need a
     lookup (asset lookups not done yet, or — with `need_catalogue` — the protocol catalogue
     not fetched yet, so that a protocol name reads the same with a cold or a warm cache)."""
-    words = [t.text for t in reading.tokens]
-    slugs = index.known_protocols(schema.get("protocol", set()))
-    schema_assets = {a.upper() for a in schema.get("asset", set())}
+    known = _Known(
+        words=[t.text for t in reading.tokens],
+        slugs=index.known_protocols(schema.get("protocol", set())),
+        assets={a.upper() for a in schema.get("asset", set())},
+        index=index,
+        need_catalogue=need_catalogue and not index.has_catalogue(),
+    )
     out: list[Resolved] = []
     pending: list[str] = []
     skip_until = -1
     for c in cands:
         if c.index <= skip_until:
             continue
-        protos, used = protocol_matches(words, c.index, slugs)
-        looked = index.asset_lookup(c.text)
-        upper = c.text.upper()
-        exact_asset = upper in schema_assets or (looked is not None and upper in looked)
-        any_asset = exact_asset or bool(looked)
-        if c.ticker:
-            if exact_asset or (looked and c.text.isupper()):
-                out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
-                continue
-            if looked is None:
-                pending.append(c.text)
-                continue
-            if protos:
-                out.append(Resolved(c.text, "protocol", protos, c.negated, c.index, used))
-                skip_until = c.index + used - 1
-                continue
-            out.append(Resolved(c.text, "unknown", [], c.negated, c.index))
+        found = known.ticker(c) if c.ticker else known.name(c)
+        if found is None:
+            pending.append(c.text)
             continue
-        if need_catalogue and not index.has_catalogue():
-            pending.append(c.text)
-        elif protos:
-            out.append(Resolved(c.text, "protocol", protos, c.negated, c.index, used))
-            skip_until = c.index + used - 1
-        elif exact_asset:
-            out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
-        elif not index.has_catalogue() or looked is None:
-            pending.append(c.text)
-        elif any_asset and len(c.text) >= 3 and any(s.startswith(upper) for s in looked or []):
-            out.append(Resolved(c.text, "asset", [upper], c.negated, c.index))
-        else:
-            out.append(Resolved(c.text, "unknown", [], c.negated, c.index))
+        out.append(found)
+        skip_until = c.index + found.used - 1
     return out, pending
+
+
+@dataclass
+class _Known:
+    """What a candidate can be checked against, and the two ways of reading it."""
+
+    words: list[str]
+    slugs: list[str]
+    assets: set[str]
+    index: NameIndex
+    need_catalogue: bool
+
+    def ticker(self, c: Candidate) -> Resolved | None:
+        """USDC, stETH, $AERO: an asset first; None while the index has not been asked."""
+        looked = self.index.asset_lookup(c.text)
+        upper = c.text.upper()
+        if upper in self.assets or (looked and (upper in looked or c.text.isupper())):
+            return Resolved(c.text, "asset", [upper], c.negated, c.index)
+        if looked is None:
+            return None
+        protos, used = protocol_matches(self.words, c.index, self.slugs)
+        if protos:
+            return Resolved(c.text, "protocol", protos, c.negated, c.index, used)
+        return Resolved(c.text, "unknown", [], c.negated, c.index)
+
+    def name(self, c: Candidate) -> Resolved | None:
+        """Aave, curve, Morpho: a protocol first; None while the index has not been asked."""
+        if self.need_catalogue:
+            return None
+        protos, used = protocol_matches(self.words, c.index, self.slugs)
+        if protos:
+            return Resolved(c.text, "protocol", protos, c.negated, c.index, used)
+        upper = c.text.upper()
+        if upper in self.assets:
+            return Resolved(c.text, "asset", [upper], c.negated, c.index)
+        looked = self.index.asset_lookup(c.text)
+        if looked and upper in looked:
+            return Resolved(c.text, "asset", [upper], c.negated, c.index)
+        if not self.index.has_catalogue() or looked is None:
+            return None
+        if len(c.text) >= 3 and any(s.startswith(upper) for s in looked):
+            return Resolved(c.text, "asset", [upper], c.negated, c.index)
+        return Resolved(c.text, "unknown", [], c.negated, c.index)

@@ -161,33 +161,42 @@ def _numeric(token: Token) -> Quantity | None:
 
 def _written(words: list[str], i: int) -> Quantity | None:
     """Number words at i: 'twenty five', 'five hundred thousand', 'a million', 'half', 'a year'."""
+    return _fraction(words, i) or _one(words, i) or _number_words(words, i)
+
+
+def _fraction(words: list[str], i: int) -> Quantity | None:
+    """'half', 'a quarter'; 'half a million', 'a quarter of a billion', 'half a year'."""
     for phrase, fraction in _FRACTIONS:
-        if tuple(words[i : i + len(phrase)]) == phrase:
-            end = i + len(phrase) - 1
-            nxt = words[end + 1 : end + 3]
-            # "half a million", "a quarter of a billion", "half a year"
-            skip = 1 if nxt[:1] in (["a"], ["of"]) else 0
-            if nxt[:2] == ["of", "a"]:
-                skip = 2
-            after = words[end + 1 + skip] if end + 1 + skip < len(words) else ""
-            if (skip and after in voc.MAGNITUDES) or after in voc.DURATION_DAYS:
-                return Quantity(fraction, "plain", i, end + skip)
-            return Quantity(fraction, "fraction", i, end)
-    word = words[i]
-    if word in voc.ONE_WORDS:
-        nxt = words[i + 1] if i + 1 < len(words) else ""
-        if nxt in voc.MAGNITUDES or nxt in voc.HUNDRED_WORDS or nxt in voc.DURATION_DAYS:
-            if len(nxt) > 1:  # "a m" is not a million
-                return Quantity(1.0, "plain", i, i)
-        if word != "one":
-            return None
-    if word not in voc.NUMBER_WORDS:
+        if tuple(words[i : i + len(phrase)]) != phrase:
+            continue
+        end = i + len(phrase) - 1
+        nxt = words[end + 1 : end + 3]
+        skip = 2 if nxt[:2] == ["of", "a"] else 1 if nxt[:1] in (["a"], ["of"]) else 0
+        after = words[end + 1 + skip] if end + 1 + skip < len(words) else ""
+        if (skip and after in voc.MAGNITUDES) or after in voc.DURATION_DAYS:
+            return Quantity(fraction, "plain", i, end + skip)
+        return Quantity(fraction, "fraction", i, end)
+    return None
+
+
+def _one(words: list[str], i: int) -> Quantity | None:
+    """'a million', 'a hundred', 'a year' ('a m' is not a million)."""
+    if words[i] not in voc.ONE_WORDS:
         return None
-    value, end = float(voc.NUMBER_WORDS[word]), i
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    magnitude = nxt in voc.MAGNITUDES or nxt in voc.HUNDRED_WORDS or nxt in voc.DURATION_DAYS
+    return Quantity(1.0, "plain", i, i) if magnitude and len(nxt) > 1 else None
+
+
+def _number_words(words: list[str], i: int) -> Quantity | None:
+    """'seven', 'twenty five' (the magnitude after it is read by `_units_after`)."""
+    if words[i] not in voc.NUMBER_WORDS:
+        return None
+    value, end = float(voc.NUMBER_WORDS[words[i]]), i
     if value >= 20 and value % 10 == 0 and end + 1 < len(words):
-        unit_word = words[end + 1]
-        if unit_word in voc.NUMBER_WORDS and voc.NUMBER_WORDS[unit_word] < 10:
-            value, end = value + voc.NUMBER_WORDS[unit_word], end + 1
+        unit = voc.NUMBER_WORDS.get(words[end + 1])
+        if unit is not None and unit < 10:
+            value, end = value + unit, end + 1
     return Quantity(value, "plain", i, end)
 
 
@@ -221,47 +230,59 @@ def read_numbers(tokens: list[Token]) -> Numbers:
     quantities = read_quantities(tokens)
     used: set[int] = set()
     for k, q in enumerate(quantities):
-        if k in used:
+        if k in used or _page(words, q, found) or _window(words, tokens, q, found):
             continue
-        before = words[q.start - 1] if q.start > 0 else ""
-        # page 2
-        if before in voc.PAGE_WORDS and q.bare:
-            found.page = int(q.value)
-            found.consumed |= {q.start - 1, q.start}
+        if _count(words, q, found):
             continue
-        # last 90 days / past 24 hours / 24h / 7d
-        if q.unit in ("days", "hours"):
-            cmp = _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
-            lead = words[q.start - len(cmp) - 1] if q.start - len(cmp) > 0 else ""
-            about_history = lead in voc.WINDOW_LEADS or (
-                bool(set(words) & set(voc.WINDOW_LEADS)) and not set(words) & set(voc.AGE_WORDS)
-            )
-            if cmp in (("over",), ("within",)) and about_history:
-                cmp = ()  # "history over 30 days": a window, not a bound
-            if not cmp and (_window_before(words, q.start) or tokens[q.start].is_number):
-                target = found.windows_days if q.unit == "days" else found.windows_hours
-                target.append((q.value, q.start, q.end))
-                found.consumed |= set(range(q.start, q.end + 1))
-                continue
-        # top 5 / 5 largest / first 10
-        if q.bare and q.value == int(q.value) and 0 < q.value <= 100:
-            after = words[q.end + 1] if q.end + 1 < len(words) else ""
-            if before in voc.COUNT_BEFORE or (
-                after in voc.COUNT_AFTER
-                and not _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
-            ):
-                found.counts.append((int(q.value), q.start, q.end))
-                found.consumed |= set(range(q.start, q.end + 1))
-                continue
         cond, span_used = _condition(words, tokens, quantities, k)
         used |= span_used
-        if cond is None:
-            continue
-        if cond.bare and 1900 <= cond.value <= 2100 and cond.value == int(cond.value):
-            continue  # a year, not an amount
+        if cond is None or (cond.bare and 1900 <= cond.value <= 2100 and cond.value.is_integer()):
+            continue  # nothing, or a year rather than an amount
         found.conditions.append(cond)
         found.consumed |= set(range(cond.start, cond.end + 1))
     return found
+
+
+def _page(words: list[str], q: Quantity, found: Numbers) -> bool:
+    """'page 2'."""
+    if q.start > 0 and words[q.start - 1] in voc.PAGE_WORDS and q.bare:
+        found.page = int(q.value)
+        found.consumed |= {q.start - 1, q.start}
+        return True
+    return False
+
+
+def _window(words: list[str], tokens: list[Token], q: Quantity, found: Numbers) -> bool:
+    """'last 90 days', 'past 24 hours', '24h', 'its history over 30 days'."""
+    if q.unit not in ("days", "hours"):
+        return False
+    cmp = _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
+    lead = words[q.start - len(cmp) - 1] if q.start - len(cmp) > 0 else ""
+    about_history = lead in voc.WINDOW_LEADS or (
+        bool(set(words) & set(voc.WINDOW_LEADS)) and not set(words) & set(voc.AGE_WORDS)
+    )
+    if cmp in (("over",), ("within",)) and about_history:
+        cmp = ()  # a window, not a bound
+    if cmp or not (_window_before(words, q.start) or tokens[q.start].is_number):
+        return False
+    target = found.windows_days if q.unit == "days" else found.windows_hours
+    target.append((q.value, q.start, q.end))
+    found.consumed |= set(range(q.start, q.end + 1))
+    return True
+
+
+def _count(words: list[str], q: Quantity, found: Numbers) -> bool:
+    """'top 5', '5 largest', 'first 10': how many results, not a condition."""
+    if not (q.bare and q.value.is_integer() and 0 < q.value <= 100):
+        return False
+    before = words[q.start - 1] if q.start > 0 else ""
+    after = words[q.end + 1] if q.end + 1 < len(words) else ""
+    compared = _ends_with(words, q.start, _MIN_BEFORE + _MAX_BEFORE)
+    if before in voc.COUNT_BEFORE or (after in voc.COUNT_AFTER and not compared):
+        found.counts.append((int(q.value), q.start, q.end))
+        found.consumed |= set(range(q.start, q.end + 1))
+        return True
+    return False
 
 
 def _condition(

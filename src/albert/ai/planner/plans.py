@@ -16,7 +16,7 @@ far), so each step's calls follow from the same reading.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from albert.ai.planner.binding import Binding, bind_fields, look_back_days, sort
 from albert.ai.planner.lexicon import PhraseTable, ToolLexicon, phrase_table
 from albert.ai.planner.names import (
     VAULT_ID_LINE,
+    Candidate,
     NameIndex,
     Resolved,
     candidates,
@@ -33,6 +34,7 @@ from albert.ai.planner.names import (
 )
 from albert.ai.planner.reading import Reading, read
 from albert.ai.planner.text import is_ticker_shaped
+from albert.ai.planner.tickers import feed_topic, token_symbols
 
 VAULT_SEARCH = ("search_vaults", "top_yields")
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
@@ -139,15 +141,19 @@ def make_plan(question: str, ctx: Context, *, lookups_done: bool) -> Plan:
     ent = reading.entities
     if ent.vault_ids:
         return _vault_id_plan(reading, ctx)
-    if ent.ens_names or ent.addresses:
-        plan = _address_plan(reading, ctx)
-        if plan is not None:
-            return plan
+    plan = _address_plan(reading, ctx) if ent.ens_names or ent.addresses else None
+    if plan is not None:
+        return plan
     if reading.has("feed") and ctx.has("search_feed"):
         return Plan("feed", main=[Call("search_feed", {"query": feed_topic(reading)})])
     band = _quoted_apy(reading, ctx)
     if band is not None:
         return _band_plan(reading, ctx, band, lookups_done)
+    return _topic_plan(reading, ctx, lookups_done)
+
+
+def _topic_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
+    """Vaults, a token screen, or tokens by ticker: whichever the question is about."""
     domain = _domain(reading, ctx)
     if domain == "vault":
         if not any(ctx.has(t) for t in VAULT_TOOLS):
@@ -183,6 +189,29 @@ def _protocol_names(reading: Reading, ctx: Context) -> int:
 
 def _domain(reading: Reading, ctx: Context) -> str | None:
     """Vault question, token screen, or neither, by cue words and field mentions."""
+    vault_families, token_families = _families_by_domain(ctx)
+    vault = len(reading.cues.get("vault", [])) + _unnamed_percentages(reading)
+    screen = len(reading.cues.get("token_list", []))
+    for m in reading.mentions:
+        if m.kind in ("family", "flag", "enum", "sort"):
+            if m.key in vault_families:
+                vault += 1
+            elif m.key in token_families:
+                screen += 1
+    vault += _protocol_names(reading, ctx)
+    if vault and vault >= screen:
+        return "vault"
+    if not screen:
+        return None
+    listing = reading.has("token_list") or any(m.kind == "sort" for m in reading.mentions)
+    compared = [c for c in reading.numbers.conditions if not c.bare]
+    if not listing and not compared and token_symbols(reading, names=False):
+        return None  # "market cap of MKR" asks about one token
+    return "screen"
+
+
+def _families_by_domain(ctx: Context) -> tuple[set[str], set[str]]:
+    """Field families only the vault tools have, and those only the token screen has."""
     token_families = set(voc.TOKEN_FAMILIES)
     screen_lex = ctx.lexicons.get("search_tokens")
     if screen_lex is not None and screen_lex.families:
@@ -194,40 +223,19 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
             vault_families |= lex.families | lex.sortable() | set(lex.flags) | set(lex.enums)
     vault_families -= token_families | {"stablecoin", "page", "value"}
     # Without the vault tools, still tell a vault question (to say it cannot be checked).
-    vault_families = vault_families or set(voc.VAULT_FAMILIES)
-    vault = len(reading.cues.get("vault", []))
-    screen = len(reading.cues.get("token_list", []))
-    # A percentage that names no field is a yield ("7% on DAI") unless a price moved.
-    moved = any(m.kind == "family" and m.key == "price_change" for m in reading.mentions)
-    for cond in reading.numbers.conditions:
-        if (
-            cond.unit == "percent"
-            and not moved
-            and not any(
-                m.kind == "family" and m.gap(cond.start, cond.end) <= 3 for m in reading.mentions
-            )
-        ):
-            vault += 1
-    for m in reading.mentions:
-        if m.kind in ("family", "flag", "enum", "sort"):
-            if m.key in vault_families:
-                vault += 1
-            elif m.key in token_families:
-                screen += 1
-    vault += _protocol_names(reading, ctx)
-    if vault and vault >= screen:
-        return "vault"
-    if screen:
-        conditions = reading.numbers.conditions
-        listing = reading.has("token_list") or any(m.kind == "sort" for m in reading.mentions)
-        if (
-            not listing
-            and not [c for c in conditions if not c.bare]
-            and token_symbols(reading, names=False)
-        ):
-            return None  # "market cap of MKR" asks about one token
-        return "screen"
-    return None
+    return vault_families or set(voc.VAULT_FAMILIES), token_families
+
+
+def _unnamed_percentages(reading: Reading) -> int:
+    """A percentage that names no field is a yield ("7% on DAI") unless a price moved."""
+    if any(m.kind == "family" and m.key == "price_change" for m in reading.mentions):
+        return 0
+    families = [m for m in reading.mentions if m.kind == "family"]
+    return sum(
+        1
+        for cond in reading.numbers.conditions
+        if cond.unit == "percent" and not any(m.gap(cond.start, cond.end) <= 3 for m in families)
+    )
 
 
 # --- vault ids ---------------------------------------------------------------------------
@@ -412,35 +420,44 @@ def _names(reading: Reading, ctx: Context, plan: Plan, lookups_done: bool) -> li
         reading, cands, ctx.names, schema, need_catalogue=can_look and ctx.has(CATALOGUE_TOOL)
     )
     if pending and can_look:
-        if ctx.has(CATALOGUE_TOOL) and not ctx.names.has_catalogue():
-            plan.lookups.append(Call(CATALOGUE_TOOL, {"limit": CATALOGUE_LIMIT}))
-        if ctx.has(ASSET_LOOKUP_TOOL):
-            slugs = ctx.names.known_protocols(schema["protocol"])
-            words = [t.text for t in reading.tokens]
-            for c in cands:
-                if c.text not in pending or ctx.names.asset_lookup(c.text) is not None:
-                    continue
-                # A name the schema already knows as a protocol needs only the catalogue.
-                if not c.ticker and protocol_matches(words, c.index, slugs)[0]:
-                    continue
-                plan.lookups.append(Call(ASSET_LOOKUP_TOOL, {"query": c.text}))
+        plan.lookups = _lookups(reading, ctx, schema, [c for c in cands if c.text in pending])
         if plan.lookups:
             return []
     # The lookups failed or were cut: a word written as a ticker is still the user's asset.
     for c in cands:
         if c.text in pending:
             kind = "asset" if c.ticker else "unknown"
-            resolved.append(
-                Resolved(c.text, kind, [c.text.upper()] if c.ticker else [], c.negated, c.index)
-            )
+            values = [c.text.upper()] if c.ticker else []
+            resolved.append(Resolved(c.text, kind, values, c.negated, c.index))
     plan.resolved = resolved
-    for r in resolved:
-        if r.kind == "unknown":
-            plan.notes.append(
-                f"“{r.word}”: no asset, protocol or chain of that name in the vault index, "
-                "so I did not filter on it"
-            )
+    plan.notes += [
+        f"“{r.word}”: no asset, protocol or chain of that name in the vault index, "
+        "so I did not filter on it"
+        for r in resolved
+        if r.kind == "unknown"
+    ]
     return resolved
+
+
+def _lookups(
+    reading: Reading, ctx: Context, schema: dict[str, set[str]], pending: list[Candidate]
+) -> list[Call]:
+    """The catalogue if it is not cached, and an asset lookup per word not looked up yet."""
+    calls = []
+    if ctx.has(CATALOGUE_TOOL) and not ctx.names.has_catalogue():
+        calls.append(Call(CATALOGUE_TOOL, {"limit": CATALOGUE_LIMIT}))
+    if not ctx.has(ASSET_LOOKUP_TOOL):
+        return calls
+    slugs = ctx.names.known_protocols(schema["protocol"])
+    words = [t.text for t in reading.tokens]
+    for c in pending:
+        if ctx.names.asset_lookup(c.text) is not None:
+            continue
+        # A name the schema already knows as a protocol needs only the catalogue.
+        if not c.ticker and protocol_matches(words, c.index, slugs)[0]:
+            continue
+        calls.append(Call(ASSET_LOOKUP_TOOL, {"query": c.text}))
+    return calls
 
 
 def _known_name(ctx: Context, schema: dict[str, set[str]]) -> Callable[[str], bool]:
@@ -638,36 +655,38 @@ def _vault_follow(reading: Reading, ctx: Context) -> Follow | None:
 
 def follow_calls(plan: Plan, ctx: Context, main_results: list[str]) -> list[Call]:
     """The follow-up calls, fed by the main results (vault ids or token symbols found)."""
-    if plan.follow is None:
-        return []
     f = plan.follow
-    if f.source == "vault":
-        ids: list[str] = []
-        for text in main_results:
-            for vault_id in VAULT_ID_LINE.findall(text):
-                if vault_id not in ids:
-                    ids.append(vault_id)
-        calls = []
-        for vault_id in ids[: f.count]:
-            for tool in f.tools:
-                args: dict[str, Any] = {"vault_id": vault_id}
-                days_field = ctx.lexicons[tool].roles.get("days")
-                if f.days and days_field:
-                    low, high = ctx.lexicons[tool].bounds.get(days_field, (None, None))
-                    days = f.days
-                    if high is not None:
-                        days = min(days, int(high))
-                    if low is not None:
-                        days = max(days, int(low))
-                    args[days_field] = days
-                calls.append(Call(tool, args))
-        return calls
-    symbols: list[str] = []
-    for text in main_results:
-        for symbol in TOKEN_HIT.findall(text):
-            if symbol not in symbols:
-                symbols.append(symbol)
-    return [Call(tool, {"symbol": s}) for s in symbols[: f.count] for tool in f.tools]
+    if f is None:
+        return []
+    if f.source == "token":
+        symbols = _unique(TOKEN_HIT.findall(text) for text in main_results)
+        return [Call(tool, {"symbol": s}) for s in symbols[: f.count] for tool in f.tools]
+    ids = _unique(VAULT_ID_LINE.findall(text) for text in main_results)
+    calls = []
+    for vault_id in ids[: f.count]:
+        for tool in f.tools:
+            args: dict[str, Any] = {"vault_id": vault_id}
+            days_field = ctx.lexicons[tool].roles.get("days")
+            if f.days and days_field:
+                args[days_field] = _clamped(f.days, ctx.lexicons[tool].bounds.get(days_field))
+            calls.append(Call(tool, args))
+    return calls
+
+
+def _unique(groups: Iterable[list[str]]) -> list[str]:
+    out: list[str] = []
+    for group in groups:
+        out += [item for item in group if item not in out]
+    return out
+
+
+def _clamped(value: int, bounds: tuple[float | None, float | None] | None) -> int:
+    low, high = bounds or (None, None)
+    if high is not None:
+        value = min(value, int(high))
+    if low is not None:
+        value = max(value, int(low))
+    return value
 
 
 # --- token screens -------------------------------------------------------------------------
@@ -685,49 +704,3 @@ def _screen_plan(reading: Reading, ctx: Context, lex: ToolLexicon) -> Plan:
     if "follow_token" in free and (singular or counted) and ctx.has("analyze_token"):
         plan.follow = Follow(["analyze_token"], "token", min(counted or 1, MAX_FOLLOW))
     return plan
-
-
-# --- tokens and feed ---------------------------------------------------------------------------
-
-
-def token_symbols(reading: Reading, *, names: bool = True) -> list[str]:
-    """Tickers in the question, in order: $PEPE, PEPE, 'what is pepe', everyday names."""
-    text = reading.entities.masked
-    found: list[str] = []
-
-    def add(symbol: str) -> None:
-        symbol = symbol.upper()
-        if symbol not in found and symbol not in voc.NOT_TICKERS:
-            found.append(symbol)
-
-    for m in re.finditer(r"\$([A-Za-z][A-Za-z0-9]{1,14})\b", text):
-        add(m.group(1))
-    for word in re.findall(r"(?<![$\w])([A-Z][A-Z0-9]{1,14})\b", text):
-        add(word)
-    if not found:
-        about = re.search(
-            r"\b(?:what is|what's|tell me about|analy[sz]e|info on|about|ticker|price of)\s+"
-            r"([A-Za-z][A-Za-z0-9]{1,14})\b",
-            text,
-            re.IGNORECASE,
-        )
-        if about and about.group(1).upper() not in voc.NOT_TICKERS | {"THIS", "THAT", "MY"}:
-            if about.group(1).lower() not in voc.ASSET_NAMES:
-                add(about.group(1))
-    if not found and names:
-        lowered = text.lower()
-        for name, symbol in voc.ASSET_NAMES.items():
-            if re.search(rf"\b{re.escape(name)}\b", lowered):
-                add(symbol)
-    return found
-
-
-def feed_topic(reading: Reading) -> str:
-    """The topic of a feed question: its content words, filler and intent words left out."""
-    words = re.findall(r"[A-Za-z0-9$][A-Za-z0-9.$'-]*", reading.question)
-    out = []
-    for word in words:
-        bare = word.strip(".'-").lstrip("$")
-        if bare and bare.lower() not in voc.FEED_FILLER:
-            out.append(bare)
-    return " ".join(out) if out else re.sub(r"[?!.]+$", "", reading.question).strip()

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable
 
-from albert.ai.model import ChatMessage
+from albert.ai.model import ChatMessage, ChatToolCall
 from albert.ai.planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
 from albert.tools.base import ToolSpec
 
@@ -59,30 +59,9 @@ def _band_line(plan: Plan, results: Iterable[str]) -> str | None:
 def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
     """An answer built only from this turn's tool results; failures and cuts said plainly."""
     calls = {c.id: c for m in since for c in m.tool_calls}
-    sections = [LABEL, ""]
     tool_messages = [m for m in since if m.role == "tool"]
-    bodies = [m.content for m in tool_messages]
-    if plan.band is not None:
-        worded = _band_line(plan, bodies)
-        band = plan.band
-        quoted = _quoted(band.apy)
-        if worded:
-            sections += [
-                f"You quoted {quoted}. In the yield-versus-risk guidelines returned with the "
-                f"results, that falls in this band: {worded}",
-                "",
-            ]
-        else:
-            sections += [
-                f"You quoted {quoted}: in the product's yield-versus-risk guideline that is the "
-                f"band {band.label}.",
-                "",
-            ]
-        if plan.main:
-            sections += [
-                "Vaults in the same APY band, with their risk ratings, for comparison:",
-                "",
-            ]
+    sections = [LABEL, ""]
+    sections += _band_intro(plan, [m.content for m in tool_messages])
     looked = [r for r in plan.resolved if r.kind != "unknown"]
     if looked:
         parts = [f"{r.word} → {r.kind} {', '.join(r.values)}" for r in looked]
@@ -90,48 +69,15 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
     followed = False
     for message in tool_messages:
         call = calls.get(message.tool_call_id or "")
-        name = call.name if call else message.name or "tool"
-        args = call.arguments if call else "{}"
         purpose = purpose_of(call.id) if call else "main"
-        full = message.content.strip()
-        if purpose == "lookup" and name in (CATALOGUE_TOOL, ASSET_LOOKUP_TOOL):
-            if full.startswith("Error:"):
-                sections += [f"The name lookup **{name}** failed: {full[:300]}", ""]
-            continue
         if purpose == "follow" and not followed:
             sections += ["Then, for what that search found first:", ""]
             followed = True
-        body = full
-        if len(body) > RESULT_CHARS:
-            body = body[:RESULT_CHARS] + "\n…(more in the tool result)"
-        if full.startswith("Error:"):
-            sections += [
-                f"**{name}** could not answer, so I could not check this "
-                "and have not filled the gap with guesses:",
-                "",
-                body,
-                "",
-            ]
-            continue
-        sections += [f"From **{name}** ({_short_args(args)}):", "", body, ""]
-        cut = _CUT.search(full)
-        if cut:
-            sections += [
-                f"Note: the {name} result was cut before it reached me ({cut.group(1)} of "
-                f"{cut.group(2)} characters shown). I could not check the rest, so anything "
-                "beyond what is shown above is not covered by this answer.",
-                "",
-            ]
-    if (
-        plan.follow is not None
-        and not followed
-        and any(purpose_of(c.id) == "main" for m in since for c in m.tool_calls)
-    ):
+        sections += _result_section(message, call, purpose)
+    ran_main = any(purpose_of(c.id) == "main" for c in calls.values())
+    if plan.follow is not None and not followed and ran_main:
         what = ", ".join(plan.follow.tools)
-        sections += [
-            f"The search returned nothing to follow up on, so I did not run {what}.",
-            "",
-        ]
+        sections += [f"The search returned nothing to follow up on, so I did not run {what}.", ""]
     if plan.notes:
         sections += ["Not applied (I could not map these to the tools' fields):"]
         sections += [f"- {note}" for note in plan.notes]
@@ -139,6 +85,63 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
     if len(sections) == 2:
         sections.append("No tool result came back for this question.")
     return "\n".join(sections).rstrip() + "\n"
+
+
+def _band_intro(plan: Plan, bodies: list[str]) -> list[str]:
+    """The quoted APY's band, in the guideline's own words when a result carried them."""
+    band = plan.band
+    if band is None:
+        return []
+    worded = _band_line(plan, bodies)
+    quoted = _quoted(band.apy)
+    if worded:
+        lines = [
+            f"You quoted {quoted}. In the yield-versus-risk guidelines returned with the "
+            f"results, that falls in this band: {worded}",
+            "",
+        ]
+    else:
+        lines = [
+            f"You quoted {quoted}: in the product's yield-versus-risk guideline that is the "
+            f"band {band.label}.",
+            "",
+        ]
+    if plan.main:
+        lines += ["Vaults in the same APY band, with their risk ratings, for comparison:", ""]
+    return lines
+
+
+def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: str) -> list[str]:
+    """One tool result as the answer shows it: lookups folded, failures and cuts said."""
+    name = call.name if call else message.name or "tool"
+    full = message.content.strip()
+    if purpose == "lookup" and name in (CATALOGUE_TOOL, ASSET_LOOKUP_TOOL):
+        return [f"The name lookup **{name}** failed: {full[:300]}", ""] if _failed(full) else []
+    body = full
+    if len(body) > RESULT_CHARS:
+        body = body[:RESULT_CHARS] + "\n…(more in the tool result)"
+    if _failed(full):
+        return [
+            f"**{name}** could not answer, so I could not check this "
+            "and have not filled the gap with guesses:",
+            "",
+            body,
+            "",
+        ]
+    lines = [f"From **{name}** ({_short_args(call.arguments if call else '{}')}):", "", body, ""]
+    cut = _CUT.search(full)
+    if cut:
+        lines += [
+            f"Note: the {name} result was cut before it reached me ({cut.group(1)} of "
+            f"{cut.group(2)} characters shown). I could not check the rest, so anything "
+            "beyond what is shown above is not covered by this answer.",
+            "",
+        ]
+    return lines
+
+
+def _failed(text: str) -> bool:
+    return text.startswith("Error:")
 
 
 def unavailable_answer(text: str) -> str:

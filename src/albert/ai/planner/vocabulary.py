@@ -392,7 +392,7 @@ FEED_WORDS = (
     "press", "articles", "article", "story", "stories", "tweets", "twitter", "social",
 )  # fmt: skip
 WALLET_WORDS = (
-    "portfolio", "holdings", "holding", "holds", "positions", "position", "balance",
+    "portfolio", "holdings", "holding", "holds", "hold", "positions", "position", "balance",
     "balances", "worth", "net worth", "assets", "invested", "bag", "bags", "allocation",
     "allocations",
 )  # fmt: skip
