@@ -9,6 +9,7 @@ Modules, in the order a question passes through them:
 - `reading` — one question read once against those phrases;
 - `names` — assets, protocols and chains checked against the indexed sets;
 - `binding` — conditions bound to the nearest field mention of a tool;
+- `tickers` — token tickers and feed topics as the question writes them;
 - `plans` — routes and the lookup → main → follow steps;
 - `rendering` — the labelled answer built from tool results;
 - `client` — the `DemoPlanner` model client.
