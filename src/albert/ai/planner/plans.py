@@ -280,7 +280,7 @@ def _vault_id_plan(reading: Reading, ctx: Context) -> Plan:
     calls = []
     for vault_id in reading.entities.vault_ids[:3]:
         for tool in tools:
-            args: dict[str, Any] = {"vault_id": vault_id}
+            args: dict[str, Any] = {ctx.lexicons[tool].roles.get("vault_id", "vault_id"): vault_id}
             b = bind_fields(reading, _days_only(ctx.lexicons[tool]))
             args.update(b.arguments)
             calls.append(Call(tool, args))
@@ -350,7 +350,8 @@ def _wallet_plan(reading: Reading, ctx: Context, owners: list[str]) -> Plan:
     binding.arguments.pop(ctx.lexicons[chosen].roles.get("sort", ""), None)
     calls = []
     for owner in owners[:3]:
-        calls.append(Call(chosen, {"address": owner, **binding.arguments}))
+        field = ctx.lexicons[chosen].roles.get("address", "address")
+        calls.append(Call(chosen, {field: owner, **binding.arguments}))
     return Plan("wallet", main=calls, notes=notes)
 
 
@@ -665,7 +666,7 @@ def follow_calls(plan: Plan, ctx: Context, main_results: list[str]) -> list[Call
     calls = []
     for vault_id in ids[: f.count]:
         for tool in f.tools:
-            args: dict[str, Any] = {"vault_id": vault_id}
+            args: dict[str, Any] = {ctx.lexicons[tool].roles.get("vault_id", "vault_id"): vault_id}
             days_field = ctx.lexicons[tool].roles.get("days")
             if f.days and days_field:
                 args[days_field] = _clamped(f.days, ctx.lexicons[tool].bounds.get(days_field))
