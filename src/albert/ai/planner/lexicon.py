@@ -95,7 +95,6 @@ class ToolLexicon:
     known: dict[str, set[str]] = field(default_factory=dict)
     closed: set[str] = field(default_factory=set)
     bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    required: tuple[str, ...] = ()
 
     @property
     def families(self) -> set[str]:
@@ -202,7 +201,6 @@ def build_lexicon(spec: ToolSpec) -> ToolLexicon:
     params = spec.parameters or {}
     defs = params.get("$defs", {})
     lex = ToolLexicon(tool=spec.name, description=spec.description or "")
-    lex.required = tuple(params.get("required") or ())
     sort_enum: tuple[str, ...] = ()
     for name, raw in (params.get("properties") or {}).items():
         prop = _property(name, raw, defs)

@@ -36,7 +36,6 @@ from albert.ai.planner.reading import Reading, read
 from albert.ai.planner.text import is_ticker_shaped
 from albert.ai.planner.tickers import feed_topic, token_symbols
 
-VAULT_SEARCH = ("search_vaults", "top_yields")
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
 VAULT_ID_TOOLS = ("analyze_yield", "analyze_risk", "vault_history")
 WALLET_TOOLS = ("wallet_portfolio", "wallet_positions", "wallet_top_positions")

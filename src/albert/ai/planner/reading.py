@@ -33,7 +33,6 @@ _CUES: dict[str, list[tuple[str, ...]]] = {
     "wallet": _phrase_set(voc.WALLET_WORDS),
     "wallet_top": _phrase_set(voc.WALLET_TOP_WORDS),
     "wallet_list": _phrase_set(voc.WALLET_LIST_WORDS),
-    "wallet_summary": _phrase_set(voc.WALLET_SUMMARY_WORDS),
     "history": _phrase_set(voc.HISTORY_WORDS),
     "risk": _phrase_set(voc.RISK_WORDS),
     "yield_source": _phrase_set(voc.YIELD_SOURCE_WORDS),

@@ -402,10 +402,6 @@ WALLET_TOP_WORDS = (
     "largest first", "by worth", "concentrated", "concentration",
 )  # fmt: skip
 WALLET_LIST_WORDS = ("list", "all", "every", "each", "positions", "show all", "itemise", "itemize")
-WALLET_SUMMARY_WORDS = (
-    "portfolio", "total", "overall", "summary", "summarise", "summarize", "net worth",
-    "breakdown", "split", "spread", "allocation", "diversified", "worth in total",
-)  # fmt: skip
 
 # Questions about a protocol itself ("tell me about Aave", "how is Curve doing").
 PROTOCOL_TALK_WORDS = (
