@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.core import Benchmark, BenchSizes, Row, Spread
+from miniflare.process import exit_on_signals
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -183,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         help="print the results of an earlier run (its JSON file) as a Markdown table",
     )
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C: every process started for the run is stopped on the way out.
+    exit_on_signals()
     if args.markdown is not None:
         saved = Report.model_validate_json(args.markdown.read_text())
         print(markdown(saved.rows), end="")

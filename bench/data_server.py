@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +28,7 @@ from data_server.mcp_server.vault_index import QUERY_BY
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
+from miniflare.process import ChildProcess, answers_http
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 API_KEY = "bench-typesense-key"
@@ -105,41 +103,23 @@ def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Itera
     """`albert-data serve` as a process; yields its MCP URL."""
     port = free_port()
     env = {
-        **os.environ,
         "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}",
         "TYPESENSE_URL": typesense.url,
         "TYPESENSE_API_KEY": API_KEY,
         "TYPESENSE_VAULTS_COLLECTION": collection,
         "DATA_SERVER_DB_PATH": str(db),
     }
-    proc = subprocess.Popen(
+    child = ChildProcess(
         [sys.executable, "-m", "data_server.cli", "serve", "--port", str(port)],
-        cwd=PROJECT_DIR,
+        name="albert-data serve",
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+        grace=10.0,
+    ).start()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("data server exited at start")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code < 500:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("data server did not start")
-            time.sleep(0.1)
+        child.wait_ready(answers_http(f"http://127.0.0.1:{port}/healthz"), 60, "serving")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        child.stop()
 
 
 async def search(

@@ -15,18 +15,14 @@ last user message), so any number of clients can share one server.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from miniflare.process import ChildProcess, answers_http
 from tests.support.asgi_server import AsgiServer
 from tests.support.ports import free_port
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
@@ -91,12 +87,12 @@ def serve(port: int, policy: str, tokens: int, steps: int) -> None:
 
 
 class ModelProcess:
-    """The policy model server as a child process on a free port."""
+    """The policy model server as a child process on a free port (the project's runner)."""
 
     def __init__(self, policy: str = "text", tokens: int = 8, steps: int = 5) -> None:
         self.port = free_port()
         self.args = ["--policy", policy, "--tokens", str(tokens), "--steps", str(steps)]
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._child: ChildProcess | None = None
 
     @property
     def base_url(self) -> str:
@@ -104,36 +100,20 @@ class ModelProcess:
 
     def start(self, timeout: float = 20.0) -> ModelProcess:
         """Launch and wait until it answers."""
-        self._proc = subprocess.Popen(
+        self._child = ChildProcess(
             [sys.executable, "-m", "bench.model_server", "--port", str(self.port), *self.args],
-            cwd=PROJECT_DIR,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError("model server exited at start")
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/", timeout=0.5)
-                return self
-            except httpx.TransportError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("model server did not start")
+            name="bench model server",
+            env={"PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
+            grace=10.0,
+        ).start()
+        self._child.wait_ready(answers_http(f"http://127.0.0.1:{self.port}/"), timeout, "up")
+        return self
 
     def stop(self) -> None:
-        """Terminate and wait."""
-        if self._proc is None:
-            return
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=5)
-        self._proc = None
+        """SIGTERM, then SIGKILL after the grace."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop()
 
     def __enter__(self) -> ModelProcess:
         return self.start()

@@ -111,3 +111,13 @@ class ChatDurableObject(DurableObject):
 
     async def webSocketError(self, ws: Any, error: Any) -> None:
         log.warning("websocket error: %s", error)
+
+    async def shutdown(self) -> None:
+        """The local runtime is stopping (workerd has no such event): close connections.
+
+        Running turns were cancelled (and recorded) before this is called.
+        """
+        if self._service is not None:
+            await self._service.close()
+        if self._http is not None:
+            await self._http.aclose()

@@ -12,6 +12,7 @@ from rich.console import Console
 from evals.cases import load_cases
 from evals.report import print_report, write_json
 from evals.runner import ModelOptions, run_eval
+from miniflare.process import exit_on_signals
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = _parser().parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C: every process started for the run is stopped on the way out.
+    exit_on_signals()
     # Piped output (CI logs) gets a table wide enough to read.
     console = Console() if sys.stdout.isatty() else Console(width=170)
     cases = load_cases()

@@ -110,6 +110,10 @@ class ObjectHost:
         self._instances[key] = instance
         return instance
 
+    def instances(self) -> list[Any]:
+        """The live instances of this class."""
+        return list(self._instances.values())
+
     def evict(self, object_id: DurableObjectId) -> None:
         """Drop the instance as hibernation would; its sockets and storage stay."""
         self._instances.pop(object_id.toString(), None)
@@ -139,7 +143,7 @@ class ObjectHost:
         delay = max(0.0, when / 1000 - time.time())
         loop = asyncio.get_running_loop()
         self._alarm_handles[key] = loop.call_later(
-            delay, lambda: self._runtime.spawn(self._fire_alarm(key, when))
+            delay, lambda: self._runtime.deliver(self._fire_alarm(key, when))
         )
 
     async def _fire_alarm(self, key: str, when: int) -> None:

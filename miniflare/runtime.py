@@ -62,6 +62,12 @@ class LocalRuntime:
         self.state_dir = state_dir
         self._overrides = dict(overrides or {})
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Events delivered to objects (WebSocket messages, alarms): cancelled on shutdown.
+        self._events: set[asyncio.Task[Any]] = set()
+        # Open WebSocket connections: the tasks serving them, and the object's end of each.
+        self._connections: dict[asyncio.Task[Any], LocalWebSocket] = {}
+        self.stopping = False
+        self._drained = False
         self.hosts: dict[str, ObjectHost] = {}
         self.env: LocalEnv | None = None
         self._entrypoint: Any = None
@@ -99,11 +105,44 @@ class LocalRuntime:
             host.restore_alarms()
 
     async def shutdown(self, grace_seconds: float = 5.0) -> None:
-        """Let waitUntil work finish (bounded), then close storage."""
-        pending = [t for t in self._tasks if not t.done()]
-        if pending:
-            _, still = await asyncio.wait(pending, timeout=grace_seconds)
-            for task in still:
+        """Stop cleanly (once): see `drain`."""
+        await self.drain(grace_seconds)
+
+    async def drain(self, budget_seconds: float = 1.5) -> None:
+        """Stop serving within `budget_seconds`, losing nothing that was stored.
+
+        Running events (a turn is one) are cancelled, so each turn records its `cancelled`
+        outcome and sends its done frame; then objects close their connections (their
+        optional `shutdown()`, a local-runtime hook: workerd has no such event); then every
+        WebSocket is closed with 1001 (going away); `waitUntil` work gets what is left of
+        the budget; last, storage is closed (a WAL checkpoint: the files are complete).
+        """
+        if self._drained:
+            return
+        self._drained = True
+        self.stopping = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget_seconds
+
+        def left(share: float = 1.0) -> float:
+            return max(0.0, (deadline - loop.time()) * share)
+
+        events = [t for t in self._events if not t.done()]
+        for task in events:
+            task.cancel()
+        await _wait(events, left(0.5))
+        closers = [
+            asyncio.ensure_future(_close_object(instance))
+            for host in self.hosts.values()
+            for instance in host.instances()
+        ]
+        await _wait(closers, left(0.4))
+        for server in list(self._connections.values()):
+            server.close(1001, "server shutting down")
+        await _wait(list(self._connections), left(0.3))
+        await _wait([t for t in self._tasks if not t.done()], left())
+        for task in [*self._tasks, *self._events, *self._connections, *closers]:
+            if not task.done():
                 task.cancel()
         for host in self.hosts.values():
             host.close()
@@ -113,6 +152,17 @@ class LocalRuntime:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
+
+    def deliver(self, event: Awaitable[Any]) -> asyncio.Task[Any] | None:
+        """Run one event of an object as its own task; none are delivered once stopping."""
+        if self.stopping:
+            if asyncio.iscoroutine(event):
+                event.close()
+            return None
+        task = asyncio.ensure_future(self._deliver(event))
+        self._events.add(task)
+        task.add_done_callback(self._events.discard)
         return task
 
     def wait_until(self, work: Awaitable[Any]) -> None:
@@ -221,6 +271,9 @@ class LocalRuntime:
         first = await receive()
         if first["type"] != "websocket.connect":
             return
+        if self.stopping:
+            await send({"type": "websocket.close", "code": 1001, "reason": "server shutting down"})
+            return
         try:
             response = await self._entrypoint.fetch(self._request(scope))
         except Exception:
@@ -241,9 +294,14 @@ class LocalRuntime:
         owner = self._owner_of(server)
         await send({"type": "websocket.accept"})
         writer = asyncio.ensure_future(self._pump_out(server, send))
+        connection = asyncio.current_task()
+        if connection is not None:
+            self._connections[connection] = server
         try:
             await self._pump_in(server, owner, receive)
         finally:
+            if connection is not None:
+                self._connections.pop(connection, None)
             server.mark_closed()
             await asyncio.wait([writer], timeout=2)
             writer.cancel()
@@ -268,7 +326,7 @@ class LocalRuntime:
                 # Each event is its own task: like workerd, a handler waiting on I/O
                 # does not hold back the next message (a cancel can reach a running turn).
                 instance = host.instance(object_id)
-                self.spawn(self._deliver(instance.webSocketMessage(server, payload)))
+                self.deliver(instance.webSocketMessage(server, payload))
             elif message["type"] == "websocket.disconnect":
                 code = int(message.get("code", 1005))
                 host.state(object_id).forget_socket(server)
@@ -276,11 +334,7 @@ class LocalRuntime:
                 instance = host.instance(object_id)
                 handler = getattr(instance, "webSocketClose", None)
                 if handler is not None:
-                    self.spawn(
-                        self._deliver(
-                            handler(server, code, message.get("reason", ""), code == 1000)
-                        )
-                    )
+                    self.deliver(handler(server, code, message.get("reason", ""), code == 1000))
                 return
 
     async def _deliver(self, event: Awaitable[Any]) -> None:
@@ -305,3 +359,18 @@ class LocalRuntime:
             except Exception:
                 # The browser is gone; what the object sends now is dropped, as on the platform.
                 return
+
+
+async def _wait(tasks: list[asyncio.Task[Any]], seconds: float) -> None:
+    if tasks:
+        await asyncio.wait(tasks, timeout=seconds)
+
+
+async def _close_object(instance: Any) -> None:
+    close = getattr(instance, "shutdown", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:
+        log.exception("an object failed to shut down")

@@ -1,10 +1,20 @@
-"""Serving a LocalRuntime with uvicorn on loopback."""
+"""Serving a LocalRuntime with uvicorn on loopback, and stopping it cleanly on a signal.
+
+SIGTERM or SIGINT (Ctrl-C) stops `albert serve` and `albert dev` within about 2 s:
+running turns are cancelled and recorded as `cancelled` (their done frame still reaches
+the browser), every WebSocket is closed with 1001 (going away), storage is closed, the
+servers stop, and the process exits 0. A second signal skips what is left of the grace.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+from collections.abc import Callable, Generator
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -12,6 +22,20 @@ from miniflare.config import load_config
 from miniflare.runtime import LocalRuntime
 
 log = logging.getLogger(__name__)
+
+# The runtime's share of the 2 s: turns end, sockets close, storage is closed.
+DRAIN_SECONDS = 1.0
+# What uvicorn may then spend on connections that are still open (e.g. an MCP stream).
+SERVER_GRACE_SECONDS = 0.3
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn without signal handlers of its own: `serve_until_stopped` owns the signals."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
 
 
 def make_runtime(
@@ -36,13 +60,55 @@ def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Serve
         log_level="warning",
         ws_ping_interval=20,
         ws_max_size=1 << 20,
+        timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
     )
-    return uvicorn.Server(config)
+    return QuietServer(config)
 
 
-async def serve(runtime: LocalRuntime, host: str, port: int) -> None:
-    """Serve until cancelled or interrupted."""
-    await uvicorn_server(runtime, host, port).serve()
+async def serve_until_stopped(
+    servers: list[uvicorn.Server],
+    runtime: LocalRuntime,
+    *,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Serve until SIGTERM/SIGINT (or until one server ends), then stop everything cleanly.
+
+    `on_stop` runs as soon as the stop begins (e.g. to signal child processes, so they
+    stop while the runtime drains).
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def request_stop() -> None:
+        if stop.is_set():
+            # A second signal: no more waiting for anything.
+            for server in servers:
+                server.should_exit = True
+                server.force_exit = True
+            return
+        stop.set()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(request_stop)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    tasks = [asyncio.ensure_future(server.serve()) for server in servers]
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([*tasks, stopped], return_when=asyncio.FIRST_COMPLETED)
+        log.info("stopping")
+        if on_stop is not None:
+            on_stop()
+        await runtime.drain(DRAIN_SECONDS)
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        stopped.cancel()
+        for task in tasks:
+            task.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run(
@@ -52,6 +118,6 @@ def run(
     port: int,
     overrides: dict[str, str] | None = None,
 ) -> None:
-    """Blocking entry: load and serve the worker."""
+    """Blocking entry of `albert serve`: load and serve the worker until a stop signal."""
     runtime = make_runtime(project_dir, state_dir, overrides)
-    asyncio.run(serve(runtime, host, port))
+    asyncio.run(serve_until_stopped([uvicorn_server(runtime, host, port)], runtime))

@@ -9,15 +9,21 @@ the reference platform services) and the worker runtime with the browser chat, a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
+import time
 from pathlib import Path
 
 import uvicorn
 from pydantic import BaseModel
 
-from miniflare.server import make_runtime, uvicorn_server
+from miniflare.process import Children
+from miniflare.server import (
+    SERVER_GRACE_SECONDS,
+    QuietServer,
+    make_runtime,
+    serve_until_stopped,
+    uvicorn_server,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,24 +70,21 @@ def _data_server(typesense_url: str, db_path: Path, port: int) -> uvicorn.Server
         }
     )
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
     )
-    return uvicorn.Server(config)
+    return QuietServer(config)
 
 
-async def _serve(servers: list[uvicorn.Server]) -> None:
-    tasks = [asyncio.create_task(s.serve()) for s in servers]
-    try:
-        # When one server stops (error or Ctrl-C), stop the others too.
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for server in servers:
-            server.should_exit = True
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+# Child processes get what is left of the 2 s stop after the runtime drained; Typesense's
+# own clean exit takes ~1.9 s (two one-second polling loops), so it is usually SIGKILLed at
+# the end of this. That is safe: it answers a write only once the write is in its on-disk
+# log (tests/data_server/typesense/test_process.py kills it right after a write).
+CHILDREN_STOP_SECONDS = 1.2
 
 
 def run_stack(
@@ -93,19 +96,28 @@ def run_stack(
     *,
     data_port: int = 8788,
 ) -> None:
-    """Start every part of the local stack and serve the browser chat until interrupted."""
+    """Start every part of the local stack and serve the browser chat until stopped.
+
+    Stops within ~2 s on SIGTERM or Ctrl-C (see miniflare.server); every child process
+    is started through `children` (one line each, see miniflare.process) and stopped here.
+    """
     from data_server.typesense.process import TypesenseProcess
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    # SIGTERM (a supervisor, a test harness) must stop Typesense too, as Ctrl-C does:
-    # uvicorn re-raises the signal after its own shutdown, and this turns it into the
-    # KeyboardInterrupt that the `finally` below survives.
-    signal.signal(signal.SIGTERM, _interrupt)
+    children = Children()
+    stop_began: list[float] = []
+
+    def begin_stop() -> None:
+        stop_began.append(time.monotonic())
+        children.send_stop()
+
     data_port = _free_or_any(data_port)
     typesense = TypesenseProcess(state_dir / "typesense", LOCAL_TYPESENSE_KEY)
-    print("Starting Typesense…", flush=True)
-    typesense.start()
     try:
+        print("Starting Typesense…", flush=True)
+        typesense.start()
+        assert typesense.child is not None
+        children.add(typesense.child)
         print(f"  Typesense on {typesense.url}", flush=True)
         db_path = state_dir / "data_server.sqlite3"
         print("Seeding demo data…", flush=True)
@@ -121,13 +133,18 @@ def run_stack(
             **overrides,
         }
         runtime = make_runtime(project_dir, state_dir, values)
+        # The worker first: on a stop it drains (ending its MCP sessions) while the data
+        # server still answers.
         servers = [
-            _data_server(typesense.url, db_path, data_port),
             uvicorn_server(runtime, host, port),
+            _data_server(typesense.url, db_path, data_port),
         ]
         print(f"  data server (MCP + platform services) on {data_url}", flush=True)
         print(f"\nAlbert is running: open http://{host}:{port}/\n", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(servers))
+        asyncio.run(serve_until_stopped(servers, runtime, on_stop=begin_stop))
     finally:
-        typesense.stop()
+        if not stop_began:
+            begin_stop()
+        children.finish_stop(stop_began[0] + CHILDREN_STOP_SECONDS)
+        # Started but not yet owned (interrupted while it became healthy).
+        typesense.stop(timeout=CHILDREN_STOP_SECONDS)

@@ -6,18 +6,16 @@ that importing this module stays cheap where the binary is not installed.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 import httpx
+
+from miniflare.process import ChildProcess
 
 LOG_FILE_NAME = "typesense.log"
 # Typesense remembers its raft peer address (peering host:port:api port) in the data dir; a
@@ -73,8 +71,7 @@ class TypesenseProcess:
         self.peering_port = (
             recorded[1] if recorded and recorded[0] == port and recorded[1] != port else None
         )
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self.child: ChildProcess | None = None
 
     @property
     def url(self) -> str:
@@ -89,12 +86,12 @@ class TypesenseProcess:
     @property
     def running(self) -> bool:
         """True while the child process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        return self.child is not None and self.child.running
 
     @property
     def pid(self) -> int | None:
         """Process id of the server, or None before start."""
-        return self._proc.pid if self._proc is not None else None
+        return self.child.pid if self.child is not None else None
 
     def start(self, timeout: float = 30.0) -> None:
         """Launch the server and wait until GET /health says ok, at most `timeout` seconds."""
@@ -122,18 +119,9 @@ class TypesenseProcess:
             f"--peering-port={self.peering_port}",
             "--enable-cors=false",
         ]
-        self._log = self.log_path.open("ab")
-        self._proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            # Own process group, so a Ctrl-C in the terminal is handled by us, not the child.
-            start_new_session=True,
-        )
-        # The child runs in its own session (a terminal Ctrl-C does not reach it), so make
-        # sure an interpreter that exits without calling stop() still ends it.
-        atexit.register(self.stop)
+        # The project's process runner: own process group, stopped as a group, stopped at
+        # interpreter exit, and killed by the kernel if this process dies first.
+        self.child = ChildProcess(args, name="typesense", log_path=self.log_path).start()
         try:
             self._wait_healthy(timeout)
         except BaseException:
@@ -144,8 +132,8 @@ class TypesenseProcess:
         deadline = time.monotonic() + timeout
         with httpx.Client(timeout=1.0) as client:
             while True:
-                assert self._proc is not None
-                code = self._proc.poll()
+                assert self.child is not None
+                code = self.child.popen.poll()
                 if code is not None:
                     raise TypesenseStartError(
                         f"Typesense exited with code {code} during start-up "
@@ -155,7 +143,7 @@ class TypesenseProcess:
                     resp = client.get(f"{self.url}/health")
                     if resp.status_code == 200 and resp.json().get("ok") is True:
                         # Another server might hold the port; only ours counts as healthy.
-                        if self._proc.poll() is None:
+                        if self.child.running:
                             return
                         continue
                 except (httpx.HTTPError, ValueError):
@@ -188,20 +176,10 @@ class TypesenseProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Terminate the server, wait for it, and kill it if it does not exit in `timeout`."""
-        proc, self._proc = self._proc, None
-        atexit.unregister(self.stop)
-        if proc is not None:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        """SIGTERM, wait up to `timeout` seconds, then SIGKILL (its writes are durable by then)."""
+        child, self.child = self.child, None
+        if child is not None:
+            child.stop(grace=timeout)
 
     def __enter__(self) -> TypesenseProcess:
         self.start()

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from data_server.mcp_server import TOOL_NAMES, build_mcp_server
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from data_server.typesense.process import free_port
+from miniflare.process import ChildProcess, answers_http
 from tests.data_server.mcp_server.servers import (
     AppServer,
     fresh_app,
@@ -100,40 +99,27 @@ async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path) -> None
 def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path: Path) -> None:
     port = free_port()
     env = {
-        **os.environ,
         "DATA_SERVER_DB_PATH": str(tmp_path / "serve.sqlite3"),
         "TYPESENSE_URL": typesense_server.url,
         "TYPESENSE_API_KEY": typesense_server.api_key,
         "TYPESENSE_VAULTS_COLLECTION": unique_name("vaults_serve"),
         "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
     }
-    proc = subprocess.Popen(
+    serve = ChildProcess(
         [sys.executable, "-m", "data_server.cli", "serve", "--port", str(port)],
+        name="albert-data serve",
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        log_path=tmp_path / "serve.log",
+        stop_signal=signal.SIGINT,
+        grace=10,
     )
-    try:
-        deadline = time.monotonic() + 20
-        body = None
-        with httpx.Client(timeout=2) as http:
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    body = http.get(f"http://127.0.0.1:{port}/healthz").json()
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-        assert body is not None, proc.stdout.read().decode() if proc.stdout else ""
+    with serve:
+        serve.wait_ready(answers_http(f"http://127.0.0.1:{port}/healthz"), 20, "serving")
+        body = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
         # Nothing was published to this collection: reachable, but not healthy.
         assert body["index"]["reachable"] is True and body["status"] == "degraded"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    assert serve.returncode == 0, serve.log_tail()
 
 
 def test_settings_from_environment_names() -> None:

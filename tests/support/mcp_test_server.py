@@ -11,16 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from miniflare.process import ChildProcess, answers_http
 from tests.support.ports import free_port
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -276,7 +272,7 @@ class McpTestServer:
         self.profile = profile
         self.port = port or free_port()
         self.tag = tag or profile
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._child: ChildProcess | None = None
 
     @property
     def url(self) -> str:
@@ -288,30 +284,19 @@ class McpTestServer:
             return self
         args = [sys.executable, "-m", "tests.support.mcp_test_server", "--port", str(self.port)]
         args += ["--profile", self.profile, "--tag", self.tag]
-        self._proc = subprocess.Popen(
+        self._child = ChildProcess(
             args,
-            cwd=PROJECT_DIR,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
-        )
+            name=f"mcp test server {self.tag}",
+            env={"PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
+        ).start()
         return self
 
     def wait_ready(self, timeout: float = 30.0) -> McpTestServer:
         """Block until the server answers HTTP (bounded)."""
-        assert self._proc is not None, "launch() first"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"MCP test server exited with {self._proc.returncode}")
-            try:
-                # Any HTTP answer means uvicorn is listening.
-                httpx.get(self.url, timeout=0.5)
-                return self
-            except httpx.TransportError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("MCP test server did not start")
+        assert self._child is not None, "launch() first"
+        # Any HTTP answer means uvicorn is listening.
+        self._child.wait_ready(answers_http(self.url), timeout, "listening")
+        return self
 
     def start(self, timeout: float = 30.0) -> McpTestServer:
         """Start the process and wait until it listens."""
@@ -319,16 +304,13 @@ class McpTestServer:
 
     def stop(self) -> None:
         """Kill the process at once, as a crash would."""
-        if self._proc is None:
-            return
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGKILL)
-        self._proc.wait(timeout=10)
-        self._proc = None
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._child is not None and self._child.running
 
     def __enter__(self) -> McpTestServer:
         return self.start()

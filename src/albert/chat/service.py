@@ -126,6 +126,11 @@ class ChatService:
         if self.mcp is not None:
             self.mcp.manager.start()
 
+    async def close(self) -> None:
+        """The host is stopping: close MCP connections (turns were ended before)."""
+        if self.mcp is not None:
+            await self.mcp.manager.close()
+
     async def on_alarm(self) -> None:
         """The object's alarm rang (scheduled MCP reconnection retries)."""
         if self.mcp is not None:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from data_server.typesense.process import TypesenseProcess, TypesenseStartError, free_port
+from miniflare.process import ChildProcess
 from tests.typesense_fixture import TypesenseServer
 
 KEY = "process-test-key"
@@ -60,6 +61,28 @@ def test_start_stop_and_data_survives_restart(tmp_path: Path) -> None:
         assert r.status_code == 200, r.text
         assert r.json()["title"] == "kept across restarts"
     assert (data_dir / "typesense.log").stat().st_size > 0
+
+
+def test_a_write_it_answered_survives_a_sigkill(tmp_path: Path) -> None:
+    # `albert dev` gives Typesense ~1 s to stop and then kills it: that must lose nothing.
+    data_dir = tmp_path / "killed"
+    schema = {"name": "kept", "fields": [{"name": "title", "type": "string"}]}
+    with TypesenseProcess(data_dir, KEY) as server:
+        r = httpx.post(f"{server.url}/collections", json=schema, headers=_headers(KEY), timeout=5)
+        assert r.status_code == 201, r.text
+        r = httpx.post(
+            f"{server.url}/collections/kept/documents",
+            json={"id": "1", "title": "written just before the kill"},
+            headers=_headers(KEY),
+            timeout=5,
+        )
+        assert r.status_code == 201, r.text
+        assert server.child is not None
+        server.child.kill()
+    with TypesenseProcess(data_dir, KEY) as again:
+        r = httpx.get(f"{again.url}/collections/kept/documents/1", headers=_headers(KEY), timeout=5)
+        assert r.status_code == 200, r.text
+        assert r.json()["title"] == "written just before the kill"
 
 
 def test_busy_port_is_refused_not_mistaken_for_ours(
@@ -113,7 +136,7 @@ def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
     import sys
 
     port = free_port()
-    proc = subprocess.Popen(
+    cli = ChildProcess(
         [
             sys.executable,
             "-m",
@@ -126,20 +149,15 @@ def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
             KEY,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        grace=15,
     )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once healthy; start() is bounded to 30 s
+    with cli:
+        assert cli.popen.stdout is not None
+        line = cli.popen.stdout.readline().decode()  # printed once healthy (start() is bounded)
         assert f"Typesense ready at http://127.0.0.1:{port}" in line, line
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json() == {"ok": True}
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+        os.kill(cli.popen.pid, signal.SIGTERM)
+        assert cli.popen.wait(timeout=15) == 0
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
 

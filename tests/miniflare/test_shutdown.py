@@ -1,0 +1,124 @@
+"""`albert serve` and `albert dev` stop cleanly on SIGTERM/SIGINT within 2 s, and nothing
+they started outlives them, even when they are SIGKILLed (checked through /proc)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from tests.support.chat_client import ChatClient, answer_text
+from tests.support.process_guard import descendants, read_process, wait_gone
+from tests.support.runtime_process import RuntimeProcess
+from tests.support.scripted_model import Reply, ScriptedModelServer
+
+STOP_SECONDS = 2.0
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dev_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Shared, so the second start finds the demo data seeded already.
+    return tmp_path_factory.mktemp("dev-stack")
+
+
+def stop_with(process: RuntimeProcess, signum: int) -> tuple[int, float]:
+    """Send `signum` to the process alone; its exit code and how long it took."""
+    assert process.child is not None
+    popen = process.child.popen
+    started = time.monotonic()
+    os.kill(popen.pid, signum)
+    code = popen.wait(timeout=15)
+    return code, time.monotonic() - started
+
+
+async def closed_code(client: ChatClient, timeout: float = 5.0) -> int | None:
+    """Read until the server closes the socket; the close code it sent."""
+    assert client.ws is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        for _ in range(1000):
+            await asyncio.wait_for(client.ws.recv(), max(0.01, deadline - loop.time()))
+    except ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd is not None else None
+    raise AssertionError("the socket stayed open")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_serve_ends_a_running_turn_as_cancelled_and_exits_0_within_2s(
+    tmp_path: Path, model: ScriptedModelServer, signum: int
+) -> None:
+    model.script(
+        Reply(text=["Half ", "an ", "answer ", "and more"], pause_after_chunks=3, pause_seconds=60)
+    )
+    variables = {"ALBERT_MODE": "local", "MODEL_BASE_URL": model.base_url}
+    with RuntimeProcess(tmp_path, variables) as runtime:
+        async with ChatClient(runtime.url, runtime.ws_url) as client:
+            await client.connect()
+            thread = await client.new_thread()
+            turn = await client.ask(thread, "Tell me something long")
+            seen = await client.frames_until("text_delta", turn_id=turn)
+            code, took = await asyncio.to_thread(stop_with, runtime, signum)
+            # The turn ended as cancelled, and the browser was told before the close.
+            rest: list[dict] = []
+            assert client.ws is not None
+            with pytest.raises(ConnectionClosed) as closed:
+                for _ in range(100):
+                    rest.append(json.loads(await client.ws.recv()))
+            done = [f for f in rest if f["type"] == "done"]
+            assert done and done[0]["finish_reason"] == "cancelled", rest
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        assert code == 0, runtime.log_tail()
+        assert took < STOP_SECONDS, f"stopped after {took:.2f} s"
+        # What was streamed is stored, marked cancelled: a restart shows it.
+        runtime.start()
+        async with ChatClient(runtime.url, runtime.ws_url, token=client.token) as again:
+            messages = (await again.thread(thread))["messages"]
+        last = messages[-1]
+        assert (last["role"], last["status"], last["finish_reason"]) == (
+            "assistant",
+            "cancelled",
+            "cancelled",
+        )
+        streamed = answer_text(seen + rest)
+        assert streamed.startswith("Half ") and last["content"] == streamed
+
+
+async def test_dev_stops_within_2s_on_sigterm_and_leaves_no_process(dev_state: Path) -> None:
+    with RuntimeProcess(dev_state, command="dev").start(timeout=120) as stack:
+        assert stack.pid is not None
+        children = descendants(stack.pid)
+        names = [info.cmdline for pid in children if (info := read_process(pid)) is not None]
+        assert any("typesense-server" in name for name in names), names
+        async with ChatClient(stack.url, stack.ws_url) as client:
+            await client.connect()
+            frames = await client.turn(await client.new_thread(), "What is PEPE?")
+            assert frames[-1]["finish_reason"] == "stop"
+            code, took = await asyncio.to_thread(stop_with, stack, signal.SIGTERM)
+            assert await closed_code(client) == 1001
+        assert code == 0, stack.log_tail()
+        assert took < STOP_SECONDS, f"stopped after {took:.2f} s\n{stack.log_tail()}"
+        # The children were stopped before it exited, not left to the kernel.
+        assert [pid for pid in children if read_process(pid) is not None] == []
+
+
+def test_sigkill_of_the_stack_takes_typesense_and_every_child_with_it(dev_state: Path) -> None:
+    with RuntimeProcess(dev_state, command="dev").start(timeout=120) as stack:
+        assert stack.pid is not None
+        children = descendants(stack.pid)
+        assert children, "albert dev started no child process"
+        stack.kill()  # SIGKILL to the stack alone: no cleanup of its own can run
+        assert wait_gone(children, 5) == set()
