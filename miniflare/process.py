@@ -455,6 +455,8 @@ class LocalProcess:
         """
         if self.running:
             return self
+        if self.child is not None:
+            self.child.kill()  # it died (or was killed): clear what is left of its group
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.child = ChildProcess(
             self.args(),
@@ -482,7 +484,8 @@ class LocalProcess:
     def kill(self) -> None:
         """SIGKILL the process alone, as a crash would: its own children must die with it.
 
-        `stop()` (or leaving the `with` block) afterwards clears what is left of its group.
+        `start()` starts it again; `stop()` (or leaving the `with` block) clears what is
+        left of its group.
         """
         if self.child is not None and self.child.running:
             os.kill(self.child.popen.pid, signal.SIGKILL)

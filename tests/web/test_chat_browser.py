@@ -293,6 +293,36 @@ def test_a_socket_dropped_mid_answer_resumes_with_nothing_lost_or_repeated(
     assert tab.answers().split() == [w.strip() for w in words]
 
 
+def test_an_answer_cut_off_by_kill_9_ends_with_its_text_and_a_retry(
+    tab: Page, model: ScriptedModelServer, runtime: RuntimeProcess
+) -> None:
+    page = tab.open().page
+    model.script(
+        Reply(text=["Partial ", "answer ", "never ", "finished."], pause_after_chunks=3,
+              pause_seconds=120)
+    )  # fmt: skip
+    tab.ask("Start answering")
+    page.wait_for_function(
+        "() => (document.querySelector('.answer')?.textContent || '').includes('answer')"
+    )
+    runtime.kill()  # SIGKILL mid-answer: no goodbye frame, no close code
+    page.wait_for_selector('#conn[data-state="reconnecting"]')
+    runtime.start()
+    tab.wait_live(timeout=20_000)
+    # The resume is answered with turn_interrupted: no endless typing, the text is kept.
+    tab.wait_turn(1, "error")
+    assert page.inner_text(".turn-error code") == "interrupted"
+    assert "restart" in page.inner_text(".turn-error")
+    assert tab.answers().strip() == "Partial answer"
+    assert page.query_selector(".answer.typing") is None
+    assert not page.is_visible("#stop")
+    model.script(Reply(text=["Whole ", "answer."]))
+    page.locator(".turn-error button.retry").click()
+    tab.wait_turn(1)
+    assert tab.user_texts() == ["Start answering"]
+    assert "Whole answer." in tab.answers()
+
+
 def test_the_vault_server_connection_state_is_shown(tab: Page) -> None:
     page = tab.open().page
     # This runtime's default MCP server (wrangler.toml's) cannot be reached from here.

@@ -156,3 +156,41 @@ def test_conversation_never_shows_anything_twice(tmp_path: Path) -> None:
             "parts": ["text:A", "tool:c2:error:3", "text:B"],
         },
     ]
+
+
+def test_a_turn_cut_off_by_a_restart_ends_with_its_text_and_a_retry(tmp_path: Path) -> None:
+    stored = [
+        {"id": "m1", "turn_id": "m1", "role": "user", "content": "hi", "tool_calls": []},
+        {"id": "m1:r:a1", "turn_id": "m1", "role": "assistant", "content": "Half an",
+         "tool_calls": [], "status": "incomplete", "finish_reason": "error",
+         "meta": {"ended_by": "restart", "step": 1}},
+    ]  # fmt: skip
+    frames = [
+        {"type": "start", "seq": 1, "thread_id": "t", "turn_id": "m2", "model": "x"},
+        {"type": "text_delta", "seq": 2, "thread_id": "t", "turn_id": "m2", "step": 1,
+         "delta": "Streaming"},
+        {"type": "turn_interrupted", "thread_id": "t", "turn_id": "m2", "reason": "restart",
+         "message": "cut off by a restart", "retryable": True},
+    ]  # fmt: skip
+    turns = run_module(
+        tmp_path,
+        "conversation",
+        f"""
+        const conv = m.Conversation.fromMessages("t", {json.dumps(stored)});
+        for (const f of {json.dumps(frames)}) conv.applyFrame(f);
+        console.log(JSON.stringify([...conv.turns.values()].map((t) => ({{
+          id: t.id, state: t.state, error: t.error,
+          text: t.parts.map((p) => p.text).join(""),
+        }}))));
+        """,
+    )
+    assert turns[0]["state"] == "error" and turns[0]["text"] == "Half an"
+    assert turns[0]["error"]["code"] == "interrupted" and turns[0]["error"]["retryable"]
+    assert "restart" in turns[0]["error"]["message"]
+    # Live: the frame ends the running turn, keeping what streamed, with a retry.
+    assert turns[1]["state"] == "error" and turns[1]["text"] == "Streaming"
+    assert turns[1]["error"] == {
+        "code": "interrupted",
+        "message": "cut off by a restart",
+        "retryable": True,
+    }

@@ -493,6 +493,16 @@ function onFrame(frame) {
   }
   if (frame.type === "ack") state.outbox.delete(frame.message_id);
   const conv = frame.thread_id ? state.convs.get(frame.thread_id) : null;
+  if (frame.type === "resync" && !frame.running && conv) {
+    // The turn we were following is not running any more (it ended while we were away):
+    // stop waiting for it, and show what the server stored.
+    const waiting = conv.runningTurn;
+    if (waiting) {
+      waiting.state = "partial";
+      reloadThread(frame.thread_id);
+    }
+    return;
+  }
   if (frame.type === "error" && !frame.turn_id) {
     // A refused message (busy, too large, unknown thread): it belongs to the question waiting for its ack.
     const waiting = [...state.outbox.values()].filter((f) => f.thread_id === frame.thread_id).pop();
@@ -510,6 +520,8 @@ function onFrame(frame) {
   const current = frame.thread_id === state.currentId;
   if (turn && current) renderTurn(turn);
   if (frame.type === "ack" && frame.duplicate) reloadThread(frame.thread_id);
+  // Cut off by a restart: the stored copy holds what was written of it.
+  if (frame.type === "turn_interrupted") reloadThread(frame.thread_id);
   if (frame.type === "done") {
     state.turnEnds.set(frame.thread_id, (state.turnEnds.get(frame.thread_id) || 0) + 1);
     refreshThreadsSoon();

@@ -3,6 +3,7 @@
 // a resent message) never shows anything twice.
 
 const ANSWERED = new Set(["stop", "step_limit", "length"]);
+const RESTART_NOTE = "This answer was cut off by a restart of the server; what was written so far is kept.";
 
 function parseArgs(raw) {
   if (raw && typeof raw === "object") return raw;
@@ -86,7 +87,10 @@ export class Conversation {
       turn.state = "cancelled";
     } else if (reason === "error") {
       turn.state = "error";
-      turn.error = { code: "failed", message: "This answer did not finish.", retryable: true };
+      turn.error =
+        m.meta?.ended_by === "restart"
+          ? { code: "interrupted", message: RESTART_NOTE, retryable: true }
+          : { code: "failed", message: "This answer did not finish.", retryable: true };
     } else if (turn.state === "loading") {
       turn.state = "partial";
     }
@@ -172,6 +176,14 @@ export class Conversation {
         if (turn.state === "error" && !turn.error) {
           turn.error = { code: "failed", message: "This answer did not finish.", retryable: true };
         }
+        return turn;
+      }
+      case "turn_interrupted": {
+        // A restart of the server cut this turn off: nothing more of it will come.
+        const turn = this.turn(frame.turn_id);
+        turn.state = "error";
+        turn.finishReason = "error";
+        turn.error = { code: "interrupted", message: frame.message || RESTART_NOTE, retryable: frame.retryable !== false };
         return turn;
       }
       case "error": {

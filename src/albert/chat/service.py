@@ -12,6 +12,7 @@ from albert.ai.prompt import ServerNote
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
+from albert.chat.recovery import recover_interrupted_turns
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
@@ -21,6 +22,7 @@ from albert.settings import Settings
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
 from albert.storage.threads import ThreadStore, ToolOutputs
+from albert.storage.turn_journal import TurnJournal
 from albert.tools.base import Tool
 from albert.tools.registry import ToolRegistry
 from albert.web import HttpRequest, HttpResponse
@@ -76,8 +78,12 @@ class ChatService:
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
         self._threads = ThreadsApi(self.store, settings, self.analytics)
         self._events = EventsApi(self.analytics, clock)
+        journal = TurnJournal(sql, clock)
+        # Before any frame: turns a restart cut off get their end stored.
+        recover_interrupted_turns(self.store, journal)
         self.turns = ChatTurns(
             store=self.store,
+            journal=journal,
             outputs=ToolOutputs(sql, clock),
             settings=settings,
             model=model,

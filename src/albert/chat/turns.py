@@ -23,6 +23,7 @@ from albert.analytics.chat_events import TurnEvents
 from albert.analytics.service import AnalyticsService
 from albert.chat.live import LiveTurn
 from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
+from albert.chat.recovery import RESTART_MESSAGE, end_message_id, step_message_id
 from albert.clock import Clock
 from albert.limits import RateLimiter
 from albert.protocol.frames import (
@@ -41,12 +42,14 @@ from albert.protocol.frames import (
     TextDeltaFrame,
     ToolCallFrame,
     ToolResultFrame,
+    TurnInterruptedFrame,
     Usage,
     client_frame_adapter,
 )
 from albert.protocol.http import Message, MessageStatus, ToolCallRecord
 from albert.settings import Settings
 from albert.storage.threads import DEFAULT_TITLE, ThreadStore, ToolOutputs
+from albert.storage.turn_journal import TurnJournal
 from albert.tools.base import validation_message
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.read_tool_result import read_tool_result_tool
@@ -111,9 +114,11 @@ class ChatTurns:
         tools: ToolProvider,
         hub: SocketHub,
         clock: Clock,
+        journal: TurnJournal,
         analytics: AnalyticsService | None = None,
     ) -> None:
         self._store = store
+        self.journal = journal
         self.outputs = outputs
         self._settings = settings
         self._model = model
@@ -279,6 +284,16 @@ class ChatTurns:
     def _resume(self, socket: ChatSocket, frame: ResumeFrame) -> None:
         live = self._live.get(frame.thread_id)
         if live is None or (frame.turn_id is not None and frame.turn_id != live.turn_id):
+            if frame.turn_id is not None and self.journal.interrupted(
+                frame.thread_id, frame.turn_id
+            ):
+                # Cut off by a restart: no frame of it will come again.
+                _send(
+                    socket,
+                    TurnInterruptedFrame(
+                        thread_id=frame.thread_id, turn_id=frame.turn_id, message=RESTART_MESSAGE
+                    ),
+                )
             # The turn ended while the browser was away: it loads the thread instead.
             _send(
                 socket,
@@ -310,6 +325,7 @@ class ChatTurns:
             StartFrame(thread_id=live.thread_id, turn_id=live.turn_id, model=self._model.model_name)
         )
         recorder = _TurnRecorder(self, live)
+        recorder.begin()
         loop = ToolLoop(
             self._model,
             self._guard,
@@ -396,7 +412,11 @@ class _TurnRecorder:
         self._flush_timer: asyncio.TimerHandle | None = None
 
     def _message_id(self, step: int) -> str:
-        return f"{self._turn_id}:{self._run}:a{step}"
+        return step_message_id(self._turn_id, self._run, step)
+
+    def begin(self) -> None:
+        """Enter the turn in the journal, so a restart that cuts it off can end it."""
+        self._turns.journal.begin(turn_id=self._turn_id, thread_id=self._thread_id, run=self._run)
 
     async def on_text(self, step: int, delta: str) -> None:
         # Deltas are coalesced (up to DELTA_FLUSH_CHARS or DELTA_FLUSH_SECONDS): one frame
@@ -423,6 +443,8 @@ class _TurnRecorder:
         delta = "".join(self._pending)
         self._pending.clear()
         self._pending_chars = 0
+        # Stored before it is sent: after a hard kill the stored text holds all the user saw.
+        self._turns.journal.checkpoint(self._turn_id, self._pending_step, delta)
         self._live.emit(
             TextDeltaFrame(
                 thread_id=self._thread_id,
@@ -516,8 +538,9 @@ class _TurnRecorder:
         # When the interrupted step was already saved (e.g. cancelled while tools ran),
         # a closing marker records the outcome so the turn reads as ended.
         saved = step == 0 or step <= self._step_saved
+        end_id = end_message_id(self._turn_id, self._run)
         self._store.add_message(
-            message_id=f"{self._turn_id}:{self._run}:end" if saved else self._message_id(step),
+            message_id=end_id if saved else self._message_id(step),
             thread_id=self._thread_id,
             turn_id=self._turn_id,
             role="assistant",
@@ -525,6 +548,7 @@ class _TurnRecorder:
             status=status,
             finish_reason=finish_reason,
         )
+        self._turns.journal.end(self._turn_id)
         if code is not None:
             self._live.emit(
                 ErrorFrame(
@@ -556,6 +580,7 @@ class _TurnRecorder:
                 finish_reason=result.finish_reason,
                 meta={"steps": result.steps, "usage": result.usage.model_dump()},
             )
+        self._turns.journal.end(self._turn_id)
         self._live.emit(
             DoneFrame(
                 thread_id=self._thread_id,

@@ -185,6 +185,22 @@ class ResyncFrame(_Frame):
     replayed: int
 
 
+class TurnInterruptedFrame(_Frame):
+    """Answer to a resume of a turn that a restart of the server cut off: it will not go on.
+
+    What the user saw of it is stored (status `incomplete`, finish reason `error`, meta
+    `ended_by: "restart"`); reload the thread to show it. Resending the turn's message_id
+    retries the turn.
+    """
+
+    type: Literal["turn_interrupted"] = "turn_interrupted"
+    thread_id: str
+    turn_id: str
+    reason: Literal["restart"] = "restart"
+    message: str
+    retryable: bool = True
+
+
 McpState = Literal["connecting", "ready", "reconnecting", "failed", "disabled"]
 
 
@@ -220,6 +236,7 @@ ServerFrame = Annotated[
     | AckFrame
     | PongFrame
     | ResyncFrame
+    | TurnInterruptedFrame
     | McpStatusFrame,
     Field(discriminator="type"),
 ]

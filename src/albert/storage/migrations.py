@@ -54,6 +54,20 @@ MIGRATIONS: list[Migration] = [
         # arrives again, such as when a hibernated socket wakes it.
         "CREATE TABLE IF NOT EXISTS object_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
+    (
+        # Turns that started and have not stored their outcome yet, with the text of the
+        # running step: what a restart needs to end a turn it cut off (albert.chat.recovery).
+        """CREATE TABLE IF NOT EXISTS turn_journal (
+            turn_id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            run TEXT NOT NULL,
+            state TEXT NOT NULL,
+            step INTEGER NOT NULL DEFAULT 0,
+            partial TEXT NOT NULL DEFAULT '',
+            started_at INTEGER NOT NULL,
+            ended_at INTEGER
+        )""",
+    ),
 ]
 
 

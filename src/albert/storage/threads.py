@@ -161,6 +161,7 @@ class ThreadStore:
         """Delete a thread, its messages and its tool outputs."""
         self.get_thread(thread_id)
         self._sql.execute("DELETE FROM tool_outputs WHERE thread_id = ?", thread_id)
+        self._sql.execute("DELETE FROM turn_journal WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM messages WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM threads WHERE id = ?", thread_id)
 
@@ -274,6 +275,15 @@ class ThreadStore:
             MessageCursor(seq=rows[limit - 1]["seq"]).encode() if len(rows) > limit else None
         )
         return messages, next_cursor
+
+    def turn_messages(self, thread_id: str, turn_id: str) -> list[Message]:
+        """The messages of one turn (every run of it), in order."""
+        rows = self._sql.execute(
+            "SELECT * FROM messages WHERE thread_id = ? AND turn_id = ? ORDER BY seq",
+            thread_id,
+            turn_id,
+        )
+        return [_message_from_row(r) for r in rows]
 
     def history(self, thread_id: str, max_messages: int = 200) -> list[Message]:
         """The newest messages of a thread in order, for the model's context."""

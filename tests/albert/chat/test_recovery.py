@@ -1,0 +1,239 @@
+"""Turns a restart cut off are ended when the object starts again, from the turn journal.
+
+Storage is a real SQLite file through the platform's SQL adapter; the end-to-end case
+(a real `kill -9` of the runtime process) is tests/e2e/test_hard_kill.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from albert.agent import build_chat_service
+from albert.chat.recovery import RESTART_MESSAGE, recover_interrupted_turns
+from albert.chat.turns import history_for_model
+from albert.clock import SystemClock
+from albert.cloudflare.sql import WorkersSql
+from albert.protocol.http import ToolCallRecord
+from albert.storage.migrations import migrate
+from albert.storage.threads import ThreadStore
+from albert.storage.turn_journal import TurnJournal
+from miniflare import install_shims
+from miniflare.storage import SqlStorage
+from tests.support.scripted_model import Reply, ScriptedModelServer
+
+install_shims()
+
+
+class Sockets:
+    """Collects what the service sends; `on_send` sees each frame as it goes out."""
+
+    def __init__(self, on_send=None) -> None:
+        self.frames: list[dict] = []
+        self._on_send = on_send
+
+    def send(self, text: str) -> None:
+        frame = json.loads(text)
+        self.frames.append(frame)
+        if self._on_send is not None:
+            self._on_send(frame)
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+    def sockets(self) -> list[Sockets]:
+        return [self]
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> tuple[ThreadStore, TurnJournal]:
+    sql = WorkersSql(SqlStorage(tmp_path / "object.sqlite"))
+    migrate(sql)
+    clock = SystemClock()
+    store = ThreadStore(sql, clock)
+    store.create_thread("t1", None)
+    store.add_message(
+        message_id="m1", thread_id="t1", turn_id="m1", role="user", content="What is PEPE?"
+    )
+    return store, TurnJournal(sql, clock)
+
+
+def test_the_text_of_a_step_cut_off_mid_stream_is_stored_as_its_answer(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "PEPE is ")
+    journal.checkpoint("m1", 1, "a memecoin")
+
+    ended = recover_interrupted_turns(store, journal)
+
+    assert [e.turn_id for e in ended] == ["m1"]
+    last = store.history("t1")[-1]
+    assert (last.id, last.role, last.content) == ("m1:r1:a1", "assistant", "PEPE is a memecoin")
+    assert (last.status, last.finish_reason, last.meta["ended_by"]) == (
+        "incomplete",
+        "error",
+        "restart",
+    )
+    assert journal.interrupted("t1", "m1") is not None
+    assert journal.running() == []
+    # A second start has nothing left to do.
+    assert recover_interrupted_turns(store, journal) == []
+    # The model is not asked to continue a cut text.
+    assert [m.role for m in history_for_model(store.history("t1"))] == ["user"]
+
+
+def test_a_new_step_starts_its_checkpointed_text_afresh(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "Let me look that up.")
+    store.add_message(
+        message_id="m1:r1:a1",
+        thread_id="t1",
+        turn_id="m1",
+        role="assistant",
+        content="Let me look that up.",
+        tool_calls=[ToolCallRecord(id="c1", name="analyze_token", arguments="{}")],
+        finish_reason="tool_calls",
+    )
+    journal.checkpoint("m1", 2, "It is ")
+    recover_interrupted_turns(store, journal)
+    last = store.history("t1")[-1]
+    assert (last.id, last.content) == ("m1:r1:a2", "It is ")
+
+
+def test_a_turn_cut_off_while_its_tool_ran_gets_a_closing_marker(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "Checking.")
+    store.add_message(
+        message_id="m1:r1:a1",
+        thread_id="t1",
+        turn_id="m1",
+        role="assistant",
+        content="Checking.",
+        tool_calls=[ToolCallRecord(id="c1", name="analyze_token", arguments="{}")],
+        finish_reason="tool_calls",
+    )
+
+    recover_interrupted_turns(store, journal)
+
+    messages = store.history("t1")
+    assert [m.id for m in messages] == ["m1", "m1:r1:a1", "m1:r1:end"]
+    end = messages[-1]
+    assert (end.content, end.status, end.finish_reason) == ("", "incomplete", "error")
+    # The call that never got its result gets a stand-in, so the model API accepts it.
+    model_view = history_for_model(messages)
+    assert [m.role for m in model_view] == ["user", "assistant", "tool"]
+    assert "interrupted" in (model_view[-1].content or "")
+
+
+def test_an_answer_stored_whole_is_left_as_it_is(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "PEPE is a memecoin.")
+    # The last step was stored with its outcome; only the bookkeeping after it was cut.
+    store.add_message(
+        message_id="m1:r1:a1",
+        thread_id="t1",
+        turn_id="m1",
+        role="assistant",
+        content="PEPE is a memecoin.",
+        finish_reason="stop",
+    )
+    assert recover_interrupted_turns(store, journal) == []
+    assert [m.id for m in store.history("t1")] == ["m1", "m1:r1:a1"]
+    assert journal.interrupted("t1", "m1") is None and journal.running() == []
+
+
+def test_a_turn_of_a_deleted_thread_is_dropped(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    store.delete_thread("t1")
+    assert journal.running() == []
+    journal.begin(turn_id="m9", thread_id="gone", run="r1")
+    assert recover_interrupted_turns(store, journal) == []
+    assert journal.running() == []
+
+
+def test_a_retry_replaces_the_interrupted_entry(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    recover_interrupted_turns(store, journal)
+    assert journal.interrupted("t1", "m1") is not None
+    journal.begin(turn_id="m1", thread_id="t1", run="r2")
+    assert journal.interrupted("t1", "m1") is None
+    journal.end("m1")
+    assert journal.running() == []
+
+
+async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -> None:
+    checks: list[tuple[str, str]] = []
+    service = None
+
+    def on_send(frame: dict) -> None:
+        if frame["type"] != "text_delta":
+            return
+        assert service is not None
+        seen = "".join(
+            f["delta"]
+            for f in sockets.frames
+            if f["type"] == "text_delta" and f["step"] == frame["step"]
+        )
+        entry = service.turns.journal.running()[0]
+        checks.append((seen, entry.partial))
+
+    sockets = Sockets(on_send)
+    words = [f"word{i} " for i in range(60)]
+    with ScriptedModelServer() as model:
+        async with httpx.AsyncClient() as http:
+            service = build_chat_service(
+                sql=WorkersSql(SqlStorage(tmp_path / "o.sqlite")),
+                hub=sockets,
+                env={"MODEL_BASE_URL": model.base_url},
+                http=http,
+            )
+            thread = service.store.create_thread("t1", None).id
+            model.script(Reply(text=words, chunk_delay_seconds=0.005))
+            frame = {"type": "chat", "thread_id": thread, "message_id": "m1", "text": "go"}
+            await service.handle_frame(sockets, json.dumps(frame))
+
+    assert sockets.frames[-1]["type"] == "done"
+    assert len(checks) > 3  # the stream went out in several pieces
+    assert all(seen == stored for seen, stored in checks), checks
+    # The turn ended: nothing left for a restart to recover.
+    assert service.turns.journal.running() == []
+
+
+async def test_a_resume_of_a_turn_a_restart_cut_off_is_answered_with_turn_interrupted(
+    tmp_path: Path, storage
+) -> None:
+    _, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "PEPE is")
+    sockets = Sockets()
+    async with httpx.AsyncClient() as http:
+        # The object starts again on the same file: its service recovers the turn.
+        service = build_chat_service(
+            sql=WorkersSql(SqlStorage(tmp_path / "object.sqlite")),
+            hub=sockets,
+            env={"MODEL_BASE_URL": "http://127.0.0.1:9/v1"},
+            http=http,
+        )
+        resume = {"type": "resume", "thread_id": "t1", "turn_id": "m1", "after_seq": 4}
+        await service.handle_frame(sockets, json.dumps(resume))
+        other = {"type": "resume", "thread_id": "t1", "turn_id": "m7", "after_seq": 0}
+        await service.handle_frame(sockets, json.dumps(other))
+    told, resync, only_resync = sockets.frames
+    assert told == {
+        "type": "turn_interrupted",
+        "thread_id": "t1",
+        "turn_id": "m1",
+        "reason": "restart",
+        "message": RESTART_MESSAGE,
+        "retryable": True,
+    }
+    assert resync["type"] == only_resync["type"] == "resync"
+    assert service.store.history("t1")[-1].content == "PEPE is"
