@@ -1,11 +1,14 @@
-"""The session guard fails a run that leaves a process behind, even one that detached itself."""
+"""The session guard fails a run that leaves a process behind, even one that detached
+itself, and a SIGTERM to a session still stops what its fixtures started."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from tests.support.process_guard import is_alive, wait_gone
@@ -91,4 +94,60 @@ def test_a_run_that_stops_what_it_starts_passes(tmp_path: Path) -> None:
     done = run_inner(tmp_path, CLEAN_TEST)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
+    assert "process guard" not in output
+
+
+FIXTURE_TEST = '''
+import sys, time
+import pytest
+from miniflare.process import ChildProcess
+
+GRACEFUL = """
+import pathlib, signal, sys, time
+def bye(*_):
+    pathlib.Path(sys.argv[1]).write_text("graceful")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+pathlib.Path(sys.argv[2]).write_text("ready")
+time.sleep(600)
+"""
+
+@pytest.fixture(scope="session")
+def server():
+    with ChildProcess([sys.executable, "-c", GRACEFUL, {stopped!r}, {ready!r}]) as child:
+        yield child
+
+def test_runs_long(server):
+    time.sleep(600)
+'''
+
+
+def test_sigterm_to_a_session_stops_what_its_fixtures_started(tmp_path: Path) -> None:
+    stopped, ready = tmp_path / "stopped", tmp_path / "ready"
+    code = FIXTURE_TEST.format(stopped=str(stopped), ready=str(ready))
+    (tmp_path / "test_inner.py").write_text(code)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    inner = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.process_guard",
+         "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(600):
+            if ready.exists() or inner.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), inner.communicate(timeout=10)[0]
+        inner.send_signal(signal.SIGTERM)
+        output = inner.communicate(timeout=60)[0]
+    finally:
+        if inner.poll() is None:
+            inner.kill()
+            inner.wait(timeout=10)
+    assert inner.returncode == 2, output  # interrupted: torn down and reported
+    assert stopped.read_text() == "graceful", output
     assert "process guard" not in output

@@ -9,6 +9,9 @@ parent links in `/proc/*/stat`): whatever still carries the token, or still desc
 this process, survived. The guard waits a bounded moment for processes that are still
 exiting, then kills the rest and fails the run, naming each.
 
+The guard also makes SIGTERM unwind the session like Ctrl-C, so fixtures stop what they
+started then too.
+
 Nested sessions (a test that runs pytest) append their own token, so each guard sees only
 its own session's processes, and the outer one also sees what the inner one left.
 
@@ -27,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from miniflare.process import exit_on_signals
 
 MARKER_VAR = "ALBERT_TEST_SESSIONS"
 EXIT_WAIT_SECONDS = 5.0
@@ -154,6 +159,9 @@ _guard = ProcessGuard()
 def pytest_configure(config: pytest.Config) -> None:
     if _guard.enabled:
         _guard.mark()
+    # SIGTERM (a CI runner, a closed terminal) unwinds pytest the way Ctrl-C does, so every
+    # fixture stops what it started; SIGKILL is covered by the children's parent-death signal.
+    exit_on_signals()
 
 
 @pytest.hookimpl(trylast=True)
