@@ -96,13 +96,17 @@ async def serve_until_stopped(
     stopped = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait([*tasks, stopped], return_when=asyncio.FIRST_COMPLETED)
-        log.info("stopping")
+        asked = stop.is_set()
+        log.info("stopping" if asked else "a server stopped on its own; stopping the rest")
         if on_stop is not None:
             on_stop()
         await runtime.drain(DRAIN_SECONDS)
         for server in servers:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)
+        if not asked:
+            # It failed to start or crashed: that is not a clean stop.
+            raise SystemExit(1)
     finally:
         stopped.cancel()
         for task in tasks:

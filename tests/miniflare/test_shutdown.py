@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from miniflare.server import serve_until_stopped
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.process_guard import descendants, read_process, wait_gone
 from tests.support.runtime_process import RuntimeProcess
@@ -122,3 +124,38 @@ def test_sigkill_of_the_stack_takes_typesense_and_every_child_with_it(dev_state:
         assert children, "albert dev started no child process"
         stack.kill()  # SIGKILL to the stack alone: no cleanup of its own can run
         assert wait_gone(children, 5) == set()
+
+
+def test_serve_on_a_busy_port_fails_at_once(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        process = RuntimeProcess(tmp_path, {"ALBERT_MODE": "local"}, port=busy.getsockname()[1])
+        refused = r"exited with code [1-9][\s\S]*address already in use"
+        with pytest.raises(RuntimeError, match=refused):
+            process.start(timeout=60)
+        assert not process.running
+
+
+async def test_a_server_that_stops_on_its_own_is_not_a_clean_stop() -> None:
+    class Ends:
+        """A server whose start failed: serve() returns at once."""
+
+        should_exit = force_exit = False
+
+        async def serve(self) -> None:
+            return None
+
+    class Runtime:
+        drained = False
+
+        async def drain(self, budget: float) -> None:
+            self.drained = True
+
+    runtime = Runtime()
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        await serve_until_stopped([Ends()], runtime)  # type: ignore[list-item, arg-type]
+    assert stopped.value.code == 1 and runtime.drained
+    # Its own signal handlers are gone again.
+    assert signal.getsignal(signal.SIGTERM) is before
