@@ -5,7 +5,9 @@
 - what the worker uploads (src/ and durable_objects/) never imports the local
   runtime, the data server, tests or scripts;
 - every third-party package the uploaded code imports is in the worker's runtime
-  dependency closure (what pywrangler vendors, plus the MCP client's extra).
+  dependency closure (what pywrangler vendors, plus the MCP client's extra);
+- the MCP client layer (albert.mcp) never reaches the chat core (albert.chat): both meet
+  in the neutral ports (albert.ports), so the tool layer can change without the chat.
 """
 
 from __future__ import annotations
@@ -96,3 +98,38 @@ def test_the_entry_reaches_the_core_the_adapters_and_the_durable_object() -> Non
     ):
         assert name in reached
     assert not {n.split(".")[0] for n in reached} & NEVER_IN_THE_WORKER
+
+
+def reached_from(files: list[Path], roots: list[Path]) -> dict[Path, set[str]]:
+    """Every project module each file imports, directly or through others (lazy ones too)."""
+    return {path: set(first_party_closure(path, roots)) for path in files}
+
+
+def layer_violations(layer: Path, forbidden: str, roots: list[Path]) -> list[str]:
+    """Files of `layer` that reach the package `forbidden` (or a module inside it)."""
+    files = list(python_files([layer]))
+    return [
+        f"{path.name} reaches {name}"
+        for path, names in reached_from(files, roots).items()
+        for name in sorted(names)
+        if name == forbidden or name.startswith(forbidden + ".")
+    ]
+
+
+def test_the_mcp_layer_never_imports_the_chat_core() -> None:
+    mcp = ROOT / "src/albert/mcp"
+    assert len(list(python_files([mcp]))) > 8
+    assert layer_violations(mcp, "albert.chat", SOURCE_ROOTS) == []
+
+
+def test_the_layer_check_catches_an_indirect_import(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for package in ("albert", "albert/mcp", "albert/chat", "albert/tools"):
+        (src / package).mkdir(parents=True, exist_ok=True)
+        (src / package / "__init__.py").write_text("")
+    (src / "albert/chat/turns.py").write_text("X = 1\n")
+    (src / "albert/tools/helper.py").write_text("def f():\n    from albert.chat import turns\n")
+    (src / "albert/mcp/clean.py").write_text("import json\n")
+    (src / "albert/mcp/leaky.py").write_text("from albert.tools.helper import f\n")
+    problems = layer_violations(src / "albert/mcp", "albert.chat", [src])
+    assert problems and all(p.startswith("leaky.py reaches albert.chat") for p in problems)

@@ -11,7 +11,6 @@ from albert.ai.budget import BudgetedModel
 from albert.ai.factory import model_client
 from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
-from albert.chat.ports import SocketHub
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
@@ -22,6 +21,7 @@ from albert.mcp.configs import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import RawSecretLookup, SecretBinding
 from albert.mcp.ssrf import resolver_for
+from albert.ports import SocketHub
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
@@ -72,6 +72,7 @@ def build_chat_service(
         secrets=bound_secrets,
         hub=hub,
         resolver=resolver,
+        clock=clock,
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)

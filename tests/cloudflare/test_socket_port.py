@@ -1,4 +1,4 @@
-"""The socket port (albert.chat.ports.ChatSocket / SocketHub) on both runtimes.
+"""The socket port (albert.ports.ChatSocket / SocketHub) on both runtimes.
 
 Contract (src/albert/cloudflare/sockets.py): accept gives a 101 with the client
 end; sends after close are dropped; reserved close codes become 1000; the hub

@@ -3,51 +3,27 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from albert.ai.model import ModelClient
-from albert.ai.prompt import ServerNote
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
-from albert.chat.ports import ChatSocket, SocketHub, ToolProvider, TurnTools
 from albert.chat.recovery import recover_interrupted_turns
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
 from albert.limits import RateLimiter
+from albert.ports import ChatSocket, SocketHub, ToolProvider
 from albert.settings import Settings
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
-from albert.tools.base import Tool
-from albert.tools.registry import ToolRegistry
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
     from albert.mcp.api import McpApi
-
-
-@dataclass
-class StaticTurnTools:
-    """A turn's tools when nothing remote is involved."""
-
-    registry: ToolRegistry
-    server_notes: Sequence[ServerNote] = field(default_factory=tuple)
-    vault_data_available: bool = False
-
-
-class LocalToolProvider:
-    """Offers the same local tools every turn."""
-
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools = list(tools)
-
-    async def tools_for_turn(self) -> TurnTools:
-        return StaticTurnTools(registry=ToolRegistry(self._tools))
 
 
 class ChatService:

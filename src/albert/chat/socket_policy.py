@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from albert.chat.ports import ChatSocket, SocketHub
 from albert.clock import Clock
 from albert.limits import RateLimiter
+from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import ErrorFrame
 
 log = logging.getLogger(__name__)

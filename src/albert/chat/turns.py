@@ -22,10 +22,10 @@ from albert.ai.tool_loop import StallBounds, ToolLoop, TurnResult
 from albert.analytics.chat_events import TurnEvents
 from albert.analytics.service import AnalyticsService
 from albert.chat.live import LiveTurn
-from albert.chat.ports import ChatSocket, SocketHub, ToolProvider
 from albert.chat.recovery import RESTART_MESSAGE, end_message_id, step_message_id
 from albert.clock import Clock
 from albert.limits import RateLimiter
+from albert.ports import ChatSocket, SocketHub, ToolProvider
 from albert.protocol.frames import (
     AckFrame,
     CancelFrame,

@@ -1,7 +1,7 @@
 """One live connection to an MCP server over streamable HTTP, on the official `mcp` SDK.
 
-This is the only module that imports `mcp`; the manager imports it lazily, so an
-object with no server configured never loads the SDK.
+This is the only module that imports `mcp`; `albert.mcp.connector` imports it
+lazily, so an object with no server configured never loads the SDK.
 
 The SDK's client is an async context manager whose transport runs in a task
 group: when the server goes away, that group cancels whatever task entered it.
@@ -27,7 +27,6 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from albert.mcp.classify import ServerKind
 from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
 from albert.mcp.ssrf import ConnectCheck, UrlRefused
 
@@ -68,7 +67,6 @@ class McpConnection:
         self._closing = False
         self._connected = False
         self._watcher: asyncio.Task[None] | None = None
-        self.kind: ServerKind | None = None
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -229,6 +227,11 @@ class McpConnection:
         client = self._require()
         result = await client.call_tool(name, arguments)
         return _result(result)
+
+    @staticmethod
+    def lost_reason(exc: BaseException) -> str | None:
+        """Why the connection is gone, when `exc` says it is (by type and code); else None."""
+        return describe_error(exc) if is_connection_error(exc) else None
 
     def _require(self) -> Client:
         client = self._client

@@ -1,8 +1,12 @@
-"""Ports the chat service reaches the platform through."""
+"""Ports between the chat core and the tool layer: the client's sockets and a turn's tools.
+
+Neutral ground: `albert.chat` and `albert.mcp` both depend on these, never on each other.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from albert.ai.prompt import ServerNote
@@ -25,12 +29,13 @@ class SocketHub(Protocol):
     def sockets(self) -> Sequence[ChatSocket]: ...
 
 
-class TurnTools(Protocol):
-    """What the tool layer offers for one turn."""
+@dataclass
+class TurnTools:
+    """What the tool layer offers for one turn: local tools, remote ones merged over them."""
 
     registry: ToolRegistry
-    server_notes: Sequence[ServerNote]
-    vault_data_available: bool
+    server_notes: Sequence[ServerNote] = field(default_factory=tuple)
+    vault_data_available: bool = False
 
 
 class ToolProvider(Protocol):

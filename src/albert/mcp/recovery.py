@@ -1,0 +1,100 @@
+"""The recovery scheduler: when a dropped or unreachable server is tried again.
+
+Retries follow the ReconnectPolicy schedule (`albert.mcp.reconnect`) and ride
+the object's single alarm (`AlarmPort`), never a sleeping request: the platform
+wakes the object at the earliest planned retry and `on_alarm` runs every retry
+that is due. When a cycle's retries are spent the server is `failed` until a
+turn after the cool-down tries once more (`probe_half_open`). Times are Unix
+seconds from the Clock port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from albert.clock import Clock
+from albert.mcp.alarms import AlarmPort
+from albert.mcp.reconnect import ReconnectPolicy
+from albert.mcp.server_state import ServerState
+
+log = logging.getLogger(__name__)
+
+# An alarm may ring a hair early; a retry due within this margin counts as due.
+DUE_MARGIN_SECONDS = 0.05
+
+Connect = Callable[[ServerState], Awaitable[bool]]
+
+
+class RecoveryScheduler:
+    """Plans, arms and runs the reconnection attempts of every server of one object."""
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerState],
+        *,
+        policy: ReconnectPolicy,
+        alarms: AlarmPort,
+        clock: Clock,
+        connect: Connect,
+    ) -> None:
+        self._servers = servers
+        self.policy = policy
+        self._alarms = alarms
+        self._clock = clock
+        self._connect = connect
+
+    def _now(self) -> float:
+        return self._clock.now_ms() / 1000
+
+    async def begin(self, server: ServerState) -> None:
+        """Start a recovery cycle for a server that is not up (a no-op for others)."""
+        if not server.current or server.state in ("ready", "disabled"):
+            return
+        server.retry.begin(self.policy, self._now())
+        server.recovery_planned()
+        await self.arm()
+
+    async def arm(self) -> None:
+        """Set the alarm to the earliest planned retry, or clear it when none is planned."""
+        due = [s.retry.next_at for s in self._servers.values() if s.retry.next_at is not None]
+        try:
+            if due:
+                await self._alarms.set_alarm(int(min(due) * 1000))
+            elif await self._alarms.get_alarm() is not None:
+                await self._alarms.delete_alarm()
+        except Exception:
+            log.exception("could not set the MCP retry alarm")
+
+    async def on_alarm(self) -> None:
+        """The alarm rang: run every retry that is due, then plan the next."""
+        now = self._now() + DUE_MARGIN_SECONDS
+        due = [s for s in self._servers.values() if s.retry.due(now)]
+        await asyncio.gather(*(self._retry(s) for s in due))
+        await self.arm()
+
+    async def _retry(self, server: ServerState) -> None:
+        server.retry.next_at = None
+        if await self._connect(server) or server.state == "disabled":
+            return
+        server.retry.record_failure(self.policy, self._now())
+        server.retry_failed()
+
+    async def probe_half_open(self) -> None:
+        """Before a turn: one more attempt for each failed server past its cool-down."""
+        now = self._now()
+        probes = [
+            s
+            for s in self._servers.values()
+            if s.state == "failed" and s.retry.half_open_ready(self.policy, now)
+        ]
+        if probes:
+            await asyncio.gather(*(self._half_open(s) for s in probes))
+
+    async def _half_open(self, server: ServerState) -> None:
+        # Failing it restarts the cool-down.
+        if await self._connect(server) or server.state == "disabled":
+            return
+        server.retry.failed_at = self._now()
+        server.half_open_failed()

@@ -1,0 +1,49 @@
+"""What the browser sees of the MCP servers: their status, sent to every socket on a change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from albert.clock import Clock
+from albert.mcp.server_state import ServerState
+from albert.ports import SocketHub
+from albert.protocol.frames import McpServerStatus, McpStatusFrame
+
+
+class StatusBroadcast:
+    """Builds the servers' status and broadcasts it as an `mcp_status` frame."""
+
+    def __init__(
+        self, servers: Mapping[str, ServerState], clock: Clock, hub: SocketHub | None
+    ) -> None:
+        self._servers = servers
+        self._clock = clock
+        self._hub = hub
+
+    def status(self) -> list[McpServerStatus]:
+        """Every configured server's state, in configuration order."""
+        now = self._clock.now_ms() / 1000
+        return [_status_of(server, now) for server in self._servers.values()]
+
+    def notify(self) -> None:
+        """Send the current status to every socket of this client."""
+        if self._hub is None:
+            return
+        text = McpStatusFrame(servers=self.status()).model_dump_json()
+        for socket in self._hub.sockets():
+            socket.send(text)
+
+
+def _status_of(server: ServerState, now: float) -> McpServerStatus:
+    ready = server.state == "ready"
+    next_at = server.retry.next_at
+    return McpServerStatus(
+        name=server.name,
+        state=server.state,
+        kind=server.kind if ready else None,
+        tools=len(server.tools or []) if ready else 0,
+        attempts=server.retry.attempts,
+        next_retry_in_seconds=None if next_at is None else max(0.0, next_at - now),
+        last_error=server.last_error,
+        quarantined=server.quarantined,
+    )

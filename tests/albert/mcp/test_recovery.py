@@ -1,0 +1,132 @@
+"""The recovery scheduler on a manual clock: the alarm follows the plan, retries run when due."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from albert.mcp.configs import McpServerConfig
+from albert.mcp.reconnect import ReconnectPolicy
+from albert.mcp.recovery import RecoveryScheduler
+from albert.mcp.server_state import ServerState
+
+POLICY = ReconnectPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)
+START_MS = 1_000_000_000_000
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.ms = START_MS
+
+    def now_ms(self) -> int:
+        return self.ms
+
+    def monotonic(self) -> float:
+        return self.ms / 1000
+
+    def advance(self, seconds: float) -> None:
+        self.ms += int(seconds * 1000)
+
+
+@dataclass
+class RecordingAlarm:
+    at_ms: int | None = None
+    history: list[int | None] = field(default_factory=list)
+
+    async def set_alarm(self, at_ms: int) -> None:
+        self.at_ms = at_ms
+        self.history.append(at_ms)
+
+    async def get_alarm(self) -> int | None:
+        return self.at_ms
+
+    async def delete_alarm(self) -> None:
+        self.at_ms = None
+        self.history.append(None)
+
+
+@dataclass
+class FakeConnection:
+    instructions: str | None = None
+    server_name: str = "s"
+    alive: bool = True
+
+
+class Connect:
+    """Fails until told to succeed; counts its attempts."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+        self.up = False
+        self.attempts = 0
+
+    async def __call__(self, server: ServerState) -> bool:
+        self.attempts += 1
+        if not self.up:
+            server.connect_failed("server unreachable")
+            return False
+        server.connected(FakeConnection(), [], self.clock.monotonic())  # type: ignore[arg-type]
+        return True
+
+
+def setup() -> tuple[RecoveryScheduler, ServerState, ManualClock, RecordingAlarm, Connect]:
+    clock = ManualClock()
+    alarm = RecordingAlarm()
+    connect = Connect(clock)
+    server = ServerState.for_config(McpServerConfig(name="s", url="http://x/mcp"), lambda: None)
+    scheduler = RecoveryScheduler(
+        {"s": server}, policy=POLICY, alarms=alarm, clock=clock, connect=connect
+    )
+    return scheduler, server, clock, alarm, connect
+
+
+def seconds_ahead(alarm: RecordingAlarm) -> float:
+    assert alarm.at_ms is not None
+    return (alarm.at_ms - START_MS) / 1000
+
+
+async def test_retries_follow_the_schedule_on_the_alarm_then_give_up() -> None:
+    scheduler, server, clock, alarm, connect = setup()
+    await scheduler.begin(server)
+    assert server.state == "reconnecting" and seconds_ahead(alarm) == 1
+    await scheduler.on_alarm()  # rang too early: nothing is due yet
+    assert connect.attempts == 0 and seconds_ahead(alarm) == 1
+    for delay, expected_next in ((1, 3), (2, 5)):
+        clock.advance(delay)
+        await scheduler.on_alarm()
+        assert server.state == "reconnecting" and seconds_ahead(alarm) == expected_next
+    clock.advance(2)
+    await scheduler.on_alarm()
+    assert server.state == "failed" and server.retry.attempts == 3
+    assert alarm.at_ms is None and connect.attempts == 3
+
+
+async def test_half_open_waits_for_the_cool_down_and_restarts_it_on_failure() -> None:
+    scheduler, server, clock, _alarm, connect = setup()
+    scheduler.policy = POLICY.model_copy(update={"attempts": 0})
+    await scheduler.begin(server)
+    assert server.state == "failed"
+    clock.advance(59)
+    await scheduler.probe_half_open()
+    assert connect.attempts == 0
+    clock.advance(1)
+    await scheduler.probe_half_open()
+    assert connect.attempts == 1 and server.state == "failed"
+    clock.advance(59)
+    await scheduler.probe_half_open()  # the failed probe started the cool-down again
+    assert connect.attempts == 1
+    connect.up = True
+    clock.advance(1)
+    await scheduler.probe_half_open()
+    assert server.state == "ready" and server.retry.failed_at is None
+
+
+async def test_a_ready_or_replaced_server_gets_no_recovery() -> None:
+    scheduler, server, _clock, alarm, connect = setup()
+    connect.up = True
+    await connect(server)
+    await scheduler.begin(server)
+    assert server.state == "ready" and alarm.history == []
+    server.lost("connection closed")
+    server.retired = True
+    await scheduler.begin(server)
+    assert server.retry.next_at is None and alarm.history == []

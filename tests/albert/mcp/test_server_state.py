@@ -1,0 +1,93 @@
+"""The per-server state machine: the table of allowed moves, and a broadcast per change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from albert.mcp.configs import McpServerConfig
+from albert.mcp.reconnect import ReconnectPolicy
+from albert.mcp.remote_tool import RemoteToolSpec
+from albert.mcp.server_state import TRANSITIONS, IllegalTransition, ServerState
+
+POLICY = ReconnectPolicy(base_seconds=1, max_seconds=4, attempts=2, cooldown_seconds=60)
+SPECS = [RemoteToolSpec(name="search_vaults", description="", input_schema={})]
+
+
+@dataclass
+class FakeConnection:
+    instructions: str | None = "Vault and yield data."
+    server_name: str = "vault-server"
+
+
+class Broadcasts:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+def make(enabled: bool = True) -> tuple[ServerState, Broadcasts]:
+    sent = Broadcasts()
+    config = McpServerConfig(name="vaults", url="http://127.0.0.1:1/mcp", enabled=enabled)
+    return ServerState.for_config(config, sent), sent
+
+
+def test_a_new_server_starts_connecting_or_disabled() -> None:
+    assert make()[0].state == "connecting"
+    assert make(enabled=False)[0].state == "disabled"
+
+
+def test_a_full_cycle_broadcasts_every_transition() -> None:
+    server, sent = make()
+    server.connected(FakeConnection(), SPECS, at=10.0)  # type: ignore[arg-type]
+    assert (server.state, server.kind, server.checked_at, sent.count) == ("ready", "vaults", 10, 1)
+    assert server.lost("connection closed") and server.conn is None
+    assert (server.state, server.last_error, sent.count) == ("reconnecting", "connection closed", 2)
+    assert not server.lost("again")  # already down: nothing changes, nothing is sent
+    assert sent.count == 2
+    server.retry.begin(POLICY, now=0)
+    server.recovery_planned()
+    for attempt in (1, 2):
+        server.retry.record_failure(POLICY, now=attempt)
+        server.retry_failed()
+    assert (server.state, server.retry.attempts, sent.count) == ("failed", 2, 5)
+    server.half_open_failed()
+    assert (server.state, sent.count) == ("failed", 6)
+    server.connected(FakeConnection(), SPECS, at=99.0)  # type: ignore[arg-type]
+    assert server.state == "ready" and server.retry.attempts == 0 and sent.count == 7
+
+
+def test_changes_besides_the_state_are_broadcast_only_when_they_change() -> None:
+    server, sent = make()
+    server.connected(FakeConnection(), SPECS, at=1.0)  # type: ignore[arg-type]
+    server.tools_listed(SPECS, at=2.0)
+    server.quarantine([])
+    assert sent.count == 1
+    server.tools_listed([*SPECS, SPECS[0].model_copy(update={"name": "top_yields"})], at=3.0)
+    server.quarantine(["bad_tool: hidden instructions"])
+    assert sent.count == 3 and server.quarantined == ["bad_tool: hidden instructions"]
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(s, t) for s, allowed in TRANSITIONS.items() for t in TRANSITIONS if t not in allowed],
+)
+def test_moves_outside_the_table_are_refused(source: str, target: str) -> None:
+    server, sent = make()
+    server.state = source  # type: ignore[assignment]
+    with pytest.raises(IllegalTransition):
+        server._enter(target, "test")  # type: ignore[arg-type]
+    assert server.state == source and sent.count == 0
+
+
+def test_a_disabled_server_cannot_come_back_by_itself() -> None:
+    server, _ = make()
+    server.disabled()
+    with pytest.raises(IllegalTransition):
+        server.connected(FakeConnection(), SPECS, at=1.0)  # type: ignore[arg-type]
+    assert server.conn is None and server.tools is None  # refused before anything changed
+    with pytest.raises(IllegalTransition):
+        server.recovery_planned()
