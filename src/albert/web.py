@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.protocol.http import ErrorBody
-from albert.tools.base import validation_message
+from albert.validation import validation_message
 
 
 class HttpRequest(BaseModel):

@@ -10,7 +10,7 @@ from albert.analytics.catalog import CLIENT_EVENTS, CatalogEvent
 from albert.analytics.service import AnalyticsService
 from albert.clock import Clock, SystemClock
 from albert.protocol.frames import ID_PATTERN
-from albert.tools.base import validation_message
+from albert.validation import validation_message
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 EVENTS_PATH = "/api/events"

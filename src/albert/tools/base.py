@@ -8,6 +8,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from albert.validation import validation_message
+
 
 class TextPart(BaseModel):
     """One text content part of a tool result."""
@@ -65,15 +67,6 @@ class ToolInput(BaseModel):
     """Base for tool input models: unknown fields are refused, so typos surface."""
 
     model_config = ConfigDict(extra="forbid")
-
-
-def validation_message(exc: ValidationError) -> str:
-    """One readable line per invalid field, for the model to fix its call."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        lines.append(f"{where}: {err['msg']}")
-    return "; ".join(lines)
 
 
 @functools.lru_cache(maxsize=256)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from pydantic import ValidationError
 
-from albert.tools.base import validation_message
 from albert.tools.token_search.query import Chain, SortField, TokenSearchQuery, default_direction
+from albert.validation import validation_message
 
 from .strategies import invalid_query_args, valid_query_args
 
