@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
@@ -70,6 +71,14 @@ class TurnResult(BaseModel):
     text: str
 
 
+@dataclass(frozen=True)
+class PartialTurn:
+    """How far an interrupted turn got: the step it was in, and that step's text so far."""
+
+    step: int
+    text: str
+
+
 class StepState:
     """Text streamed so far in the current step, kept for partial saves."""
 
@@ -119,8 +128,12 @@ class ToolLoop:
         self._max_steps = max_steps
         self._stall = stall or StallBounds()
         self._context_tokens = context_tokens
-        self.state = StepState()
+        self._state = StepState()
         self._ledger = OutputLedger()
+
+    def partial(self) -> PartialTurn:
+        """What the turn has done so far, for ending it when the loop was interrupted."""
+        return PartialTurn(step=self._state.step, text=self._state.partial_text)
 
     async def run(
         self, messages: list[ChatMessage], registry: ToolRegistry, observer: TurnObserver
@@ -165,8 +178,8 @@ class ToolLoop:
     async def _stream_step(
         self, step: int, request: ModelRequest, observer: TurnObserver
     ) -> tuple[str, list[ChatToolCall], str, Usage]:
-        self.state = StepState()
-        self.state.step = step
+        self._state = StepState()
+        self._state.step = step
         calls: list[ChatToolCall] = []
         finish = "stop"
         usage = Usage()
@@ -180,7 +193,7 @@ class ToolLoop:
                     started = True
                     deadline.reschedule(loop.time() + self._stall.chunk_seconds)
                     if isinstance(event, TextDelta):
-                        self.state.text.append(event.text)
+                        self._state.text.append(event.text)
                         await observer.on_text(step, event.text)
                     elif isinstance(event, ToolCallRequest):
                         calls.append(event.call)
@@ -201,7 +214,7 @@ class ToolLoop:
             ) from None
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
-        return self.state.partial_text, calls, finish, usage
+        return self._state.partial_text, calls, finish, usage
 
     async def _run_tools(
         self,

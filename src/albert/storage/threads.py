@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -183,6 +184,18 @@ class ThreadStore:
         """The thread a message id belongs to, if it was stored."""
         rows = self._sql.execute("SELECT thread_id FROM messages WHERE id = ?", message_id)
         return rows[0]["thread_id"] if rows else None
+
+    def turn_ended(self, thread_id: str, turn_id: str, reasons: Sequence[str]) -> bool:
+        """True when an assistant message of the turn recorded one of these endings."""
+        marks = ", ".join("?" * len(reasons))
+        rows = self._sql.execute(
+            "SELECT 1 AS x FROM messages WHERE thread_id = ? AND turn_id = ? "
+            f"AND role = 'assistant' AND finish_reason IN ({marks}) LIMIT 1",
+            thread_id,
+            turn_id,
+            *reasons,
+        )
+        return bool(rows)
 
     def add_message(
         self,

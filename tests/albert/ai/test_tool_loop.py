@@ -6,18 +6,20 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from pydantic import Field
 
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
+    ModelError,
     ModelEvent,
     ModelRequest,
     StepFinished,
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.tool_loop import STEP_CAP_NOTE, ToolLoop
+from albert.ai.tool_loop import STEP_CAP_NOTE, PartialTurn, ToolLoop
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.registry import ToolRegistry
@@ -164,3 +166,27 @@ async def test_a_tool_result_is_data_and_cannot_change_the_tools_or_the_prompt()
     assert [m.content for m in systems] == ["policy"]
     carrier = [m for m in second.messages if injection in m.content]
     assert [m.role for m in carrier] == ["tool"]
+
+
+class CutModel(ScriptModel):
+    """Streams its step, then fails as a cut stream does."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        async for event in super().stream(request):
+            yield event
+        if len(self.requests) == len(self.steps):
+            raise ModelError("stream_cut", "the model stream was cut off")
+
+
+async def test_an_interrupted_loop_reports_how_far_it_got() -> None:
+    loop = ToolLoop(
+        CutModel(
+            [call("echo", {"q": "x"}), [TextDelta(text="Half an "), TextDelta(text="answer")]]
+        ),
+        GUARD,
+        max_steps=5,
+    )
+    assert loop.partial() == PartialTurn(step=0, text="")
+    with pytest.raises(ModelError):
+        await loop.run(USER, ToolRegistry([ECHO]), Recorder())
+    assert loop.partial() == PartialTurn(step=2, text="Half an answer")

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from albert.agent import build_chat_service
+from albert.chat.history import history_for_model
 from albert.chat.recovery import RESTART_MESSAGE, recover_interrupted_turns
-from albert.chat.turns import history_for_model
 from albert.clock import SystemClock
 from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import ToolCallRecord

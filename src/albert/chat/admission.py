@@ -1,0 +1,156 @@
+"""Frame admission: what an incoming frame is, and whether a chat message starts a turn.
+
+A chat message is checked in this order, each refusal an error frame naming the
+problem, with nothing stored: too long; unknown thread; its id already used in
+another thread; a turn still running in the thread (the resend of that turn's
+message is acknowledged as a duplicate instead); a resend of a message already
+answered (acknowledged as a duplicate); the per-client rate limit. Then the
+user's message is stored, once: the resend of a failed turn's message is a retry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from albert.limits import RateLimiter
+from albert.protocol.frames import (
+    AckFrame,
+    ChatFrame,
+    ClientFrames,
+    ErrorCode,
+    ErrorFrame,
+    client_frame_adapter,
+)
+from albert.protocol.http import Thread
+from albert.settings import Settings
+from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
+from albert.validation import validation_message
+
+# Endings that answered a message: its resend is a duplicate, not a retry.
+ANSWERED = ("stop", "step_limit", "length", "cancelled")
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The message starts a turn; `retry` when it was stored by an earlier, failed turn."""
+
+    retry: bool
+
+
+Verdict = Admitted | AckFrame | ErrorFrame
+
+
+def read_frame(raw: str | bytes, max_bytes: int) -> ClientFrames | ErrorFrame:
+    """The client frame in `raw`, or the error frame that says what is wrong with it."""
+    size = len(raw.encode() if isinstance(raw, str) else raw)
+    if size > max_bytes:
+        return refusal("too_large", f"frame larger than {max_bytes} bytes")
+    try:
+        return client_frame_adapter.validate_json(raw)
+    except ValidationError as exc:
+        return refusal("bad_frame", validation_message(exc))
+
+
+def refusal(
+    code: ErrorCode,
+    message: str,
+    *,
+    thread_id: str | None = None,
+    retryable: bool = False,
+    retry_after: float | None = None,
+) -> ErrorFrame:
+    """An error frame for input the client sent (never a turn's ending)."""
+    return ErrorFrame(
+        code=code,
+        message=message,
+        thread_id=thread_id,
+        retryable=retryable or retry_after is not None,
+        retry_after_seconds=retry_after,
+    )
+
+
+def ack(frame: ChatFrame, *, duplicate: bool) -> AckFrame:
+    """The acknowledgement of a chat message."""
+    return AckFrame(thread_id=frame.thread_id, message_id=frame.message_id, duplicate=duplicate)
+
+
+class Admission:
+    """Decides what a chat message gets, and stores it when it starts a turn."""
+
+    def __init__(self, store: ThreadStore, settings: Settings, limit: RateLimiter) -> None:
+        self._store = store
+        self._settings = settings
+        self._limit = limit
+
+    def admit(self, frame: ChatFrame, *, busy: bool) -> Verdict:
+        """The verdict on one chat message; `busy` when a turn runs in its thread."""
+        found = self._locate(frame)
+        if isinstance(found, ErrorFrame):
+            return found
+        thread, stored_in = found
+        repeated = self._repeat(frame, stored=stored_in is not None, busy=busy)
+        if repeated is not None:
+            return repeated
+        wait = self._limit.take()
+        if wait is not None:
+            return refusal(
+                "rate_limited",
+                f"too many messages; try again in {wait:g} s",
+                thread_id=frame.thread_id,
+                retry_after=wait,
+            )
+        if stored_in is None:
+            self._store_user_message(frame, thread)
+        return Admitted(retry=stored_in is not None)
+
+    def _locate(self, frame: ChatFrame) -> tuple[Thread, str | None] | ErrorFrame:
+        """The message's thread, and where its id was stored before (if it was)."""
+        if len(frame.text) > self._settings.max_message_chars:
+            return refusal(
+                "too_large",
+                f"message longer than {self._settings.max_message_chars} characters",
+                thread_id=frame.thread_id,
+            )
+        try:
+            thread = self._store.get_thread(frame.thread_id)
+        except NotFound:
+            return refusal("unknown_thread", "no such thread", thread_id=frame.thread_id)
+        stored_in = self._store.message_thread(frame.message_id)
+        if stored_in is not None and stored_in != frame.thread_id:
+            return refusal(
+                "duplicate_id",
+                "message_id already used in another thread",
+                thread_id=frame.thread_id,
+            )
+        return thread, stored_in
+
+    def _repeat(self, frame: ChatFrame, *, stored: bool, busy: bool) -> Verdict | None:
+        """The answer to a message that cannot start a turn now; None when it can."""
+        if busy:
+            if stored:
+                return ack(frame, duplicate=True)
+            return refusal(
+                "busy",
+                "a turn is still running in this thread; wait for it or cancel it",
+                thread_id=frame.thread_id,
+                retryable=True,
+            )
+        if stored and self._store.turn_ended(frame.thread_id, frame.message_id, ANSWERED):
+            # A resend (e.g. after a reconnect) of a message already answered.
+            return ack(frame, duplicate=True)
+        return None
+
+    def _store_user_message(self, frame: ChatFrame, thread: Thread) -> None:
+        self._store.add_message(
+            message_id=frame.message_id,
+            thread_id=frame.thread_id,
+            turn_id=frame.message_id,
+            role="user",
+            content=frame.text,
+        )
+        if thread.title == DEFAULT_TITLE:
+            # First words of the first question make a better title than "New chat".
+            title = " ".join(frame.text.split())[:60]
+            self._store.rename_thread(frame.thread_id, title or DEFAULT_TITLE)

@@ -1,0 +1,132 @@
+"""The turn driver: runs one admitted turn from its first frame to its one recorded ending.
+
+It gathers the turn's tools, the system prompt and the thread's history (read
+once), runs the tool loop under the turn's time bound with the recorder as its
+observer, and turns whatever stops the loop (cancel, timeout, model error, a bug)
+into exactly one ending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from albert.ai.model import ChatMessage, ModelClient, ModelError
+from albert.ai.prompt import build_system_prompt
+from albert.ai.tool_loop import StallBounds, ToolLoop
+from albert.analytics.chat_events import TurnEvents
+from albert.chat.history import HISTORY_MESSAGES, history_for_model
+from albert.chat.live import LiveTurn
+from albert.chat.recorder import CANCELLED, TurnEnding, TurnRecorder
+from albert.ports import ToolProvider
+from albert.protocol.frames import ErrorCode, StartFrame
+from albert.settings import Settings
+from albert.storage.threads import ThreadStore, ToolOutputs
+from albert.storage.turn_journal import TurnJournal
+from albert.tools.guard import ToolGuard
+from albert.tools.read_tool_result import read_tool_result_tool
+from albert.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+class TurnDriver:
+    """Runs turns against the model and the tool layer; one instance per client."""
+
+    def __init__(
+        self,
+        *,
+        store: ThreadStore,
+        outputs: ToolOutputs,
+        settings: Settings,
+        model: ModelClient,
+        tools: ToolProvider,
+        events: TurnEvents,
+        journal: TurnJournal,
+    ) -> None:
+        self._store = store
+        self._outputs = outputs
+        self._settings = settings
+        self._model = model
+        self._tools = tools
+        self._events = events
+        self._journal = journal
+        self._guard = ToolGuard(
+            timeout_seconds=settings.tool_timeout_seconds,
+            max_chars=settings.tool_result_max_chars,
+        )
+
+    async def run(self, live: LiveTurn) -> None:
+        """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
+        live.emit(
+            StartFrame(thread_id=live.thread_id, turn_id=live.turn_id, model=self._model.model_name)
+        )
+        recorder = TurnRecorder(self._store, self._outputs, self._journal, self._events, live)
+        recorder.begin()
+        loop = self._new_loop()
+        try:
+            async with asyncio.timeout(self._settings.turn_timeout_seconds):
+                messages, registry = await self._prepare(live.thread_id)
+                result = await loop.run(messages, registry, recorder)
+        except asyncio.CancelledError:
+            recorder.end(loop.partial(), CANCELLED)
+            return
+        except Exception as exc:
+            recorder.end(loop.partial(), self._ending(exc, live.turn_id))
+            return
+        recorder.finish(result)
+
+    def _new_loop(self) -> ToolLoop:
+        settings = self._settings
+        return ToolLoop(
+            self._model,
+            self._guard,
+            max_steps=settings.max_model_steps,
+            stall=StallBounds(
+                first_chunk_seconds=settings.model_first_chunk_timeout_seconds,
+                chunk_seconds=settings.model_chunk_timeout_seconds,
+            ),
+            context_tokens=settings.model_context_tokens,
+        )
+
+    async def _prepare(self, thread_id: str) -> tuple[list[ChatMessage], ToolRegistry]:
+        """The model's opening messages (system prompt, then history) and the turn's tools."""
+        turn_tools = await self._tools.tools_for_turn()
+        registry = turn_tools.registry.extended(
+            [read_tool_result_tool(self._outputs, thread_id)], "local"
+        )
+        system = build_system_prompt(
+            registry,
+            server_notes=turn_tools.server_notes,
+            vault_data_available=turn_tools.vault_data_available,
+            flavour=self._settings.prompt_flavour,
+        )
+        history = history_for_model(self._store.history(thread_id, HISTORY_MESSAGES))
+        return [ChatMessage(role="system", content=system), *history], registry
+
+    def _ending(self, exc: Exception, turn_id: str) -> TurnEnding:
+        """The ending of a turn the loop could not finish (called in the except block)."""
+        if isinstance(exc, TimeoutError):
+            return TurnEnding(
+                "timeout",
+                "incomplete",
+                code="timeout",
+                message=f"the answer took longer than {self._settings.turn_timeout_seconds:g} s "
+                "and was stopped; what was written so far is kept",
+                retryable=True,
+            )
+        if isinstance(exc, ModelError):
+            code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
+                exc.kind, "model_error"
+            )  # type: ignore[assignment]
+            return TurnEnding(
+                "error", "incomplete", code=code, message=str(exc), retryable=exc.retryable
+            )
+        log.exception("turn %s failed", turn_id)
+        return TurnEnding(
+            "error",
+            "error",
+            code="internal",
+            message="something went wrong on our side; your message is saved, try again",
+            retryable=True,
+        )

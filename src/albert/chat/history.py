@@ -1,0 +1,48 @@
+"""The thread's stored messages as the model reads them."""
+
+from __future__ import annotations
+
+from albert.ai.model import ChatMessage, ChatToolCall
+from albert.protocol.http import Message
+
+# How many of the newest messages a turn sends; the context budget trims further.
+HISTORY_MESSAGES = 200
+
+INTERRUPTED_RESULT = "No result: the turn was interrupted before this tool finished."
+
+
+def history_for_model(messages: list[Message]) -> list[ChatMessage]:
+    """Stored messages in the model's shape.
+
+    Incomplete answers are left out (the model should not continue a cut text),
+    and a tool call whose result was never stored gets a stand-in result, since
+    model APIs reject a call without one.
+    """
+    out: list[ChatMessage] = []
+    answered_calls = {m.tool_call_id for m in messages if m.role == "tool"}
+    for m in messages:
+        if m.role == "assistant":
+            out.extend(_assistant(m, answered_calls))
+        elif m.role == "tool":
+            out.append(
+                ChatMessage(
+                    role="tool", content=m.content, tool_call_id=m.tool_call_id, name=m.name
+                )
+            )
+        else:
+            out.append(ChatMessage(role="user", content=m.content))
+    return out
+
+
+def _assistant(m: Message, answered_calls: set[str | None]) -> list[ChatMessage]:
+    if m.status != "complete" and not m.tool_calls:
+        return []
+    calls = [ChatToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls]
+    return [
+        ChatMessage(role="assistant", content=m.content, tool_calls=calls),
+        *(
+            ChatMessage(role="tool", content=INTERRUPTED_RESULT, tool_call_id=c.id, name=c.name)
+            for c in calls
+            if c.id not in answered_calls
+        ),
+    ]

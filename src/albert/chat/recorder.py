@@ -1,0 +1,254 @@
+"""The turn recorder: streams a turn's frames and persists each piece as it completes.
+
+Persistence order is the reliability contract: each step's assistant text and
+tool calls are stored when the step ends, each tool result as it completes (its
+whole output too, for read_tool_result), and an interrupted turn keeps its
+partial text, marked incomplete. Every turn ends in exactly one recorded outcome,
+stored on its last message and sent in the `done` frame. The turn journal
+(`albert.storage.turn_journal`) holds the turn while it runs, with the text the
+user has seen of the current step, so a restart that cuts the turn off can still
+end it (`albert.chat.recovery`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from albert.ai.model import ChatToolCall
+from albert.ai.tool_loop import PartialTurn, TurnResult
+from albert.analytics.chat_events import TurnEvents
+from albert.chat.live import LiveTurn
+from albert.chat.recovery import end_message_id, step_message_id
+from albert.protocol.frames import (
+    DoneFrame,
+    ErrorCode,
+    ErrorFrame,
+    FinishReason,
+    TextDeltaFrame,
+    ToolCallFrame,
+    ToolResultFrame,
+    Usage,
+)
+from albert.protocol.http import MessageStatus, ToolCallRecord
+from albert.storage.threads import ThreadStore, ToolOutputs
+from albert.storage.turn_journal import TurnJournal
+from albert.tools.guard import GuardedResult
+
+TOOL_PREVIEW_CHARS = 4_000
+DELTA_FLUSH_CHARS = 64
+DELTA_FLUSH_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class TurnEnding:
+    """How an interrupted turn ends: its outcome, and the error frame the browser gets."""
+
+    finish_reason: FinishReason
+    status: MessageStatus
+    code: ErrorCode | None = None
+    message: str = ""
+    retryable: bool = False
+
+
+CANCELLED = TurnEnding(finish_reason="cancelled", status="cancelled")
+
+
+class TurnRecorder:
+    """The tool loop's observer for one turn: frames to the browser, rows to the store."""
+
+    def __init__(
+        self,
+        store: ThreadStore,
+        outputs: ToolOutputs,
+        journal: TurnJournal,
+        events: TurnEvents,
+        live: LiveTurn,
+    ) -> None:
+        self._store = store
+        self._outputs = outputs
+        self._journal = journal
+        self._events = events
+        self._live = live
+        self._thread_id = live.thread_id
+        self._turn_id = live.turn_id
+        self._last_answer_id: str | None = None
+        self._step_saved = 0
+        # A retried turn runs again under the same turn id; each run's messages
+        # need ids of their own.
+        self._run = secrets.token_hex(3)
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._pending_step = 0
+        self._flush_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def _ids(self) -> dict[str, str]:
+        return {"thread_id": self._thread_id, "turn_id": self._turn_id}
+
+    def _message_id(self, step: int) -> str:
+        return step_message_id(self._turn_id, self._run, step)
+
+    def begin(self) -> None:
+        """Enter the turn in the journal, so a restart that cuts it off can end it."""
+        self._journal.begin(turn_id=self._turn_id, thread_id=self._thread_id, run=self._run)
+
+    # --- streamed text -----------------------------------------------------------------
+
+    async def on_text(self, step: int, delta: str) -> None:
+        # Deltas are coalesced (up to DELTA_FLUSH_CHARS or DELTA_FLUSH_SECONDS): one frame
+        # per model token costs more than the token itself, and a person cannot tell.
+        if self._pending and step != self._pending_step:
+            self._flush()
+        self._pending.append(delta)
+        self._pending_chars += len(delta)
+        self._pending_step = step
+        if self._pending_chars >= DELTA_FLUSH_CHARS:
+            self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(
+                DELTA_FLUSH_SECONDS, self._flush
+            )
+
+    def _flush(self) -> None:
+        """Send the text held back so far, if any; called before every other frame."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if not self._pending:
+            return
+        delta = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+        # Stored before it is sent: after a hard kill the stored text holds all the user saw.
+        self._journal.checkpoint(self._turn_id, self._pending_step, delta)
+        self._live.emit(TextDeltaFrame(**self._ids, step=self._pending_step, delta=delta))
+
+    # --- steps and tools ---------------------------------------------------------------
+
+    async def on_step_end(
+        self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
+    ) -> None:
+        self._flush()
+        message_id = self._message_id(step)
+        self._store.add_message(
+            message_id=message_id,
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="assistant",
+            content=text,
+            tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in calls],
+            finish_reason="tool_calls" if calls else finish_reason,
+        )
+        self._last_answer_id = message_id
+        self._step_saved = step
+
+    async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
+        self._flush()
+        self._live.emit(
+            ToolCallFrame(
+                **self._ids, step=step, call_id=call.id, name=call.name, arguments=arguments
+            )
+        )
+
+    async def on_tool_result(
+        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+    ) -> None:
+        self._events.tool_invoked(call.name, source, outcome)
+        self._outputs.save(
+            call_id=call.id, thread_id=self._thread_id, name=call.name, content=outcome.full_text
+        )
+        text = outcome.result.joined_text()
+        self._store.add_message(
+            message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="tool",
+            content=text,
+            tool_call_id=call.id,
+            name=call.name,
+            status="error" if outcome.result.is_error else "complete",
+            meta=_tool_meta(call, outcome, source),
+        )
+        self._live.emit(
+            ToolResultFrame(
+                **self._ids,
+                step=step,
+                call_id=call.id,
+                name=call.name,
+                ok=not outcome.result.is_error,
+                duration_ms=round(outcome.duration_ms, 1),
+                truncated=outcome.truncated,
+                content=text[:TOOL_PREVIEW_CHARS],
+            )
+        )
+
+    # --- the ending --------------------------------------------------------------------
+
+    def end(self, partial: PartialTurn, ending: TurnEnding) -> None:
+        """End an interrupted turn: keep the partial text, say why, send done."""
+        self._flush()
+        # When the interrupted step was already saved (e.g. cancelled while tools ran),
+        # a closing marker records the outcome so the turn reads as ended.
+        saved = partial.step == 0 or partial.step <= self._step_saved
+        self._store.add_message(
+            message_id=end_message_id(self._turn_id, self._run)
+            if saved
+            else self._message_id(partial.step),
+            thread_id=self._thread_id,
+            turn_id=self._turn_id,
+            role="assistant",
+            content="" if saved else partial.text,
+            status=ending.status,
+            finish_reason=ending.finish_reason,
+        )
+        self._journal.end(self._turn_id)
+        if ending.code is not None:
+            self._live.emit(
+                ErrorFrame(
+                    **self._ids,
+                    code=ending.code,
+                    message=ending.message,
+                    retryable=ending.retryable,
+                )
+            )
+        self._done(ending.finish_reason, partial.step, Usage())
+
+    def finish(self, result: TurnResult) -> None:
+        """Record the turn's outcome on its final message and tell the browser."""
+        self._flush()
+        if self._last_answer_id is not None:
+            self._store.update_message(
+                self._last_answer_id,
+                content=result.text,
+                status="complete",
+                finish_reason=result.finish_reason,
+                meta={"steps": result.steps, "usage": result.usage.model_dump()},
+            )
+        self._journal.end(self._turn_id)
+        self._done(result.finish_reason, result.steps, result.usage)
+
+    def _done(self, finish_reason: FinishReason, steps: int, usage: Usage) -> None:
+        self._live.emit(
+            DoneFrame(**self._ids, finish_reason=finish_reason, steps=steps, usage=usage)
+        )
+
+
+def _tool_meta(call: ChatToolCall, outcome: GuardedResult, source: str) -> dict[str, Any]:
+    return {
+        "duration_ms": round(outcome.duration_ms, 1),
+        "truncated": outcome.truncated,
+        "source": source,
+        "arguments": json.loads(call.arguments) if _is_json(call.arguments) else {},
+    }
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
