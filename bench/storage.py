@@ -17,7 +17,7 @@ import httpx
 
 from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import ToolCallRecord
-from albert.storage.migrations import migrate
+from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore
 from bench.core import BenchSizes, Row, Spread, Stopwatch, ratio
 from bench.stack import running_runtime, runtime_vars, state_dir
@@ -54,7 +54,7 @@ def seed(path: Path, threads: int, messages: int) -> None:
     # Seeding speed is not what is measured; the runtime reopens the file with its defaults.
     storage.exec("PRAGMA synchronous=OFF")
     sql = WorkersSql(storage)
-    migrate(sql)
+    migrate(sql, THREADS)
     store = ThreadStore(sql, StepClock())
     store.create_thread(BIG_THREAD, "A long research session")
     turn = 0

@@ -34,7 +34,7 @@ from albert.cloudflare.sockets import (
 from albert.cloudflare.sql import WorkersSql
 from albert.router import authenticate
 from albert.settings import Settings
-from albert.storage.meta import ObjectMeta
+from albert.storage.meta import TENANT, ObjectMeta
 from albert.web import HttpResponse
 
 log = logging.getLogger(__name__)
@@ -63,13 +63,13 @@ class ChatDurableObject(DurableObject):
         if self._service is None:
             sql = WorkersSql(self.ctx.storage.sql)
             meta = ObjectMeta(sql)
-            if tenant is not None and meta.get("tenant") is None:
-                meta.set("tenant", tenant)
+            if tenant is not None and meta.get(TENANT) is None:
+                meta.set(TENANT, tenant)
             # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
             self._http = httpx.AsyncClient(transport=outbound_transport())
             self._service = build_chat_service(
                 sql=sql,
-                tenant=meta.get("tenant") or DEFAULT_TENANT,
+                tenant=meta.get(TENANT) or DEFAULT_TENANT,
                 hub=WorkersSocketHub(self.ctx),
                 env=env_mapping(self.env),
                 http=self._http,

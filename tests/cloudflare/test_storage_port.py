@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from albert.cloudflare.sql import SqlError, TransactionRefused, WorkersSql
-from albert.storage.migrations import migrate
+from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore
 from tests.cloudflare.conftest import Platform
 
@@ -116,8 +116,8 @@ async def test_explicit_transactions_are_refused(platform: Platform, statement: 
 async def test_the_thread_store_runs_on_the_adapter(platform: Platform) -> None:
     """The core's real migrations and thread store, end to end through the port."""
     sql = WorkersSql(platform.ctx.storage.sql)
-    migrate(sql)
-    migrate(sql)  # idempotent
+    migrate(sql, THREADS)
+    migrate(sql, THREADS)  # idempotent
     store = ThreadStore(sql, _StepClock())
     for n in range(3):
         store.create_thread(f"thread-{n}", None if n == 0 else f"title {n}")

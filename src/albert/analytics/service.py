@@ -23,6 +23,8 @@ from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink, 
 from albert.auth.tokens import CLIENT_ID_PATTERN
 from albert.clock import Clock, SystemClock
 from albert.settings import Settings
+from albert.storage.meta import CLIENT_ID, ObjectMeta
+from albert.storage.migrations import Migrations, migrate
 from albert.storage.ports import SqlStorage
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,22 @@ MAX_BUFFER = 2_000
 
 
 _CLIENT_ID = re.compile(CLIENT_ID_PATTERN)
+
+# The analytics namespace of the object's migrations. The client id lived in a table
+# of its own; it is the object's identity, so it moves to object_meta.
+ANALYTICS_SCHEMA = Migrations(
+    "analytics",
+    "analytics_schema_migrations",
+    [
+        (
+            "CREATE TABLE IF NOT EXISTS analytics_identity "
+            "(id INTEGER PRIMARY KEY CHECK (id = 1), client_id TEXT NOT NULL)",
+            f"INSERT OR IGNORE INTO object_meta (key, value) "
+            f"SELECT '{CLIENT_ID}', client_id FROM analytics_identity WHERE id = 1",
+            "DROP TABLE analytics_identity",
+        ),
+    ],
+)
 
 
 class BackgroundDefer:
@@ -67,6 +85,7 @@ class AnalyticsService:
         self._defer: Defer = defer or BackgroundDefer()
         self._clock = clock or SystemClock()
         self._sql = sql
+        self._meta: ObjectMeta | None = None
         self._amplitude_url = amplitude_url
         self._sinks: list[Sink] | None = None
         self._buffer: list[TrackedEvent] = []
@@ -108,29 +127,26 @@ class AnalyticsService:
         if not _CLIENT_ID.match(client_id) or client_id == self.client_id:
             return
         self._client_id = client_id
-        if self._sql is not None:
+        meta = self._object_meta()
+        if meta is not None:
             # Persisted so events of a woken object (a socket message, no request yet) keep it.
-            self._ensure_table()
-            self._sql.execute(
-                "INSERT OR REPLACE INTO analytics_identity (id, client_id) VALUES (1, ?)", client_id
-            )
+            meta.set(CLIENT_ID, client_id)
 
     @property
     def client_id(self) -> str | None:
         """The client this object serves, if known."""
-        if self._client_id is None and not self._identity_loaded and self._sql is not None:
+        if self._client_id is None and not self._identity_loaded:
             self._identity_loaded = True
-            self._ensure_table()
-            rows = self._sql.execute("SELECT client_id FROM analytics_identity WHERE id = 1")
-            self._client_id = rows[0]["client_id"] if rows else None
+            meta = self._object_meta()
+            self._client_id = meta.get(CLIENT_ID) if meta is not None else None
         return self._client_id
 
-    def _ensure_table(self) -> None:
-        assert self._sql is not None
-        self._sql.execute(
-            "CREATE TABLE IF NOT EXISTS analytics_identity "
-            "(id INTEGER PRIMARY KEY CHECK (id = 1), client_id TEXT NOT NULL)"
-        )
+    def _object_meta(self) -> ObjectMeta | None:
+        # Opened on first use: an object without analytics never touches these tables.
+        if self._meta is None and self._sql is not None:
+            self._meta = ObjectMeta(self._sql)
+            migrate(self._sql, ANALYTICS_SCHEMA)
+        return self._meta
 
     # --- tracking --------------------------------------------------------------------
 

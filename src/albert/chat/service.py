@@ -16,7 +16,7 @@ from albert.clock import Clock
 from albert.limits import RateLimiter
 from albert.ports import ChatSocket, SocketHub, ToolProvider
 from albert.settings import Settings
-from albert.storage.migrations import migrate
+from albert.storage.migrations import THREADS, migrate
 from albert.storage.ports import SqlStorage
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
@@ -41,7 +41,7 @@ class ChatService:
         analytics: AnalyticsService | None = None,
         mcp: McpApi | None = None,
     ) -> None:
-        migrate(sql)
+        migrate(sql, THREADS)
         self.mcp = mcp
         self.settings = settings
         # The cap and token expiry apply to every send, so turns and the MCP status

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from albert.mcp.secret_binding import SECRET_NAME_PATTERN, SecretRefused
 from albert.settings import Settings
+from albert.storage.migrations import Migrations, migrate
 from albert.storage.ports import SqlStorage
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
@@ -85,28 +86,8 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
         )""",
     ),
 ]
-
-
-def migrate_mcp(sql: SqlStorage) -> int:
-    """Apply pending MCP table migrations; returns the version now in force."""
-    sql.execute(
-        "CREATE TABLE IF NOT EXISTS mcp_schema_migrations "
-        "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
-    )
-    rows = sql.execute("SELECT MAX(version) AS v FROM mcp_schema_migrations")
-    current = int(rows[0]["v"] or 0) if rows else 0
-    for version, statements in enumerate(MCP_MIGRATIONS, start=1):
-        if version <= current:
-            continue
-        for statement in statements:
-            sql.execute(statement)
-        sql.execute(
-            "INSERT INTO mcp_schema_migrations (version, applied_at) "
-            "VALUES (?, CAST(strftime('%s','now') AS INTEGER))",
-            version,
-        )
-        current = version
-    return current
+# The MCP namespace of the object's migrations, applied by the one runner.
+MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)
 
 
 class McpServerIn(BaseModel):
@@ -223,7 +204,7 @@ class McpConfigStore:
     """The client's MCP server configs, plus the default server from settings."""
 
     def __init__(self, sql: SqlStorage, settings: Settings, now_ms: Callable[[], int]) -> None:
-        migrate_mcp(sql)
+        migrate(sql, MCP_SCHEMA)
         self._sql = sql
         self._settings = settings
         self._now_ms = now_ms

@@ -1,14 +1,40 @@
-"""Ordered schema migrations, applied once each and recorded in the database."""
+"""Schema migrations of an object's SQLite: one runner, one migration list per part.
+
+Each part of the object owns its tables and their migration list, its namespace:
+threads and messages (`THREADS`, here), MCP server configs (`albert.mcp.configs`),
+analytics (`albert.analytics.service`). The runner applies, in order, every
+migration a namespace has not recorded yet, and records it in that namespace's own
+table (the names the first deployments used, so nothing ever runs twice). Lists
+are append-only: a deployed object has applied every earlier entry.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from albert.storage.ports import SqlStorage
 
 Migration = Sequence[str]
 
-# Append only: a deployed object has applied every earlier entry.
+_TABLE_NAME = re.compile(r"^[a-z_]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Migrations:
+    """One namespace's migrations, and the table that records which were applied."""
+
+    namespace: str
+    record_table: str
+    steps: Sequence[Migration]
+
+    def __post_init__(self) -> None:
+        if not _TABLE_NAME.match(self.record_table):
+            raise ValueError(f"not a table name: {self.record_table!r}")
+
+
+# The threads namespace: threads, messages, tool outputs and the object's own facts.
 MIGRATIONS: list[Migration] = [
     (
         """CREATE TABLE IF NOT EXISTS threads (
@@ -70,22 +96,25 @@ MIGRATIONS: list[Migration] = [
     ),
 ]
 
+THREADS = Migrations("threads", "schema_migrations", MIGRATIONS)
 
-def migrate(sql: SqlStorage) -> int:
-    """Apply pending migrations; returns the schema version now in force."""
+
+def migrate(sql: SqlStorage, migrations: Migrations) -> int:
+    """Apply a namespace's pending migrations; returns its schema version now in force."""
+    table = migrations.record_table
     sql.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        f"CREATE TABLE IF NOT EXISTS {table} "
         "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
     )
-    rows = sql.execute("SELECT MAX(version) AS v FROM schema_migrations")
-    current = rows[0]["v"] or 0 if rows else 0
-    for version, statements in enumerate(MIGRATIONS, start=1):
+    rows = sql.execute(f"SELECT MAX(version) AS v FROM {table}")
+    current = int(rows[0]["v"] or 0) if rows else 0
+    for version, statements in enumerate(migrations.steps, start=1):
         if version <= current:
             continue
         for statement in statements:
             sql.execute(statement)
         sql.execute(
-            "INSERT INTO schema_migrations (version, applied_at) "
+            f"INSERT INTO {table} (version, applied_at) "
             "VALUES (?, CAST(strftime('%s','now') AS INTEGER))",
             version,
         )

@@ -15,6 +15,7 @@ from albert.analytics.service import MAX_BATCH, AnalyticsService
 from albert.analytics.sinks import AMPLITUDE_URL
 from albert.cloudflare.sql import WorkersSql
 from albert.settings import Settings
+from albert.storage.meta import CLIENT_ID, ObjectMeta
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
 
@@ -186,6 +187,8 @@ async def test_identity_survives_a_new_object_instance(tmp_path: Path) -> None:
     # A woken object: no request seen yet, the socket's events still name the client.
     woken = AnalyticsService(log_path=str(tmp_path / "b.jsonl"), defer=deferred, sql=sql)
     assert woken.client_id == CLIENT
+    # The object's identity has one home: object_meta, next to its tenant.
+    assert ObjectMeta(sql).get(CLIENT_ID) == CLIENT
 
 
 async def test_malformed_client_ids_are_ignored() -> None:

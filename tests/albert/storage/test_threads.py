@@ -8,7 +8,7 @@ import pytest
 
 from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import ToolCallRecord
-from albert.storage.migrations import MIGRATIONS, migrate
+from albert.storage.migrations import MIGRATIONS, THREADS, migrate
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
@@ -33,14 +33,14 @@ class StepClock:
 @pytest.fixture
 def store(tmp_path: Path) -> ThreadStore:
     sql = WorkersSql(SqlStorage(tmp_path / "object.sqlite"))
-    migrate(sql)
+    migrate(sql, THREADS)
     return ThreadStore(sql, StepClock())
 
 
 def test_migrations_apply_once(tmp_path: Path) -> None:
     sql = WorkersSql(SqlStorage(tmp_path / "m.sqlite"))
-    assert migrate(sql) == len(MIGRATIONS)
-    assert migrate(sql) == len(MIGRATIONS)
+    assert migrate(sql, THREADS) == len(MIGRATIONS)
+    assert migrate(sql, THREADS) == len(MIGRATIONS)
     rows = sql.execute("SELECT COUNT(*) AS n FROM schema_migrations")
     assert rows[0]["n"] == len(MIGRATIONS)
 
