@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
-from data_server.mcp_server import filter_expr as fx
+from albert.search import filters as fx
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
@@ -128,10 +128,14 @@ async def search_protocols(
             await deps.chains.check([params.chain])
         except ValueError as exc:
             raise ToolFailure(str(exc)) from exc
-    filter_by = fx.render(
+    filter_by = (
         fx.all_of(
-            [fx.eq("chain", params.chain) if params.chain else None, fx.eq("status", "active")]
+            [
+                fx.equals("chain", params.chain) if params.chain else None,
+                fx.equals("status", "active"),
+            ]
         )
+        or ""
     )
     # "curve finance": the index would want every word in a vault's name; the protocol is "curve".
     q = (" ".join(_name_words(params.query)) or params.query) if params.query else None
@@ -261,11 +265,11 @@ async def search_vault_assets(
             await deps.chains.check([params.chain])
         except ValueError as exc:
             raise ToolFailure(str(exc)) from exc
-    parts: list[fx.Expr | None] = [fx.eq("status", "active")]
+    parts: list[str | None] = [fx.equals("status", "active")]
     if params.chain:
-        parts.append(fx.eq("chain", params.chain))
+        parts.append(fx.equals("chain", params.chain))
     if params.stablecoin_only:
-        parts.append(fx.eq("stablecoin", True))
+        parts.append(fx.equals("stablecoin", True))
     by_address = bool(_ADDRESS.match(query))
     if by_address:
         variants = list(dict.fromkeys([query, query.lower()]))
@@ -277,7 +281,7 @@ async def search_vault_assets(
         q = query
     _, hits = await deps.index.scan(
         q=q,
-        filter_by=fx.render(fx.all_of(parts)),
+        filter_by=fx.all_of(parts) or "",
         query_by="asset_symbols",
         max_hits=SCAN_LIMIT,
     )

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from data_server.mcp_server import filter_expr as fx
+from albert.search import filters as fx
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import (
@@ -213,7 +213,7 @@ class VaultFilters(StrictInput):
 
 def compile_filters(f: VaultFilters) -> str:
     """The Typesense filter_by of a validated filter set ('' when nothing is filtered)."""
-    clauses: list[fx.Expr | None] = []
+    clauses: list[str | None] = []
     chains = f.all_chains()
     if chains:
         clauses.append(fx.one_of("chain", chains))
@@ -234,7 +234,7 @@ def compile_filters(f: VaultFilters) -> str:
     if f.asset_symbols:
         clauses.append(fx.one_of("asset_symbols", f.asset_symbols))
     if f.stablecoin_only:
-        clauses.append(fx.eq("stablecoin", True))
+        clauses.append(fx.equals("stablecoin", True))
     if f.min_apy is not None:
         clauses.append(fx.compare("apy", ">=", f.min_apy))
     if f.max_apy is not None:
@@ -257,9 +257,9 @@ def compile_filters(f: VaultFilters) -> str:
             raise ToolFailure("risk_ratings and max_risk_rating leave no rating to match")
         clauses.append(fx.one_of("risk_rating", [r for r in RISK_ORDER if r in ratings]))
     if f.il_risk is not None:
-        clauses.append(fx.eq("il_risk", f.il_risk))
+        clauses.append(fx.equals("il_risk", f.il_risk))
     if f.exposure is not None:
-        clauses.append(fx.eq("exposure", f.exposure))
+        clauses.append(fx.equals("exposure", f.exposure))
     if f.audited is True:
         clauses.append(fx.compare("audits", ">", 0))
     elif f.audited is False:
@@ -269,8 +269,8 @@ def compile_filters(f: VaultFilters) -> str:
     if f.min_protocol_age_days is not None:
         clauses.append(fx.compare("protocol_age_days", ">=", f.min_protocol_age_days))
     if not f.include_inactive:
-        clauses.append(fx.eq("status", "active"))
-    return fx.render(fx.all_of(clauses))
+        clauses.append(fx.equals("status", "active"))
+    return fx.all_of(clauses) or ""
 
 
 class SearchVaultsInput(VaultFilters):

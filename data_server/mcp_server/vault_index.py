@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from albert.search import SearchParams, TypesenseClient, TypesenseError
+from albert.search.filters import equals
 from data_server.coaching import CoachItem
-from data_server.mcp_server.filter_expr import eq
 from data_server.vaults.model import Vault
 
 # Text fields a free-text query searches, most specific first.
@@ -188,5 +188,5 @@ class VaultIndex:
 
     async def vaults_with_addresses(self, chain: str) -> list[Vault]:
         """Every vault on `chain` with a known contract address (the wallet reader's catalog)."""
-        _, hits = await self.scan(filter_by=eq("chain", chain).render(), max_hits=5000)
+        _, hits = await self.scan(filter_by=equals("chain", chain), max_hits=5000)
         return [h.to_vault() for h in hits if h.address]

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from albert.search import filters as fx
 from data_server.coaching import band_label, yield_band
-from data_server.mcp_server import filter_expr as fx
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
 from data_server.mcp_server.search import vault_line
@@ -126,15 +126,15 @@ async def _history(deps: ToolDeps, vault_id: str, days: int) -> list[HistoryPoin
 
 
 async def _peers(deps: ToolDeps, vault: VaultHit) -> PeerStats:
-    parts: list[fx.Expr | None] = [
-        fx.eq("chain", vault.chain),
-        fx.eq("stablecoin", vault.stablecoin),
+    parts: list[str | None] = [
+        fx.equals("chain", vault.chain),
+        fx.equals("stablecoin", vault.stablecoin),
         fx.compare("tvl_usd", ">=", 100_000),
         fx.compare("apy", ">=", 0),
     ]
     if vault.exposure:
-        parts.append(fx.eq("exposure", vault.exposure))
-    _, hits = await deps.index.scan(filter_by=fx.render(fx.all_of(parts)), max_hits=500)
+        parts.append(fx.equals("exposure", vault.exposure))
+    _, hits = await deps.index.scan(filter_by=fx.all_of(parts) or "", max_hits=500)
     apys = sorted(h.apy for h in hits if h.apy is not None and h.id != vault.id)
     if not apys:
         return PeerStats(peers=0, median_apy=None, percentile=None)

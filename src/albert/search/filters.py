@@ -1,4 +1,7 @@
-"""Building Typesense 0.24 `filter_by` strings safely.
+"""Building Typesense 0.24 `filter_by` strings safely: the one builder of the project.
+
+The worker's token search and the data server's vault tools both write their
+filters here, so values are quoted and numbers rounded one way everywhere.
 
 Rules this module encodes:
 - String values made of letters, digits, `_`, `-` and `.` go in bare; anything else is
@@ -7,7 +10,8 @@ Rules this module encodes:
 - Numbers are written positionally (never `1e-05`), rounded to `NUMBER_DECIMALS` places:
   Typesense stores floats in 32 bits, so finer digits carry no meaning.
 - `&&` and `||` have equal precedence and are evaluated left to right, so every OR group
-  is parenthesised by `any_of`, and `all_of` parenthesises any clause containing `||`.
+  is parenthesised by `any_of`, which also parenthesises an AND group inside it, and
+  `all_of` parenthesises any clause containing `||`.
 """
 
 from __future__ import annotations
@@ -64,9 +68,33 @@ def equals(field: str, value: str | bool | int | float) -> str:
 
 def one_of(field: str, values: Sequence[str]) -> str:
     """`field:=[a,b]`: the field equals any of the values (a single clause, no `||`)."""
+    return f"{field}:={_value_list(field, values)}"
+
+
+def none_of(field: str, values: Sequence[str]) -> str:
+    """`field:!=[a,b]`: the field equals none of the values."""
+    return f"{field}:!={_value_list(field, values)}"
+
+
+def _value_list(field: str, values: Sequence[str]) -> str:
     if not values:
         raise FilterValueError(f"{field}: empty list of values")
-    return f"{field}:=[{','.join(quote_value(v) for v in values)}]"
+    return f"[{','.join(quote_value(v) for v in values)}]"
+
+
+def contains(field: str, value: str) -> str:
+    """`field:value`: a token match on a string field (not an exact one)."""
+    return f"{field}:{quote_value(value)}"
+
+
+COMPARISONS = frozenset({">", ">=", "<", "<=", "="})
+
+
+def compare(field: str, op: str, value: float | int) -> str:
+    """`field:>=value` and the like; `op` is one of >, >=, <, <=, =."""
+    if op not in COMPARISONS:
+        raise FilterValueError(f"unsupported comparison {op!r}")
+    return f"{field}:{op}{number(value)}"
 
 
 def number_range(field: str, low: float | int | None, high: float | int | None) -> str | None:
@@ -80,8 +108,14 @@ def number_range(field: str, low: float | int | None, high: float | int | None) 
     return None
 
 
-def _grouped(clause: str) -> str:
-    return f"({clause})" if "||" in clause and not _is_wrapped(clause) else clause
+def _grouped(clause: str, *operators: str) -> str:
+    """The clause, parenthesised when it holds one of the operators and is not wrapped whole.
+
+    Extra parentheses never change a filter's meaning, so an operator inside a quoted
+    value only costs a pair of them.
+    """
+    needs = any(op in clause for op in operators) and not _is_wrapped(clause)
+    return f"({clause})" if needs else clause
 
 
 def _is_wrapped(clause: str) -> bool:
@@ -103,15 +137,16 @@ def _is_wrapped(clause: str) -> bool:
 
 def all_of(clauses: Iterable[str | None]) -> str | None:
     """Clauses joined with `&&` in the given order; OR groups parenthesised; None if empty."""
-    parts = [_grouped(c) for c in clauses if c]
+    parts = [_grouped(c, "||") for c in clauses if c]
     return " && ".join(parts) if parts else None
 
 
 def any_of(clauses: Iterable[str | None]) -> str | None:
     """Clauses joined with `||` and parenthesised, so it composes under `&&`."""
-    parts = [_grouped(c) for c in clauses if c]
+    parts = [c for c in clauses if c]
     if not parts:
         return None
     if len(parts) == 1:
-        return parts[0]
-    return "(" + " || ".join(parts) + ")"
+        return _grouped(parts[0], "||")
+    # An AND group inside an OR needs its own parentheses: `a || b && c` is `(a || b) && c`.
+    return "(" + " || ".join(_grouped(c, "&&", "||") for c in parts) + ")"

@@ -6,7 +6,17 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from albert.search.filters import all_of, any_of, equals, number_range, one_of
+from albert.search.filters import (
+    FilterValueError,
+    all_of,
+    any_of,
+    compare,
+    contains,
+    equals,
+    none_of,
+    number_range,
+    one_of,
+)
 from albert.search.typesense_client import SearchParams, TypesenseClient
 from tests.typesense_fixture import TypesenseServer, unique_name
 
@@ -80,3 +90,39 @@ async def test_numeric_ranges_with_negatives(collection: tuple[TypesenseClient, 
     assert await _ids(client, name, number_range("n", None, -1.5)) == {
         k for k, v in values.items() if v <= -1.5
     }
+
+
+async def test_an_and_group_inside_an_or_keeps_its_meaning(
+    collection: tuple[TypesenseClient, str],
+) -> None:
+    client, name = collection
+    # Either on base, or both stable and on ethereum; the AND group comes second on purpose:
+    # unparenthesised, left to right, it would read (base || stable) && ethereum.
+    either = any_of(["chain:=base", all_of(["stable:=true", "chain:=ethereum"])])
+    assert either == "(chain:=base || (stable:=true && chain:=ethereum))"
+    expected = {str(i) for i in range(len(TAGS)) if i % 3 == 0 or (i % 2 == 0 and i % 3 == 2)}
+    assert await _ids(client, name, either) == expected
+    naive = "chain:=base || stable:=true && chain:=ethereum"
+    assert await _ids(client, name, naive) != expected
+
+
+async def test_exclusions_token_matches_and_comparisons(
+    collection: tuple[TypesenseClient, str],
+) -> None:
+    client, name = collection
+    everyone = set(map(str, range(len(TAGS))))
+    assert await _ids(client, name, none_of("tag", ["a,b", "two words"])) == everyone - {"1", "2"}
+    assert await _ids(client, name, contains("tag", "words")) == {"2"}
+    assert await _ids(client, name, compare("n", ">", 0)) == {
+        str(i) for i in range(len(TAGS)) if i * 1.5 - 3 > 0
+    }
+    assert await _ids(client, name, compare("n", "=", 0)) == {"2"}
+
+
+def test_comparisons_are_the_five_typesense_reads() -> None:
+    assert compare("apy", ">=", 2.5e-7) == "apy:>=0.00000025"
+    assert compare("tvl_usd", "<=", 1e6) == "tvl_usd:<=1000000"
+    with pytest.raises(FilterValueError, match="unsupported comparison"):
+        compare("apy", "!=", 1)
+    with pytest.raises(FilterValueError, match="empty list"):
+        none_of("chain", [])

@@ -1,39 +1,11 @@
-"""Filter compilation: what the flattened parameters turn into, and precedence."""
+"""Filter compilation: what the flattened parameters turn into (built by albert.search.filters)."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from data_server.mcp_server import filter_expr as fx
 from data_server.mcp_server.search import SearchVaultsInput, compile_filters
-
-
-def test_or_groups_are_parenthesised_and_and_groups_nest() -> None:
-    expr = fx.all_of(
-        [
-            fx.eq("chain", "base"),
-            fx.any_of([fx.eq("a", True), fx.all_of([fx.eq("b", "x"), fx.eq("c", "y")])]),
-        ]
-    )
-    assert fx.render(expr) == "chain:=`base` && (a:=true || (b:=`x` && c:=`y`))"
-
-
-def test_single_member_groups_render_bare_and_empty_groups_vanish() -> None:
-    assert fx.render(fx.any_of([fx.eq("a", "1")])) == "a:=`1`"
-    assert fx.render(fx.all_of([fx.any_of([]), None])) == ""
-
-
-@pytest.mark.parametrize(
-    ("value", "text"), [(1e6, "1000000"), (0.1, "0.1"), (5, "5"), (2.5e-7, "0.00000025")]
-)
-def test_numbers_never_use_exponents(value: float, text: str) -> None:
-    assert fx.number(value) == text
-
-
-def test_backticks_cannot_break_out_of_a_value() -> None:
-    with pytest.raises(ValueError, match="backticks"):
-        fx.quote("a`] || chain:=x")
 
 
 def test_flat_parameters_compile_in_one_and_chain() -> None:
@@ -51,10 +23,10 @@ def test_flat_parameters_compile_in_one_and_chain() -> None:
         exposure="single",
     )
     assert compile_filters(params) == (
-        "chain:=[`ethereum`,`arbitrum`] && protocol:!=[`beefy`] && "
-        "(asset_symbols:=[`USDC`] || name:`USDC`) && stablecoin:=true && apy:>=4 && "
-        "apy:<=30.5 && tvl_usd:>=1000000 && risk_rating:=[`low`,`medium`] && il_risk:=false "
-        "&& exposure:=`single` && audits:>0 && status:=`active`"
+        "chain:=[ethereum,arbitrum] && protocol:!=[beefy] && "
+        "(asset_symbols:=[USDC] || name:USDC) && stablecoin:=true && apy:>=4 && "
+        "apy:<=30.5 && tvl_usd:>=1000000 && risk_rating:=[low,medium] && il_risk:=false "
+        "&& exposure:=single && audits:>0 && status:=active"
     )
 
 

@@ -82,7 +82,7 @@ async def test_or_group_is_parenthesised_so_the_chain_filter_holds(app_server: A
             app_server, "search_vaults", {"chain": "eth", "asset_symbol": "usdc", "per_page": 50}
         )
     )
-    assert "(asset_symbols:=[`USDC`] || name:`USDC`)" in result["filter_by"]
+    assert "(asset_symbols:=[USDC] || name:USDC)" in result["filter_by"]
     assert result["vaults"] and {v["chain"] for v in result["vaults"]} == {"ethereum"}
     assert all(
         "USDC" in v["asset_symbols"] or "USDC" in v["name"].upper() for v in result["vaults"]
