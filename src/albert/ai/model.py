@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -98,15 +98,3 @@ class ModelClient(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one step; raises ModelError on failure."""
         ...
-
-
-def tool_payload(spec: ToolSpec) -> dict[str, Any]:
-    """The OpenAI `tools` entry for a tool spec (schema passed through untouched)."""
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
-        },
-    }

@@ -12,54 +12,9 @@ from typing import Any
 import httpx
 
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
-from albert.ai.model import (
-    ChatMessage,
-    ChatToolCall,
-    ModelError,
-    ModelEvent,
-    ModelRequest,
-    StepFinished,
-    TextDelta,
-    ToolCallRequest,
-    tool_payload,
-)
+from albert.ai.model import ModelError, ModelEvent, ModelRequest
+from albert.ai.openai_wire import StreamedStep, conversation_payload
 from albert.ai.sse import parse_sse
-
-
-def message_payload(message: ChatMessage) -> dict[str, Any]:
-    """A message in OpenAI's wire shape."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
-        ]
-        if not message.content:
-            out["content"] = None
-    if message.tool_call_id:
-        out["tool_call_id"] = message.tool_call_id
-    return out
-
-
-class ToolCallBuffer:
-    """Assembles one streamed tool call from its deltas (OpenAI and Workers AI streams alike)."""
-
-    def __init__(self) -> None:
-        self.id = ""
-        self.name = ""
-        self.arguments: list[str] = []
-
-
-def assembled_calls(calls: dict[int, ToolCallBuffer]) -> list[ToolCallRequest]:
-    """The streamed tool calls, complete and in index order (a missing id gets one)."""
-    return [
-        ToolCallRequest(
-            call=ChatToolCall(
-                id=buf.id or f"call_{index}", name=buf.name, arguments="".join(buf.arguments)
-            )
-        )
-        for index, buf in sorted(calls.items())
-    ]
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -98,15 +53,11 @@ class OpenAICompatibleClient:
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for a request."""
-        body: dict[str, Any] = {
+        return {
             "model": self._model,
-            "messages": [message_payload(m) for m in request.messages],
-            "stream": True,
+            **conversation_payload(request),
             "stream_options": {"include_usage": True},
         }
-        if request.tools:
-            body["tools"] = [tool_payload(t) for t in request.tools]
-        return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = self.build_body(request)
@@ -148,9 +99,7 @@ class OpenAICompatibleClient:
         )
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
-        calls: dict[int, ToolCallBuffer] = {}
-        finish_reason: str | None = None
-        usage: dict[str, Any] = {}
+        step = StreamedStep()
         saw_done = False
         async for sse in parse_sse(response.aiter_lines()):
             if saw_done:
@@ -158,34 +107,26 @@ class OpenAICompatibleClient:
             if sse.data == "[DONE]":
                 saw_done = True
                 continue
-            try:
-                chunk = json.loads(sse.data)
-            except ValueError as exc:
-                raise ModelError("bad_response", "the model sent a malformed stream chunk") from exc
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise stream_error(json.dumps(chunk["error"]), self._secrets)
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                text = delta.get("content")
-                if text:
-                    yield TextDelta(text=text)
-                for part in delta.get("tool_calls") or []:
-                    buf = calls.setdefault(int(part.get("index", 0)), ToolCallBuffer())
-                    buf.id = part.get("id") or buf.id
-                    fn = part.get("function") or {}
-                    buf.name = fn.get("name") or buf.name
-                    if fn.get("arguments"):
-                        buf.arguments.append(fn["arguments"])
-                if choice.get("finish_reason"):
-                    finish_reason = choice["finish_reason"]
-        if not saw_done and finish_reason is None:
+            chunk = _chunk(sse.data, self._secrets)
+            step.note_usage(chunk)
+            for event in step.read_choices(chunk):
+                yield event
+        if not saw_done and step.finish_reason is None:
             raise ModelError("stream_cut", "the model stream ended before it finished")
-        for event in assembled_calls(calls):
+        for event in step.closing_events(
+            step.finish_reason or ("tool_calls" if step.calls else "stop")
+        ):
             yield event
-        yield StepFinished(
-            reason=finish_reason or ("tool_calls" if calls else "stop"),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
+
+
+def _chunk(data: str, secrets: list[str]) -> dict[str, Any]:
+    """One chunk of the stream; a malformed one, or one reporting an error, raises."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise ModelError("bad_response", "the model sent a malformed stream chunk") from exc
+    if not isinstance(chunk, dict):
+        raise ModelError("bad_response", "the model sent a stream chunk that is not an object")
+    if chunk.get("error"):
+        raise stream_error(json.dumps(chunk["error"]), secrets)
+    return chunk

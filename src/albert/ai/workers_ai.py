@@ -18,18 +18,11 @@ import asyncio
 import codecs
 import json
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any, Protocol
 
-from albert.ai.model import (
-    ModelError,
-    ModelEvent,
-    ModelRequest,
-    StepFinished,
-    TextDelta,
-    tool_payload,
-)
-from albert.ai.openai_client import ToolCallBuffer, assembled_calls, message_payload
+from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
+from albert.ai.openai_wire import StreamedStep, collect_tool_calls, conversation_payload
 from albert.ai.sse import parse_sse
 
 
@@ -73,14 +66,6 @@ async def _lines(chunks: AsyncIterable[bytes | str]) -> AsyncIterator[str]:
         yield pending
 
 
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None:
-        return ""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
-
-
 class WorkersAIClient:
     """Streams one model step through the `AI` binding."""
 
@@ -103,14 +88,7 @@ class WorkersAIClient:
 
     def build_inputs(self, request: ModelRequest) -> dict[str, Any]:
         """The inputs object sent with `AI.run` for a request."""
-        inputs: dict[str, Any] = {
-            "messages": [message_payload(m) for m in request.messages],
-            "stream": True,
-            "max_tokens": self._max_tokens,
-        }
-        if request.tools:
-            inputs["tools"] = [tool_payload(t) for t in request.tools]
-        return inputs
+        return {**conversation_payload(request), "max_tokens": self._max_tokens}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one step; raises ModelError on failure."""
@@ -140,72 +118,48 @@ class WorkersAIClient:
                 await aclose()
 
     async def _events(self, body: AsyncIterable[bytes | str]) -> AsyncIterator[ModelEvent]:
-        calls: dict[int, ToolCallBuffer] = {}
-        finish_reason: str | None = None
-        usage: dict[str, Any] = {}
+        step = StreamedStep()
         saw_done = False
         async for sse in parse_sse(_lines(body)):
             if sse.data.strip() == "[DONE]":
                 saw_done = True
                 break
-            try:
-                chunk = json.loads(sse.data)
-            except ValueError as exc:
-                raise ModelError("bad_response", "Workers AI sent a malformed chunk") from exc
-            if not isinstance(chunk, dict):
-                raise ModelError("bad_response", "Workers AI sent a chunk that is not an object")
-            if chunk.get("error") or chunk.get("errors"):
-                raise classify_error(RuntimeError(str(chunk.get("error") or chunk.get("errors"))))
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            if "choices" in chunk:
-                for choice in chunk.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if delta.get("content"):
-                        yield TextDelta(text=str(delta["content"]))
-                    self._collect(calls, delta.get("tool_calls") or [])
-                    if choice.get("finish_reason"):
-                        finish_reason = str(choice["finish_reason"])
-                continue
-            text = chunk.get("response")
-            if isinstance(text, str) and text:
-                yield TextDelta(text=text)
-            self._collect(calls, chunk.get("tool_calls") or [])
-            if chunk.get("finish_reason"):
-                finish_reason = str(chunk["finish_reason"])
-        if not saw_done and finish_reason is None:
+            chunk = _chunk(sse.data)
+            step.note_usage(chunk)
+            for event in _read(step, chunk):
+                yield event
+        if not saw_done and step.finish_reason is None:
             raise ModelError("stream_cut", "the Workers AI stream ended before it finished")
-        if any(not call.name for call in calls.values()):
+        if any(not call.name for call in step.calls.values()):
             raise ModelError("bad_response", "Workers AI sent a tool call without a name")
-        for event in assembled_calls(calls):
+        reason = step.finish_reason
+        if step.calls and reason in (None, "stop"):
+            reason = "tool_calls"
+        for event in step.closing_events(reason or "stop"):
             yield event
-        if calls and finish_reason in (None, "stop"):
-            finish_reason = "tool_calls"
-        yield StepFinished(
-            reason=finish_reason or "stop",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
 
-    @staticmethod
-    def _collect(calls: dict[int, ToolCallBuffer], parts: list[Any]) -> None:
-        for position, part in enumerate(parts):
-            if not isinstance(part, dict):
-                continue
-            fn = part.get("function") if isinstance(part.get("function"), dict) else {}
-            name = fn.get("name") or part.get("name")
-            arguments = fn.get("arguments", part.get("arguments"))
-            if not part.get("id") and not name and arguments in (None, ""):
-                # The closing sentinel some models send ({id: null, function: {name: null}}).
-                continue
-            if part.get("index") is not None:
-                index = int(part["index"])  # pieces of one streamed call share its index
-            elif fn:
-                index = position
-            else:
-                index = max(calls, default=-1) + 1  # a whole call: the next free slot
-            call = calls.setdefault(index, ToolCallBuffer())
-            call.id = str(part.get("id") or call.id)
-            call.name = str(name or call.name)
-            if arguments not in (None, ""):
-                call.arguments.append(_arguments_text(arguments))
+
+def _chunk(data: str) -> dict[str, Any]:
+    """One chunk of the stream; a malformed one, or one reporting an error, raises."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise ModelError("bad_response", "Workers AI sent a malformed chunk") from exc
+    if not isinstance(chunk, dict):
+        raise ModelError("bad_response", "Workers AI sent a chunk that is not an object")
+    if chunk.get("error") or chunk.get("errors"):
+        raise classify_error(RuntimeError(str(chunk.get("error") or chunk.get("errors"))))
+    return chunk
+
+
+def _read(step: StreamedStep, chunk: dict[str, Any]) -> Iterator[TextDelta]:
+    """The text of one chunk, in either of the two shapes Workers AI streams."""
+    if "choices" in chunk:
+        yield from step.read_choices(chunk)
+        return
+    text = chunk.get("response")
+    if isinstance(text, str) and text:
+        yield TextDelta(text=text)
+    collect_tool_calls(step.calls, chunk.get("tool_calls") or [])
+    if chunk.get("finish_reason"):
+        step.finish_reason = str(chunk["finish_reason"])
