@@ -13,7 +13,7 @@ import httpx
 
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
 from albert.ai.model import ModelError, ModelEvent, ModelRequest
-from albert.ai.openai_wire import StreamedStep, conversation_payload
+from albert.ai.openai_wire import StreamedStep, conversation_payload, decode_chunk
 from albert.ai.sse import parse_sse
 
 
@@ -100,19 +100,11 @@ class OpenAICompatibleClient:
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
         step = StreamedStep()
-        saw_done = False
-        async for sse in parse_sse(response.aiter_lines()):
-            if saw_done:
-                continue  # read to the end, so httpx can reuse the connection
-            if sse.data == "[DONE]":
-                saw_done = True
-                continue
-            chunk = _chunk(sse.data, self._secrets)
-            step.note_usage(chunk)
+        lines = parse_sse(response.aiter_lines())
+        async for chunk in step.chunks(lines, lambda data: _chunk(data, self._secrets), drain=True):
             for event in step.read_choices(chunk):
                 yield event
-        if not saw_done and step.finish_reason is None:
-            raise ModelError("stream_cut", "the model stream ended before it finished")
+        step.check_finished("the model stream")
         for event in step.closing_events(
             step.finish_reason or ("tool_calls" if step.calls else "stop")
         ):
@@ -120,13 +112,8 @@ class OpenAICompatibleClient:
 
 
 def _chunk(data: str, secrets: list[str]) -> dict[str, Any]:
-    """One chunk of the stream; a malformed one, or one reporting an error, raises."""
-    try:
-        chunk = json.loads(data)
-    except ValueError as exc:
-        raise ModelError("bad_response", "the model sent a malformed stream chunk") from exc
-    if not isinstance(chunk, dict):
-        raise ModelError("bad_response", "the model sent a stream chunk that is not an object")
+    """One chunk of the stream; one reporting an error raises (secrets redacted)."""
+    chunk = decode_chunk(data, "the model")
     if chunk.get("error"):
         raise stream_error(json.dumps(chunk["error"]), secrets)
     return chunk

@@ -9,18 +9,20 @@ or these very chunks. What is the same lives here: messages and tools going out,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
+    ModelError,
     ModelEvent,
     ModelRequest,
     StepFinished,
     TextDelta,
     ToolCallRequest,
 )
+from albert.ai.sse import SseEvent
 from albert.tools.base import ToolSpec
 
 
@@ -119,6 +121,17 @@ def assembled_calls(calls: dict[int, ToolCallBuffer]) -> list[ToolCallRequest]:
     ]
 
 
+def decode_chunk(data: str, sender: str) -> dict[str, Any]:
+    """One JSON chunk of a stream; `sender` names who sent a malformed one."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise ModelError("bad_response", f"{sender} sent a malformed stream chunk") from exc
+    if not isinstance(chunk, dict):
+        raise ModelError("bad_response", f"{sender} sent a stream chunk that is not an object")
+    return chunk
+
+
 class StreamedStep:
     """One model step as its chunks arrive: text goes out at once, the rest is kept."""
 
@@ -126,6 +139,36 @@ class StreamedStep:
         self.calls: dict[int, ToolCallBuffer] = {}
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] = {}
+        self.done = False
+
+    async def chunks(
+        self,
+        events: AsyncIterator[SseEvent],
+        decode: Callable[[str], dict[str, Any]],
+        *,
+        drain: bool,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The decoded chunks up to `[DONE]`, their usage noted.
+
+        With `drain`, the stream is read to its end after `[DONE]` (and the rest
+        dropped), so an HTTP connection can go back to the pool.
+        """
+        async for sse in events:
+            if self.done:
+                continue
+            if sse.data.strip() == "[DONE]":
+                self.done = True
+                if drain:
+                    continue
+                break
+            chunk = decode(sse.data)
+            self.note_usage(chunk)
+            yield chunk
+
+    def check_finished(self, stream: str) -> None:
+        """A stream that stopped with neither `[DONE]` nor a finish reason was cut."""
+        if not self.done and self.finish_reason is None:
+            raise ModelError("stream_cut", f"{stream} ended before it finished")
 
     def note_usage(self, chunk: dict[str, Any]) -> None:
         """Keep the token counts a chunk carries (usually the last one)."""

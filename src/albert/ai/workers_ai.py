@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any, Protocol
 
 from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
-from albert.ai.openai_wire import StreamedStep, collect_tool_calls, conversation_payload
+from albert.ai.openai_wire import (
+    StreamedStep,
+    collect_tool_calls,
+    conversation_payload,
+    decode_chunk,
+)
 from albert.ai.sse import parse_sse
 
 
@@ -119,17 +123,10 @@ class WorkersAIClient:
 
     async def _events(self, body: AsyncIterable[bytes | str]) -> AsyncIterator[ModelEvent]:
         step = StreamedStep()
-        saw_done = False
-        async for sse in parse_sse(_lines(body)):
-            if sse.data.strip() == "[DONE]":
-                saw_done = True
-                break
-            chunk = _chunk(sse.data)
-            step.note_usage(chunk)
+        async for chunk in step.chunks(parse_sse(_lines(body)), _chunk, drain=False):
             for event in _read(step, chunk):
                 yield event
-        if not saw_done and step.finish_reason is None:
-            raise ModelError("stream_cut", "the Workers AI stream ended before it finished")
+        step.check_finished("the Workers AI stream")
         if any(not call.name for call in step.calls.values()):
             raise ModelError("bad_response", "Workers AI sent a tool call without a name")
         reason = step.finish_reason
@@ -140,13 +137,8 @@ class WorkersAIClient:
 
 
 def _chunk(data: str) -> dict[str, Any]:
-    """One chunk of the stream; a malformed one, or one reporting an error, raises."""
-    try:
-        chunk = json.loads(data)
-    except ValueError as exc:
-        raise ModelError("bad_response", "Workers AI sent a malformed chunk") from exc
-    if not isinstance(chunk, dict):
-        raise ModelError("bad_response", "Workers AI sent a chunk that is not an object")
+    """One chunk of the stream; one reporting an error raises."""
+    chunk = decode_chunk(data, "Workers AI")
     if chunk.get("error") or chunk.get("errors"):
         raise classify_error(RuntimeError(str(chunk.get("error") or chunk.get("errors"))))
     return chunk

@@ -6,8 +6,11 @@ import math
 from typing import TYPE_CHECKING
 
 from albert.ai.model import ModelClient
+from albert.analytics.chat_events import TurnEvents
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
+from albert.chat.admission import Admission
+from albert.chat.driver import TurnDriver
 from albert.chat.recovery import recover_interrupted_turns
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
@@ -54,19 +57,30 @@ class ChatService:
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
         self._threads = ThreadsApi(self.store, settings, self.analytics)
         self._events = EventsApi(self.analytics, clock)
+        self.outputs = ToolOutputs(sql, clock)
         journal = TurnJournal(sql, clock)
         # Before any frame: turns a restart cut off get their end stored.
         recover_interrupted_turns(self.store, journal)
-        self.turns = ChatTurns(
+        events = TurnEvents(self.analytics)
+        chat_limit = RateLimiter(
+            settings.chat_messages_per_minute, clock, settings.rate_window_seconds
+        )
+        driver = TurnDriver(
             store=self.store,
-            journal=journal,
-            outputs=ToolOutputs(sql, clock),
+            outputs=self.outputs,
             settings=settings,
             model=model,
             tools=tools,
+            events=events,
+            journal=journal,
+        )
+        self.turns = ChatTurns(
+            admission=Admission(self.store, settings, chat_limit),
+            driver=driver,
             hub=hub,
-            clock=clock,
-            analytics=self.analytics,
+            events=events,
+            journal=journal,
+            max_frame_bytes=settings.max_frame_bytes,
         )
         self._mcp_changes = RateLimiter(
             settings.mcp_changes_per_minute, clock, settings.rate_window_seconds

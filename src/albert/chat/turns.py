@@ -15,16 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from albert.ai.model import ModelClient
 from albert.analytics.chat_events import TurnEvents
-from albert.analytics.service import AnalyticsService
 from albert.chat.admission import Admission, Admitted, ack, read_frame, refusal
 from albert.chat.driver import TurnDriver
 from albert.chat.live import LiveTurn
 from albert.chat.recovery import RESTART_MESSAGE
-from albert.clock import Clock
-from albert.limits import RateLimiter
-from albert.ports import ChatSocket, SocketHub, ToolProvider
+from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import (
     CancelFrame,
     ChatFrame,
@@ -35,8 +31,6 @@ from albert.protocol.frames import (
     ResyncFrame,
     TurnInterruptedFrame,
 )
-from albert.settings import Settings
-from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
 
 
@@ -46,38 +40,25 @@ class ChatTurns:
     def __init__(
         self,
         *,
-        store: ThreadStore,
-        outputs: ToolOutputs,
-        settings: Settings,
-        model: ModelClient,
-        tools: ToolProvider,
+        admission: Admission,
+        driver: TurnDriver,
         hub: SocketHub,
-        clock: Clock,
+        events: TurnEvents,
         journal: TurnJournal,
-        analytics: AnalyticsService | None = None,
+        max_frame_bytes: int,
     ) -> None:
         self.journal = journal
-        self.outputs = outputs
-        self._settings = settings
+        self._admission = admission
+        self._driver = driver
         self._hub = hub
-        self.events = TurnEvents(analytics or AnalyticsService())
-        limit = RateLimiter(settings.chat_messages_per_minute, clock, settings.rate_window_seconds)
-        self._admission = Admission(store, settings, limit)
-        self._driver = TurnDriver(
-            store=store,
-            outputs=outputs,
-            settings=settings,
-            model=model,
-            tools=tools,
-            events=self.events,
-            journal=journal,
-        )
+        self.events = events
+        self._max_frame_bytes = max_frame_bytes
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._live: dict[str, LiveTurn] = {}
 
     async def on_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Validate one incoming frame and act on it; bad input gets an error frame."""
-        frame = read_frame(raw, self._settings.max_frame_bytes)
+        frame = read_frame(raw, self._max_frame_bytes)
         if isinstance(frame, ErrorFrame):
             _send(socket, frame)
         elif isinstance(frame, PingFrame):

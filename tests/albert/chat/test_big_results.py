@@ -90,5 +90,5 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
             assert older.startswith("[Earlier result of big_dump")
             assert sum(len(m["content"] or "") for m in third["messages"]) < 20_000 * 4
 
-            outputs = service.turns.outputs.read(thread, "call_1_0", 2_000_000, 200_000)
+            outputs = service.outputs.read(thread, "call_1_0", 2_000_000, 200_000)
             assert outputs == (TWO_MB[2_000_000:], len(TWO_MB))
