@@ -14,6 +14,7 @@ import httpx
 from workers import DurableObject
 
 from albert.agent import build_chat_service
+from albert.auth.bearer import authenticate
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
@@ -32,7 +33,6 @@ from albert.cloudflare.sockets import (
     message_payload,
 )
 from albert.cloudflare.sql import WorkersSql
-from albert.router import authenticate
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
 from albert.web import HttpResponse

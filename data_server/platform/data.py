@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from albert.tools.addresses import EVM_CHAINS, to_checksum_address
-from albert.tools.platform_client import AddressFact, AddressRiskFlag, FeedItem, TokenHolding
+from albert.tools.platform_client import AddressProfile, FeedItem
 from data_server.market import MarketRow, MarketSnapshot, load_market_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -61,20 +61,11 @@ class PairRecord(Record):
     pair_created_at: int | None = Field(None, alias="pairCreatedAt")
 
 
-class AddressRecord(Record):
-    """What is on record about one address."""
+class AddressRecord(AddressProfile):
+    """What is on record about one address: the shared contract's profile, as a fixture holds it.
 
-    address: str
-    labels: list[str] = Field(default_factory=list)
-    entity: str | None = None
-    category: str | None = None
-    is_contract: bool | None = None
-    first_seen: str | None = None
-    last_seen: str | None = None
-    activity_counts: dict[str, int] | None = None
-    tokens_held: list[TokenHolding] | None = None
-    facts: list[AddressFact] = Field(default_factory=list)
-    risk_flags: list[AddressRiskFlag] = Field(default_factory=list)
+    Unknown fields are ignored, as for every fixture record.
+    """
 
 
 class PlatformData(BaseModel):

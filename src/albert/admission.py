@@ -13,9 +13,9 @@ import ipaddress
 import logging
 import math
 
+from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tokens import TokenError
 from albert.limits import SharedLimiter
-from albert.router import authenticate, bearer_token
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 

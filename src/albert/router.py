@@ -7,12 +7,11 @@ and names the object from the verified identity only.
 
 from __future__ import annotations
 
-import secrets
-
 from pydantic import BaseModel, ConfigDict
 
+from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
-from albert.auth.tokens import Identity, TokenError, issue_token, verify_token
+from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id
 from albert.protocol.http import SessionRequest, SessionResponse
 from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
@@ -30,28 +29,6 @@ class Forward(BaseModel):
     @property
     def object_name(self) -> str:
         return self.identity.object_name
-
-
-def new_client_id() -> str:
-    """An unguessable client id."""
-    return "c_" + secrets.token_urlsafe(18)
-
-
-def bearer_token(request: HttpRequest) -> str:
-    """The token from `Authorization: Bearer …`; on a WebSocket upgrade only, also from
-    `?token=` (browsers cannot set headers on a WebSocket). Elsewhere a query token is
-    ignored: URLs end up in logs, histories and Referer headers."""
-    header = request.headers.get("authorization", "")
-    if header[:7].lower() == "bearer ":
-        return header[7:].strip()
-    if request.headers.get("upgrade", "").lower() == "websocket":
-        return request.query.get("token", "")
-    return ""
-
-
-def authenticate(request: HttpRequest, settings: Settings, now: int) -> Identity:
-    """The verified identity of a request, or TokenError."""
-    return verify_token(bearer_token(request), settings.signing_keys(), now=now)
 
 
 def _unauthorized(reason: str) -> HttpResponse:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from albert.auth.tokens import SigningKey, issue_token
-from albert.router import Forward, new_client_id, route
+from albert.auth.tokens import SigningKey, issue_token, new_client_id
+from albert.router import Forward, route
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 

@@ -79,8 +79,7 @@ async def _turns_until_refused(client: ChatClient, thread: str, most: int) -> li
 async def test_the_model_budget_is_per_tenant_across_clients(runtime, model) -> None:
     # The address's session budget was spent above, so the clients of this test get
     # tokens made by hand with the runtime's own signing key.
-    from albert.auth.tokens import issue_token, parse_key
-    from albert.router import new_client_id
+    from albert.auth.tokens import issue_token, new_client_id, parse_key
     from tests.support.runtime_process import TEST_SIGNING_KEY
 
     def token(tenant: str) -> str:

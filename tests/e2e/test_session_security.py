@@ -14,8 +14,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from albert.auth.tokens import issue_token, parse_key
-from albert.router import new_client_id
+from albert.auth.tokens import issue_token, new_client_id, parse_key
 from tests.support.runtime_process import TEST_SIGNING_KEY, RuntimeProcess
 
 FRAMES_PER_MINUTE = 30

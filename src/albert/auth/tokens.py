@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,6 +30,11 @@ MAX_TOKEN_CHARS = 1024
 # Two base64url parts and nothing else: anything outside this alphabet (non-ASCII,
 # padding, whitespace, a third part) is malformed before any decoding is tried.
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+
+
+def new_client_id() -> str:
+    """An unguessable client id (matching CLIENT_ID_PATTERN)."""
+    return "c_" + secrets.token_urlsafe(18)
 
 
 class SigningKey(BaseModel):

@@ -166,13 +166,10 @@ class TokenHolding(WireModel):
     source: str
 
 
-class AddressAnalysis(WireModel):
-    """The address analysis service's answer for one wallet or contract."""
+class AddressProfile(WireModel):
+    """What is on record about one address: labels, activity, holdings, facts, flags."""
 
     address: str
-    known: bool
-    scope: str = Field(description="which chains the record covers")
-    summary: str
     labels: list[str] = Field(default_factory=list)
     entity: str | None = None
     category: str | None = None
@@ -181,10 +178,18 @@ class AddressAnalysis(WireModel):
     last_seen: str | None = None
     activity_counts: dict[str, int] | None = None
     tokens_held: list[TokenHolding] | None = None
-    token: TokenIdentity | None = None
     facts: list[AddressFact] = Field(default_factory=list)
-    risk_level: AddressRiskLevel
     risk_flags: list[AddressRiskFlag] = Field(default_factory=list)
+
+
+class AddressAnalysis(AddressProfile):
+    """The address analysis service's answer for one wallet or contract: the profile, read."""
+
+    known: bool
+    scope: str = Field(description="which chains the record covers")
+    summary: str
+    token: TokenIdentity | None = None
+    risk_level: AddressRiskLevel
     not_on_record: list[str] = Field(default_factory=list)
 
 
