@@ -53,21 +53,79 @@ def build_chat_service(
     settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
     hub = SocketPolicy(hub, clock, settings.max_sockets_per_client)
-    tools = [*build_local_tools(settings, http), *extra_tools]
-    mcp_store = McpConfigStore(sql, settings, clock.now_ms)
+    mcp = _mcp_api(
+        sql=sql,
+        settings=settings,
+        clock=clock,
+        http=http,
+        local_tools=[*build_local_tools(settings, http), *extra_tools],
+        hub=hub,
+        alarms=alarms,
+        secrets=secrets or (lambda _name: None),
+    )
+    return ChatService(
+        sql=sql,
+        clock=clock,
+        settings=settings,
+        model=_budgeted(
+            settings, model or model_client(settings, http), model is not None, limiter, clock
+        ),
+        tools=mcp.manager,
+        hub=hub,
+        mcp=mcp,
+        analytics=AnalyticsService.from_settings(
+            settings, http=http, defer=defer, clock=clock, sql=sql
+        ),
+    )
+
+
+def _budgeted(
+    settings: Settings,
+    model: ModelClient,
+    given: bool,
+    limiter: SharedLimiter | None,
+    clock: Clock,
+) -> ModelClient:
+    """The model, counted against the tenant's budget when it costs something."""
+    # The demo planner costs nothing; a gateway or the platform's model does.
+    paid = given or not settings.uses_demo_planner
+    budget = settings.model_budget()
+    if budget is None or not paid:
+        return model
+    return BudgetedModel(
+        model,
+        limiter or InMemoryLimiter(clock),
+        tenant=settings.tenant_key,
+        allowed=budget,
+        window_seconds=settings.model_budget_window_seconds,
+    )
+
+
+def _mcp_api(
+    *,
+    sql: SqlStorage,
+    settings: Settings,
+    clock: Clock,
+    http: httpx.AsyncClient,
+    local_tools: Sequence[Tool],
+    hub: SocketHub,
+    alarms: AlarmPort | None,
+    secrets: RawSecretLookup,
+) -> McpApi:
+    """The client's MCP servers: config store, manager (the turns' ToolProvider), HTTP API."""
+    store = McpConfigStore(sql, settings, clock.now_ms)
     resolver = resolver_for(settings.mcp_dns_resolver, settings.mode, http, settings.mcp_doh_url)
     # Without the platform's alarm (tests, other hosts) retries ride the event loop.
     loop_alarm: LoopAlarm | None = None
     if alarms is None:
-        loop_alarm = LoopAlarm()
-        alarms = loop_alarm
+        alarms = loop_alarm = LoopAlarm()
     bound_secrets = SecretBinding.from_setting(
-        settings.mcp_secrets_json, settings.tenant_key, secrets or (lambda _name: None)
+        settings.mcp_secrets_json, settings.tenant_key, secrets
     )
     manager = McpManager(
-        store=mcp_store,
+        store=store,
         settings=settings,
-        local_tools=tools,
+        local_tools=local_tools,
         alarms=alarms,
         secrets=bound_secrets,
         hub=hub,
@@ -76,27 +134,4 @@ def build_chat_service(
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)
-    # The demo planner costs nothing; a gateway or the platform's model does.
-    paid = model is not None or not settings.uses_demo_planner
-    model = model or model_client(settings, http)
-    budget = settings.model_budget()
-    if budget is not None and paid:
-        model = BudgetedModel(
-            model,
-            limiter or InMemoryLimiter(clock),
-            tenant=settings.tenant_key,
-            allowed=budget,
-            window_seconds=settings.model_budget_window_seconds,
-        )
-    return ChatService(
-        sql=sql,
-        clock=clock,
-        settings=settings,
-        model=model,
-        tools=manager,
-        hub=hub,
-        mcp=McpApi(mcp_store, manager, settings, resolver, secrets=bound_secrets),
-        analytics=AnalyticsService.from_settings(
-            settings, http=http, defer=defer, clock=clock, sql=sql
-        ),
-    )
+    return McpApi(store, manager, settings, resolver, secrets=bound_secrets)

@@ -48,32 +48,38 @@ class ThreadsApi:
             return HttpResponse.error(400, "invalid_cursor", "invalid cursor")
 
     def _route(self, request: HttpRequest) -> HttpResponse:
-        limit_cap = self._settings.max_page_size
         if request.path == "/api/threads":
-            if request.method == "GET":
-                limit = int_param(request, "limit", 50, low=1, high=limit_cap)
-                threads, cursor = self._store.list_threads(limit, request.query.get("cursor"))
-                return HttpResponse.json(ThreadPage(threads=threads, next_cursor=cursor))
-            if request.method == "POST":
-                body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
-                if self._store.count_threads() >= self._settings.max_threads_per_client:
-                    raise BadRequest(
-                        f"at most {self._settings.max_threads_per_client} threads per client; "
-                        "delete some first",
-                        status=409,
-                        error="too_many_threads",
-                    )
-                title = self._title(body.title) if body.title is not None else None
-                thread = self._store.create_thread(new_thread_id(), title)
-                self._analytics.track(ThreadCreated(thread_id=thread.id))
-                return HttpResponse.json(thread, status=201)
-            return HttpResponse.error(405, "method_not_allowed", "use GET or POST")
+            return self._threads(request)
         match = _THREAD_PATH.match(request.path)
         if not match:
             return HttpResponse.error(404, "not_found", "no such route")
-        thread_id = match["id"]
+        return self._thread(request, match["id"])
+
+    def _threads(self, request: HttpRequest) -> HttpResponse:
+        """/api/threads: a page of threads, or a new one."""
         if request.method == "GET":
-            limit = int_param(request, "limit", 100, low=1, high=limit_cap)
+            limit = int_param(request, "limit", 50, low=1, high=self._settings.max_page_size)
+            threads, cursor = self._store.list_threads(limit, request.query.get("cursor"))
+            return HttpResponse.json(ThreadPage(threads=threads, next_cursor=cursor))
+        if request.method == "POST":
+            body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
+            if self._store.count_threads() >= self._settings.max_threads_per_client:
+                raise BadRequest(
+                    f"at most {self._settings.max_threads_per_client} threads per client; "
+                    "delete some first",
+                    status=409,
+                    error="too_many_threads",
+                )
+            title = self._title(body.title) if body.title is not None else None
+            thread = self._store.create_thread(new_thread_id(), title)
+            self._analytics.track(ThreadCreated(thread_id=thread.id))
+            return HttpResponse.json(thread, status=201)
+        return HttpResponse.error(405, "method_not_allowed", "use GET or POST")
+
+    def _thread(self, request: HttpRequest, thread_id: str) -> HttpResponse:
+        """/api/threads/{id}: load a page of its messages, rename it, delete it."""
+        if request.method == "GET":
+            limit = int_param(request, "limit", 100, low=1, high=self._settings.max_page_size)
             thread = self._store.get_thread(thread_id)
             messages, cursor = self._store.list_messages(
                 thread_id, limit, request.query.get("cursor")

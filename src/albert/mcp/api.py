@@ -66,24 +66,32 @@ class McpApi:
                 return HttpResponse.error(405, "method_not_allowed", "use GET")
             return HttpResponse.json(McpStatus(servers=self._manager.status()))
         if request.path == "/api/mcp/servers":
-            if request.method == "GET":
-                views = [McpServerView.of(c) for c in self._store.all()]
-                return HttpResponse.json(McpServerList(servers=views))
-            if request.method == "POST":
-                return await self._put(request)
-            if request.method == "DELETE":
-                name = request.query.get("name")
-                if not name:
-                    raise BadRequest("name the server: DELETE /api/mcp/servers/{name}")
-                return await self._delete(name)
-            return HttpResponse.error(405, "method_not_allowed", "use GET, POST or DELETE")
+            return await self._servers(request)
         match = _SERVER_PATH.match(request.path)
         if match is None:
             return HttpResponse.error(404, "not_found", "no such route")
-        if request.method == "DELETE":
-            return await self._delete(match["name"])
+        return await self._server(request, match["name"])
+
+    async def _servers(self, request: HttpRequest) -> HttpResponse:
+        """/api/mcp/servers: list, add or replace, delete by `?name=`."""
         if request.method == "GET":
-            config = self._store.get(match["name"])
+            views = [McpServerView.of(c) for c in self._store.all()]
+            return HttpResponse.json(McpServerList(servers=views))
+        if request.method == "POST":
+            return await self._put(request)
+        if request.method == "DELETE":
+            name = request.query.get("name")
+            if not name:
+                raise BadRequest("name the server: DELETE /api/mcp/servers/{name}")
+            return await self._delete(name)
+        return HttpResponse.error(405, "method_not_allowed", "use GET, POST or DELETE")
+
+    async def _server(self, request: HttpRequest, name: str) -> HttpResponse:
+        """/api/mcp/servers/{name}: read or delete one server."""
+        if request.method == "DELETE":
+            return await self._delete(name)
+        if request.method == "GET":
+            config = self._store.get(name)
             if config is None:
                 return HttpResponse.error(404, "not_found", "no such MCP server")
             return HttpResponse.json(McpServerView.of(config))

@@ -66,6 +66,21 @@ def summarise_address(a: AddressAnalysis) -> str:
             f"Scope: {a.scope}.\nNot on record: {', '.join(a.not_on_record)}."
         )
     lines = [f"{a.address}: {', '.join(a.labels) or 'known address'}"]
+    details = _details(a)
+    if details:
+        lines.append("; ".join(details) + ".")
+    lines.append(f"Risk level: {a.risk_level.replace('_', ' ').upper()}")
+    for flag in a.risk_flags:
+        lines.append(f"- [{flag.severity}] {flag.code}: {flag.reason} (source: {flag.source})")
+    lines += _records(a)
+    if a.not_on_record:
+        lines.append(f"Not on record: {', '.join(a.not_on_record)}.")
+    lines.append(f"Scope: {a.scope}.")
+    return "\n".join(lines)
+
+
+def _details(a: AddressAnalysis) -> list[str]:
+    """Who the address is: entity, category, kind of account, when it was active."""
     details = []
     if a.entity:
         details.append(f"entity {a.entity}")
@@ -77,11 +92,12 @@ def summarise_address(a: AddressAnalysis) -> str:
         details.append(f"first seen {a.first_seen}")
     if a.last_seen:
         details.append(f"last seen {a.last_seen}")
-    if details:
-        lines.append("; ".join(details) + ".")
-    lines.append(f"Risk level: {a.risk_level.replace('_', ' ').upper()}")
-    for flag in a.risk_flags:
-        lines.append(f"- [{flag.severity}] {flag.code}: {flag.reason} (source: {flag.source})")
+    return details
+
+
+def _records(a: AddressAnalysis) -> list[str]:
+    """What is on record about it: facts, activity counts, token holdings."""
+    lines = []
     if a.facts:
         lines.append("Facts on record:")
         lines += [f"- {fact.text} (source: {fact.source})" for fact in a.facts]
@@ -91,7 +107,4 @@ def summarise_address(a: AddressAnalysis) -> str:
     if a.tokens_held:
         held = ", ".join(f"{h.amount:,.4g} {h.symbol} (as of {h.as_of})" for h in a.tokens_held)
         lines.append(f"Tokens held: {held}.")
-    if a.not_on_record:
-        lines.append(f"Not on record: {', '.join(a.not_on_record)}.")
-    lines.append(f"Scope: {a.scope}.")
-    return "\n".join(lines)
+    return lines

@@ -12,7 +12,14 @@ from pydantic import Field, model_validator
 from albert.settings import Settings
 from albert.tools.addresses import AddressError, to_checksum_address
 from albert.tools.base import LocalTool, ToolInput, ToolResult
-from albert.tools.platform_client import PlatformClient, PlatformError, TokenAnalysis
+from albert.tools.platform_client import (
+    LiquidityData,
+    MarketData,
+    PlatformClient,
+    PlatformError,
+    SupplyData,
+    TokenAnalysis,
+)
 
 TokenChain = Literal["ethereum", "base", "arbitrum", "optimism", "polygon", "bsc", "solana"]
 _BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
@@ -113,53 +120,69 @@ def summarise_token(a: TokenAnalysis) -> str:
     """A short readable summary of a token analysis."""
     ident = a.identity
     lines = [f"{ident.name} ({ident.symbol}){' on ' + _where(a) if ident.address else ''}"]
-    m = a.market
-    if m is not None:
-        as_of = f", as of {m.as_of[:16].replace('T', ' ')} UTC" if m.as_of else ""
-        parts = [f"price {usd(m.price_usd)}"]
-        if m.price_change_24h_pct is not None:
-            parts[0] += f" ({m.price_change_24h_pct:+.2f}% 24h)"
-        if m.market_cap_usd is not None:
-            rank = f", rank #{m.market_cap_rank}" if m.market_cap_rank else ""
-            parts.append(f"market cap {usd(m.market_cap_usd)}{rank}")
-        if m.fully_diluted_valuation_usd is not None:
-            parts.append(f"FDV {usd(m.fully_diluted_valuation_usd)}")
-        if m.volume_24h_usd is not None:
-            parts.append(f"24h volume {usd(m.volume_24h_usd)}")
-        lines.append(f"Market{as_of}: " + ", ".join(parts) + ".")
-        extremes = []
-        if m.ath_usd is not None:
-            since = f", {m.ath_change_pct:+.1f}% since" if m.ath_change_pct is not None else ""
-            extremes.append(f"ATH {usd(m.ath_usd)} on {_day(m.ath_date)}{since}")
-        if m.atl_usd is not None:
-            extremes.append(f"ATL {usd(m.atl_usd)} on {_day(m.atl_date)}")
-        if extremes:
-            lines.append("; ".join(extremes) + ".")
-    s = a.supply
-    if s is not None and s.circulating is not None:
-        cap = ""
-        if s.max:
-            cap = f" of {amount(s.max)} max"
-        elif s.total:
-            cap = f" of {amount(s.total)} total"
-        share = f" ({s.circulating_share_pct:.1f}%)" if s.circulating_share_pct is not None else ""
-        lines.append(f"Supply: {amount(s.circulating)} circulating{cap}{share}.")
-    liq = a.liquidity
-    if liq.pairs:
-        pairs = "; ".join(
-            f"{p.dex} {p.base_symbol}/{p.quote_symbol} liquidity {usd(p.liquidity_usd)}, "
-            f"24h volume {usd(p.volume_24h_usd)}"
-            for p in liq.pairs[:3]
-        )
-        lines.append(f"DEX liquidity {usd(liq.total_dex_liquidity_usd)}: {pairs}.")
-    elif liq.note:
-        lines.append(f"Liquidity: {liq.note}")
+    if a.market is not None:
+        lines += _market_lines(a.market)
+    supply = _supply_line(a.supply)
+    if supply:
+        lines.append(supply)
+    liquidity = _liquidity_line(a.liquidity)
+    if liquidity:
+        lines.append(liquidity)
     lines.append(f"Risk read: {a.risk.level.upper()}")
     for note in a.risk.notes:
         lines.append(f"- [{note.severity}] {note.category}: {note.finding}")
     if a.sources:
         lines.append("Sources: " + "; ".join(a.sources))
     return "\n".join(lines)
+
+
+def _market_lines(m: MarketData) -> list[str]:
+    as_of = f", as of {m.as_of[:16].replace('T', ' ')} UTC" if m.as_of else ""
+    parts = [f"price {usd(m.price_usd)}"]
+    if m.price_change_24h_pct is not None:
+        parts[0] += f" ({m.price_change_24h_pct:+.2f}% 24h)"
+    if m.market_cap_usd is not None:
+        rank = f", rank #{m.market_cap_rank}" if m.market_cap_rank else ""
+        parts.append(f"market cap {usd(m.market_cap_usd)}{rank}")
+    if m.fully_diluted_valuation_usd is not None:
+        parts.append(f"FDV {usd(m.fully_diluted_valuation_usd)}")
+    if m.volume_24h_usd is not None:
+        parts.append(f"24h volume {usd(m.volume_24h_usd)}")
+    lines = [f"Market{as_of}: " + ", ".join(parts) + "."]
+    extremes = []
+    if m.ath_usd is not None:
+        since = f", {m.ath_change_pct:+.1f}% since" if m.ath_change_pct is not None else ""
+        extremes.append(f"ATH {usd(m.ath_usd)} on {_day(m.ath_date)}{since}")
+    if m.atl_usd is not None:
+        extremes.append(f"ATL {usd(m.atl_usd)} on {_day(m.atl_date)}")
+    if extremes:
+        lines.append("; ".join(extremes) + ".")
+    return lines
+
+
+def _supply_line(s: SupplyData | None) -> str | None:
+    if s is None or s.circulating is None:
+        return None
+    cap = ""
+    if s.max:
+        cap = f" of {amount(s.max)} max"
+    elif s.total:
+        cap = f" of {amount(s.total)} total"
+    share = f" ({s.circulating_share_pct:.1f}%)" if s.circulating_share_pct is not None else ""
+    return f"Supply: {amount(s.circulating)} circulating{cap}{share}."
+
+
+def _liquidity_line(liq: LiquidityData) -> str | None:
+    if liq.pairs:
+        pairs = "; ".join(
+            f"{p.dex} {p.base_symbol}/{p.quote_symbol} liquidity {usd(p.liquidity_usd)}, "
+            f"24h volume {usd(p.volume_24h_usd)}"
+            for p in liq.pairs[:3]
+        )
+        return f"DEX liquidity {usd(liq.total_dex_liquidity_usd)}: {pairs}."
+    if liq.note:
+        return f"Liquidity: {liq.note}"
+    return None
 
 
 def _where(a: TokenAnalysis) -> str:

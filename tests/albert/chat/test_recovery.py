@@ -18,7 +18,7 @@ from albert.chat.recovery import RESTART_MESSAGE, recover_interrupted_turns
 from albert.clock import SystemClock
 from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import ToolCallRecord
-from albert.storage.migrations import migrate
+from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore
 from albert.storage.turn_journal import TurnJournal
 from miniflare import install_shims
@@ -51,7 +51,7 @@ class Sockets:
 @pytest.fixture
 def storage(tmp_path: Path) -> tuple[ThreadStore, TurnJournal]:
     sql = WorkersSql(SqlStorage(tmp_path / "object.sqlite"))
-    migrate(sql)
+    migrate(sql, THREADS)
     clock = SystemClock()
     store = ThreadStore(sql, clock)
     store.create_thread("t1", None)

@@ -156,6 +156,20 @@ def render_results(
     return "\n".join(lines)
 
 
+def _index_client(settings: Settings, http: httpx.AsyncClient) -> TypesenseClient:
+    """The token index's client, bounded by the tool's own timeout."""
+    timeout = httpx.Timeout(
+        min(settings.tool_timeout_seconds, MAX_SEARCH_SECONDS),
+        connect=min(settings.tool_timeout_seconds, 2.0),
+    )
+    return TypesenseClient(
+        settings.typesense_url,
+        settings.typesense_api_key.get_secret_value(),
+        http,
+        timeout=timeout,
+    )
+
+
 def token_search_tool(
     settings: Settings,
     http: httpx.AsyncClient,
@@ -163,16 +177,7 @@ def token_search_tool(
     collection: str = TOKENS_COLLECTION,
 ) -> LocalTool[TokenSearchQuery]:
     """The `search_tokens` tool over the Typesense `tokens` collection (the caller owns `http`)."""
-    timeout = httpx.Timeout(
-        min(settings.tool_timeout_seconds, MAX_SEARCH_SECONDS),
-        connect=min(settings.tool_timeout_seconds, 2.0),
-    )
-    client = TypesenseClient(
-        settings.typesense_url,
-        settings.typesense_api_key.get_secret_value(),
-        http,
-        timeout=timeout,
-    )
+    client = _index_client(settings, http)
     base_url = settings.deep_link_base_url
 
     async def run(q: TokenSearchQuery) -> ToolResult:
