@@ -45,9 +45,9 @@ class HealthCheck:
         """
         conn = server.conn
         age = self._clock.monotonic() - server.checked_at
-        if server.tools is not None and age < self._settings.mcp_health_cache_seconds:
-            if not server.tools_stale:
-                return server.tools
+        fresh = age < self._settings.mcp_health_cache_seconds
+        if server.tools is not None and fresh and not server.tools_stale:
+            return server.tools
         if conn is None:
             return None
         try:

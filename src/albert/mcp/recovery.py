@@ -5,7 +5,8 @@ the object's single alarm (`AlarmPort`), never a sleeping request: the platform
 wakes the object at the earliest planned retry and `on_alarm` runs every retry
 that is due. When a cycle's retries are spent the server is `failed` until a
 turn after the cool-down tries once more (`probe_half_open`). Times are Unix
-seconds from the Clock port.
+seconds from the Clock port. Each server's place in its cycle is its `retry`
+(`RetryState`); this scheduler is the only code that plans or counts retries.
 """
 
 from __future__ import annotations
