@@ -44,17 +44,13 @@ class OpenAICompatibleClient:
         self._headers.update(extra_headers or {})
         # What a gateway's error text must never carry past the log (redacted there too).
         self._secrets = [v for v in (api_key, *(extra_headers or {}).values()) if v]
-        self._model = model
+        self.model_name = model
         self._timeout = timeout
-
-    @property
-    def model_name(self) -> str:
-        return self._model
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for a request."""
         return {
-            "model": self._model,
+            "model": self.model_name,
             **conversation_payload(request),
             "stream_options": {"include_usage": True},
         }

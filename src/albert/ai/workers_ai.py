@@ -82,13 +82,9 @@ class WorkersAIClient:
         timeout: float = 60.0,
     ) -> None:
         self._ai = ai
-        self._model = model
+        self.model_name = model
         self._max_tokens = max_tokens
         self._timeout = timeout
-
-    @property
-    def model_name(self) -> str:
-        return self._model
 
     def build_inputs(self, request: ModelRequest) -> dict[str, Any]:
         """The inputs object sent with `AI.run` for a request."""
@@ -99,7 +95,7 @@ class WorkersAIClient:
         inputs = self.build_inputs(request)
         try:
             body = await asyncio.wait_for(
-                self._ai.run(self._model, inputs, stream=True), self._timeout
+                self._ai.run(self.model_name, inputs, stream=True), self._timeout
             )
         except TimeoutError as exc:
             raise ModelError("timeout", "Workers AI did not answer in time") from exc
