@@ -18,6 +18,7 @@ from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
+from tests.support.sockets import RecordingSockets
 
 install_shims()
 
@@ -32,24 +33,8 @@ async def _dump(_: _NoArgs) -> ToolResult:
     return ToolResult.text(TWO_MB)
 
 
-class Sockets:
-    """Collects what the service sends."""
-
-    def __init__(self) -> None:
-        self.frames: list[dict] = []
-
-    def send(self, text: str) -> None:
-        self.frames.append(json.loads(text))
-
-    def close(self, code: int, reason: str) -> None:
-        pass
-
-    def sockets(self) -> list[Sockets]:
-        return [self]
-
-
 async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> None:
-    sockets = Sockets()
+    sockets = RecordingSockets()
     with ScriptedModelServer() as model:
         async with httpx.AsyncClient() as http:
             service = build_chat_service(

@@ -20,6 +20,7 @@ from albert.chat.service import ChatService
 from albert.cloudflare.sql import WorkersSql
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
+from tests.support.sockets import RecordingSockets
 
 install_shims()
 
@@ -58,21 +59,7 @@ class NotingModel:
         yield StepFinished(reason="stop")
 
 
-class Sockets:
-    def __init__(self) -> None:
-        self.frames: list[dict[str, Any]] = []
-
-    def send(self, text: str) -> None:
-        self.frames.append(json.loads(text))
-
-    def close(self, code: int, reason: str) -> None:
-        pass
-
-    def sockets(self) -> list[Sockets]:
-        return [self]
-
-
-SOCKETS = Sockets()
+SOCKETS = RecordingSockets()
 
 
 @pytest.fixture
