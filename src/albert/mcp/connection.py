@@ -306,6 +306,11 @@ def describe_error(exc: BaseException | None) -> str:
         return describe_error(exc.exceptions[0])
     if isinstance(exc, TimeoutError):
         return "timed out"
+    return _describe_failure(exc)
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """A protocol or transport failure in a few words."""
     if isinstance(exc, MCPError):
         if exc.code == mcp_types.CONNECTION_CLOSED:
             return "connection closed"

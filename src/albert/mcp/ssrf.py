@@ -24,7 +24,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -206,6 +206,22 @@ _HOST_CHARS = re.compile(r"[a-z0-9.-]{1,253}|[0-9a-f:.]{2,45}")
 
 def url_host(url: str) -> str:
     """The host of an http(s) URL, or UrlRefused saying what is wrong with it."""
+    parts = _url_parts(url)
+    host = (parts.hostname or "").rstrip(".")
+    _check_host(host)
+    # Our parser and the HTTP client's must agree on the host, or the check judged
+    # another host than the one a request would go to.
+    try:
+        client_host = httpx.URL(url).host.rstrip(".")
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise UrlRefused(f"not a valid URL: {exc}") from exc
+    if client_host != host:
+        raise UrlRefused("the URL's host is ambiguous")
+    return host
+
+
+def _url_parts(url: str) -> SplitResult:
+    """The URL split, once its characters, scheme, host, credentials and port are acceptable."""
     if not url.isascii() or not url.isprintable() or any(c in url for c in " \\"):
         raise UrlRefused(
             "the URL may hold printable ASCII only (no spaces or backslashes); "
@@ -224,22 +240,16 @@ def url_host(url: str) -> str:
         raise UrlRefused("credentials in the URL are not allowed; use a secret reference")
     if port == 0:
         raise UrlRefused("port 0 is not a valid port")
-    host = parts.hostname.rstrip(".")
+    return parts
+
+
+def _check_host(host: str) -> None:
     if "%" in host:
         raise UrlRefused("a zone id in the host is not allowed")
     if not _HOST_CHARS.fullmatch(host):
         raise UrlRefused(f"{host!r} is not a valid host name")
     if _parse_ip(host) is None and _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
         raise UrlRefused(f"{host!r} reads as an IP address: write it in dotted-decimal form")
-    # Our parser and the HTTP client's must agree on the host, or the check judged
-    # another host than the one a request would go to.
-    try:
-        client_host = httpx.URL(url).host.rstrip(".")
-    except (httpx.InvalidURL, ValueError) as exc:
-        raise UrlRefused(f"not a valid URL: {exc}") from exc
-    if client_host != host:
-        raise UrlRefused("the URL's host is ambiguous")
-    return host
 
 
 async def checked_addresses(
