@@ -61,6 +61,21 @@ class ChatService:
         journal = TurnJournal(sql, clock)
         # Before any frame: turns a restart cut off get their end stored.
         recover_interrupted_turns(self.store, journal)
+        self.turns = self._chat_turns(model, tools, hub, clock, journal)
+        self._mcp_changes = RateLimiter(
+            settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
+        )
+
+    def _chat_turns(
+        self,
+        model: ModelClient,
+        tools: ToolProvider,
+        hub: SocketHub,
+        clock: Clock,
+        journal: TurnJournal,
+    ) -> ChatTurns:
+        """Chat over the sockets: admission, then the driver, its turns recorded as they go."""
+        settings = self.settings
         events = TurnEvents(self.analytics)
         chat_limit = RateLimiter(
             settings.chat_messages_per_minute, clock, settings.rate_window_seconds
@@ -74,16 +89,13 @@ class ChatService:
             events=events,
             journal=journal,
         )
-        self.turns = ChatTurns(
+        return ChatTurns(
             admission=Admission(self.store, settings, chat_limit),
             driver=driver,
             hub=hub,
             events=events,
             journal=journal,
             max_frame_bytes=settings.max_frame_bytes,
-        )
-        self._mcp_changes = RateLimiter(
-            settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
         )
 
     async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:
