@@ -25,6 +25,9 @@ SELECTOR_DECIMALS = bytes.fromhex("313ce567")
 SELECTOR_TOTAL_SUPPLY = bytes.fromhex("18160ddd")
 SELECTOR_CONVERT_TO_ASSETS = bytes.fromhex("07a2d13a")
 SELECTOR_AGGREGATE3 = bytes.fromhex("82ad56cb")
+# ENS (EIP-137): registry `resolver(bytes32)`, resolver `addr(bytes32)`.
+SELECTOR_RESOLVER = bytes.fromhex("0178b8bf")
+SELECTOR_ADDR = bytes.fromhex("3b3b57de")
 
 SIGNATURES: dict[bytes, str] = {
     SELECTOR_BALANCE_OF: "balanceOf(address)",
@@ -32,6 +35,8 @@ SIGNATURES: dict[bytes, str] = {
     SELECTOR_TOTAL_SUPPLY: "totalSupply()",
     SELECTOR_CONVERT_TO_ASSETS: "convertToAssets(uint256)",
     SELECTOR_AGGREGATE3: "aggregate3((address,bool,bytes)[])",
+    SELECTOR_RESOLVER: "resolver(bytes32)",
+    SELECTOR_ADDR: "addr(bytes32)",
 }
 
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
@@ -88,6 +93,65 @@ def call_convert_to_assets(shares: int) -> bytes:
 def call_decimals() -> bytes:
     """Calldata of `decimals()`."""
     return SELECTOR_DECIMALS
+
+
+def call_resolver(node: bytes) -> bytes:
+    """Calldata of the ENS registry's `resolver(node)`."""
+    return SELECTOR_RESOLVER + encode_bytes32(node)
+
+
+def call_addr(node: bytes) -> bytes:
+    """Calldata of an ENS resolver's `addr(node)`."""
+    return SELECTOR_ADDR + encode_bytes32(node)
+
+
+def encode_bytes32(value: bytes) -> bytes:
+    """A bytes32 word."""
+    if len(value) != WORD:
+        raise AbiError(f"bytes32 needs 32 bytes, got {len(value)}")
+    return value
+
+
+def encode_call(selector: bytes, args: list[tuple[str, object]]) -> bytes:
+    """Calldata of a call with static (`address`, `uint*`, `bool`, `bytes32`) and `string` args.
+
+    Dynamic arguments follow the head/tail layout: the head holds an offset, counted from the
+    start of the arguments, and the tail holds the length and the padded bytes.
+    """
+    heads: list[bytes | None] = []
+    tails: list[bytes] = []
+    for kind, value in args:
+        if kind == "string":
+            heads.append(None)
+            tails.append(encode_bytes(str(value).encode()))
+        elif kind == "address":
+            heads.append(encode_address(str(value)))
+        elif kind == "bool":
+            heads.append(encode_bool(bool(value)))
+        elif kind == "bytes32":
+            heads.append(encode_bytes32(value if isinstance(value, bytes) else b""))
+        elif kind.startswith("uint"):
+            heads.append(encode_uint(int(value)))  # type: ignore[call-overload]
+        else:
+            raise AbiError(f"unsupported ABI type: {kind}")
+    head_size = WORD * len(heads)
+    out, tail_at, tail_index = b"", head_size, 0
+    for head in heads:
+        if head is None:
+            out += encode_uint(tail_at)
+            tail_at += len(tails[tail_index])
+            tail_index += 1
+        else:
+            out += head
+    return selector + out + b"".join(tails)
+
+
+def decode_address(data: bytes) -> str:
+    """The first word of return data as a lowercase 0x address (upper 12 bytes must be zero)."""
+    value = _word(data, 0)
+    if value >> 160:
+        raise AbiError("address word has non-zero upper bytes")
+    return "0x" + value.to_bytes(20, "big").hex()
 
 
 def call_total_supply() -> bytes:

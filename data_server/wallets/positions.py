@@ -1,15 +1,19 @@
 """Read a wallet's token balances and vault positions on chain.
 
-Per chain, two Multicall3 rounds: first `balanceOf(wallet)` on every listed token and every
-known vault contract, then, for the vaults actually held, `decimals()`, `totalSupply()` and
-ERC-4626 `convertToAssets(shares)`. Each inner call may fail on its own (a vault that is not
-ERC-4626 reverts on convertToAssets), which only leaves that figure unknown.
+Per chain: `eth_chainId` (the node must serve the chain it is configured for) and
+`eth_blockNumber` (every read of the chain is pinned to that block, so the figures are one
+consistent snapshot), then two Multicall3 rounds: `balanceOf(wallet)` on every listed token
+and every known vault contract, then, for the vaults actually held, `decimals()`,
+`totalSupply()` and ERC-4626 `convertToAssets(shares)`. Each inner call may fail on its own
+(a vault that is not ERC-4626 reverts on convertToAssets): that leaves the figure unknown and
+says so on the position, or lists the contract as unreadable; it never fails the read.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -26,6 +30,7 @@ from data_server.wallets.abi import (
     decode_uint,
 )
 from data_server.wallets.address import validate_address
+from data_server.wallets.chain_ids import chain_id as known_chain_id
 from data_server.wallets.rpc import JsonRpcClient, RpcError
 from data_server.wallets.tokens import DEFAULT_TOKENS, TokenInfo
 
@@ -58,6 +63,24 @@ class Position(BaseModel):
     apy: float | None = Field(None, description="Vault APY in percent")
     risk_rating: str | None = None
     security_score: float | None = None
+    share_of_wallet_pct: float | None = Field(
+        None, description="This position's share of the wallet's known USD value, percent"
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="What could not be read or priced for this position"
+    )
+
+
+_DETAIL_CALLS = ("decimals()", "totalSupply()", "convertToAssets()")
+
+
+class UnreadableHolding(BaseModel):
+    """A contract whose balance call failed inside the batch: the holding there is unknown."""
+
+    chain: str
+    contract: str
+    name: str
+    reason: str
 
 
 class ChainReadError(BaseModel):
@@ -71,9 +94,19 @@ class WalletReadout(BaseModel):
     """Everything read for one address."""
 
     address: str
+    ens_name: str | None = None
     chains_read: list[str]
+    blocks: dict[str, int] = Field(
+        default_factory=dict, description="Block number each chain was read at"
+    )
     chain_errors: list[ChainReadError] = Field(default_factory=list)
+    unreadable: list[UnreadableHolding] = Field(default_factory=list)
     positions: list[Position]
+
+    @property
+    def known_value_usd(self) -> float:
+        """Sum of the positions whose USD value is known."""
+        return sum(p.value_usd or 0.0 for p in self.positions)
 
 
 def _uint(result: Call3Result) -> int | None:
@@ -87,6 +120,30 @@ def _uint(result: Call3Result) -> int | None:
 
 def _units(raw: int, decimals: int | None) -> float | None:
     return None if decimals is None else raw / 10**decimals
+
+
+def _failure(result: Call3Result, call: str) -> str | None:
+    """Why a balance call tells nothing, or None if it returned a number (or no contract)."""
+    if not result.success:
+        return f"{call} reverted"
+    if result.return_data and _uint(result) is None:
+        return f"{call} returned malformed data"
+    return None
+
+
+def _listed_symbol(vault: Vault) -> str | None:
+    wanted = {t.lower() for t in vault.underlying_tokens}
+    symbols = [
+        t.symbol for t in DEFAULT_TOKENS if t.chain == vault.chain and t.address.lower() in wanted
+    ]
+    return "/".join(symbols) or None
+
+
+@dataclass
+class _ChainRead:
+    block: int
+    positions: list[Position]
+    unreadable: list[UnreadableHolding]
 
 
 class WalletReader:
@@ -110,7 +167,13 @@ class WalletReader:
         """Chains this reader can query."""
         return sorted(self._clients)
 
-    async def read(self, address: str, chains: Sequence[str] | None = None) -> WalletReadout:
+    def client(self, chain: str) -> JsonRpcClient | None:
+        """The RPC client of one chain, if configured."""
+        return self._clients.get(chain)
+
+    async def read(
+        self, address: str, chains: Sequence[str] | None = None, *, ens_name: str | None = None
+    ) -> WalletReadout:
         """Validate the address and read every requested chain concurrently."""
         owner = validate_address(address)
         wanted = self.chains if not chains else [c for c in chains if c in self._clients]
@@ -118,8 +181,10 @@ class WalletReader:
             *(self._read_chain(owner, chain) for chain in wanted), return_exceptions=True
         )
         positions: list[Position] = []
+        unreadable: list[UnreadableHolding] = []
         errors: list[ChainReadError] = []
         read: list[str] = []
+        blocks: dict[str, int] = {}
         for chain, outcome in zip(wanted, outcomes, strict=True):
             if isinstance(outcome, RpcError):
                 errors.append(ChainReadError(chain=chain, error=str(outcome)))
@@ -127,22 +192,67 @@ class WalletReader:
                 raise outcome
             else:
                 read.append(chain)
-                positions.extend(outcome)
+                blocks[chain] = outcome.block
+                positions.extend(outcome.positions)
+                unreadable.extend(outcome.unreadable)
+        total = sum(p.value_usd or 0.0 for p in positions)
+        shared = [
+            p.model_copy(
+                update={
+                    "share_of_wallet_pct": round(100.0 * p.value_usd / total, 2)
+                    if p.value_usd is not None and total
+                    else None
+                }
+            )
+            for p in positions
+        ]
         return WalletReadout(
-            address=owner, chains_read=read, chain_errors=errors, positions=positions
+            address=owner,
+            ens_name=ens_name,
+            chains_read=read,
+            blocks=blocks,
+            chain_errors=errors,
+            unreadable=unreadable,
+            positions=shared,
         )
 
-    async def _read_chain(self, owner: str, chain: str) -> list[Position]:
+    async def _block(self, chain: str, client: JsonRpcClient) -> int:
+        expected = known_chain_id(chain)
+        found = await client.chain_id()
+        if expected is not None and found != expected:
+            raise RpcError(
+                f"the RPC node configured for {chain} serves chain id {found}, not {expected}"
+            )
+        return await client.block_number()
+
+    async def _read_chain(self, owner: str, chain: str) -> _ChainRead:
         client = self._clients[chain]
+        block_number = await self._block(chain, client)
+        block = hex(block_number)
         tokens = [t for t in self._tokens if t.chain == chain]
         vaults = [v for v in await self._catalog.vaults_with_addresses(chain) if v.address]
         balance_call = call_balance_of(owner)
         first = [Call3(t.address, balance_call) for t in tokens]
         first += [Call3(v.address or "", balance_call) for v in vaults]
-        results = await client.aggregate3(first, batch_size=self._batch_size) if first else []
+        results = (
+            await client.aggregate3(first, batch_size=self._batch_size, block=block)
+            if first
+            else []
+        )
 
         positions: list[Position] = []
+        unreadable: list[UnreadableHolding] = []
         for token, result in zip(tokens, results[: len(tokens)], strict=True):
+            reason = _failure(result, "balanceOf") or (
+                None if result.return_data else "balanceOf: no contract at this address"
+            )
+            if reason:
+                unreadable.append(
+                    UnreadableHolding(
+                        chain=chain, contract=token.address, name=token.symbol, reason=reason
+                    )
+                )
+                continue
             raw = _uint(result)
             if not raw:
                 continue
@@ -158,16 +268,29 @@ class WalletReader:
                     decimals=token.decimals,
                     balance=amount,
                     value_usd=amount * token.usd_price if token.usd_price is not None else None,
+                    notes=[]
+                    if token.usd_price is not None
+                    else [f"USD value unknown: no price for {token.symbol} in the store"],
                 )
             )
 
-        held = [
-            (vault, raw)
-            for vault, result in zip(vaults, results[len(tokens) :], strict=True)
-            if (raw := _uint(result))
-        ]
+        held: list[tuple[Vault, int]] = []
+        for vault, result in zip(vaults, results[len(tokens) :], strict=True):
+            # Empty return data is an address without code on this chain: nothing held there.
+            reason = _failure(result, "balanceOf")
+            if reason:
+                unreadable.append(
+                    UnreadableHolding(
+                        chain=chain,
+                        contract=validate_address(vault.address or ""),
+                        name=vault.name,
+                        reason=reason,
+                    )
+                )
+            elif raw := _uint(result):
+                held.append((vault, raw))
         if not held:
-            return positions
+            return _ChainRead(block_number, positions, unreadable)
         second: list[Call3] = []
         for vault, shares in held:
             target = vault.address or ""
@@ -176,11 +299,19 @@ class WalletReader:
                 Call3(target, call_total_supply()),
                 Call3(target, call_convert_to_assets(shares)),
             ]
-        details = await client.aggregate3(second, batch_size=self._batch_size)
+        details = await client.aggregate3(second, batch_size=self._batch_size, block=block)
         for index, (vault, shares) in enumerate(held):
-            decimals, supply, assets = (_uint(r) for r in details[3 * index : 3 * index + 3])
-            positions.append(self._vault_position(chain, vault, shares, decimals, supply, assets))
-        return positions
+            triple = details[3 * index : 3 * index + 3]
+            decimals, supply, assets = (_uint(r) for r in triple)
+            notes = [
+                f"{call} reverted"
+                for call, r in zip(_DETAIL_CALLS, triple, strict=True)
+                if not r.success
+            ]
+            positions.append(
+                self._vault_position(chain, vault, shares, decimals, supply, assets, notes)
+            )
+        return _ChainRead(block_number, positions, unreadable)
 
     @staticmethod
     def _vault_position(
@@ -190,6 +321,7 @@ class WalletReader:
         decimals: int | None,
         supply: int | None,
         assets: int | None,
+        notes: list[str],
     ) -> Position:
         if decimals is not None and decimals > 36:
             decimals = None
@@ -197,13 +329,19 @@ class WalletReader:
         if underlying is None and vault.share_price is not None:
             balance = _units(shares, decimals)
             underlying = balance * vault.share_price if balance is not None else None
+            if underlying is not None:
+                notes.append("underlying amount from the recorded price per share")
         value: float | None = None
         if supply and vault.tvl_usd is not None:
             # The wallet's share of the vault's TVL needs no token price.
             value = vault.tvl_usd * shares / supply
         elif underlying is not None and vault.stablecoin:
             value = underlying
-        symbol = "/".join(vault.asset_symbols) or vault.name
+        if underlying is None:
+            notes.append("underlying amount unknown")
+        if value is None:
+            notes.append("USD value unknown: no TVL recorded and the asset is not a stablecoin")
+        symbol = "/".join(vault.asset_symbols) or _listed_symbol(vault) or vault.name
         return Position(
             chain=chain,
             kind="vault",
@@ -220,4 +358,5 @@ class WalletReader:
             apy=vault.apy,
             risk_rating=vault.risk_rating,
             security_score=vault.security_score,
+            notes=notes,
         )

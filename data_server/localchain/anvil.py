@@ -1,0 +1,201 @@
+"""Start and stop a real local EVM node (Foundry's anvil) on 127.0.0.1, one per chain.
+
+The binary comes from the npm package `@foundry-rs/anvil-linux-<arch>` that `npm ci` installs
+(pinned in package.json); nothing is downloaded at run time. The node starts empty (no fork,
+so no network), with the chain's real EIP-155 id, and keeps its state in memory: the seeding
+step fills it at every start.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import httpx
+
+from data_server.typesense.process import HOST, free_port, port_is_free
+from data_server.wallets.chain_ids import chain_id as known_chain_id
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+ANVIL_VERSION = "1.7.1"  # package.json pins the same
+
+
+class AnvilNotInstalled(RuntimeError):
+    """No anvil binary: scripts/bootstrap (npm ci) has not run, or the platform has none."""
+
+
+class AnvilStartError(RuntimeError):
+    """The node exited or did not answer in time; the message ends with its log tail."""
+
+
+def binary_path() -> Path:
+    """The anvil binary: $ANVIL_BINARY, else the pinned npm package's, else one on PATH."""
+    override = os.environ.get("ANVIL_BINARY")
+    if override:
+        return Path(override)
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower()
+    )
+    pinned = PROJECT_DIR / "node_modules" / "@foundry-rs" / f"anvil-linux-{arch}" / "bin" / "anvil"
+    if pinned.exists():
+        return pinned
+    found = shutil.which("anvil")
+    if found:
+        return Path(found)
+    raise AnvilNotInstalled(
+        f"no anvil binary (expected {pinned}); run scripts/bootstrap, which installs "
+        f"@foundry-rs/anvil {ANVIL_VERSION} with npm ci"
+    )
+
+
+class AnvilProcess:
+    """One anvil child process serving one chain id."""
+
+    def __init__(
+        self,
+        chain: str,
+        log_dir: Path,
+        *,
+        chain_id: int | None = None,
+        port: int | None = None,
+        host: str = HOST,
+    ) -> None:
+        resolved = chain_id if chain_id is not None else known_chain_id(chain)
+        if resolved is None:
+            raise ValueError(f"no chain id known for {chain!r}; pass chain_id")
+        self.chain = chain
+        self.chain_id = resolved
+        self.host = host
+        self.port = port or free_port(host)
+        self.log_dir = Path(log_dir)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """JSON-RPC URL, e.g. http://127.0.0.1:8545."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"anvil-{self.chain}.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def command(self) -> list[str]:
+        """The command line: loopback only, the chain's id, no fork (so no network at all)."""
+        return [
+            str(binary_path()),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--chain-id",
+            str(self.chain_id),
+            "--accounts",
+            "1",
+            "--no-cors",
+            "--color",
+            "never",
+        ]
+
+    def start(self, timeout: float = 20.0) -> AnvilProcess:
+        """Launch the node and wait until `eth_chainId` answers with its id."""
+        if self.running:
+            return self
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        if not port_is_free(self.port, self.host):
+            self.port = free_port(self.host)
+        args = self.command()
+        self._log = self.log_path.open("ab")
+        self._proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            # Own process group, as Typesense: a terminal Ctrl-C is handled by the stack.
+            start_new_session=True,
+        )
+        atexit.register(self.stop)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
+        with httpx.Client(timeout=1.0) as client:
+            while True:
+                assert self._proc is not None
+                code = self._proc.poll()
+                if code is not None:
+                    raise AnvilStartError(
+                        f"anvil ({self.chain}) exited with code {code} during start-up.\n"
+                        f"{self.log_tail()}"
+                    )
+                try:
+                    answer = client.post(self.url, json=body).json()
+                    if int(answer["result"], 16) == self.chain_id and self._proc.poll() is None:
+                        return
+                except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                    pass
+                if time.monotonic() >= deadline:
+                    raise AnvilStartError(
+                        f"anvil ({self.chain}) did not answer within {timeout:.0f}s at "
+                        f"{self.url}.\n{self.log_tail()}"
+                    )
+                time.sleep(0.05)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines of the node's log."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the node, wait, and kill it if it does not exit within `timeout`."""
+        proc, self._proc = self._proc, None
+        atexit.unregister(self.stop)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> AnvilProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"AnvilProcess({self.chain!r}, id {self.chain_id}, {self.url!r}, {state})"
