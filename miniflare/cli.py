@@ -45,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
         )
         if name == "dev":
             cmd.add_argument("--data-port", type=int, default=8788, help="data server port")
+            cmd.add_argument(
+                "--chains",
+                default="ethereum,base",
+                help="local EVM chains to run, comma-separated ('' for none); one anvil each",
+            )
     return parser
 
 
@@ -71,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
                 args.port,
                 overrides,
                 data_port=args.data_port,
+                chains=[c.strip().lower() for c in args.chains.split(",") if c.strip()],
             )
             return
         print(f"Albert worker on http://{args.host}:{args.port}", flush=True)

@@ -503,6 +503,11 @@ class LocalProcess:
             raise RuntimeError("albert dev did not report its Typesense URL")
         return match.group(1)
 
+    def chain_urls(self) -> dict[str, str]:
+        """Chain → JSON-RPC URL of the local chains `albert dev` printed at start-up."""
+        text = self.log_path.read_text(errors="replace")
+        return dict(re.findall(r"chain (\w+) \(id \d+\) on (http://[\d.]+:\d+)", text))
+
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the process log."""
         try:

