@@ -345,7 +345,7 @@ class WalletReader:
         return Position(
             chain=chain,
             kind="vault",
-            contract=vault.address or "",
+            contract=validate_address(vault.address or ""),
             symbol=symbol,
             name=vault.name,
             balance_raw=str(shares),

@@ -322,7 +322,9 @@ async def test_wallet_top_positions(app_server: AppServer) -> None:
     ("address", "message"),
     [
         ("0x123", "expected 40 hex digits"),
-        ("vitalik.eth", "must start with 0x"),
+        ("5A0b54D5dc17e0AadC383d2db43B0a0D3E029c4c", "must start with 0x"),
+        ("vitalik..eth", "not a valid ENS name"),
+        ("wallet", "must start with 0x"),
         ("0x5a0B54D5dc17e0AadC383d2db43B0a0D3E029c4c", "checksum"),
     ],
 )

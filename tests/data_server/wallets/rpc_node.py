@@ -125,6 +125,8 @@ class RpcNode:
             return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "internal"}}
         if request.get("method") == "eth_chainId":
             return {"jsonrpc": "2.0", "id": rid, "result": "0x1"}
+        if request.get("method") == "eth_blockNumber":
+            return {"jsonrpc": "2.0", "id": rid, "result": "0x1234"}
         if request.get("method") != "eth_call":
             return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}}
         call = request["params"][0]

@@ -65,8 +65,13 @@ async def test_reads_tokens_and_vault_positions(node: RpcNode, store: VaultStore
     # convertToAssets reverts: the amount falls back to the recorded share price.
     assert legacy.underlying_amount == pytest.approx(3.0)
     assert legacy.value_usd == pytest.approx(6000)
-    # 5 tokens + 2 vaults in batches of 3, then 6 detail calls in 2: five eth_calls.
-    assert len(node.requests) - before == 5
+    # eth_chainId, eth_blockNumber, then 5 tokens + 2 vaults in batches of 3 and 6 detail
+    # calls in 2: five eth_calls, each pinned to the block read first.
+    requests = node.requests[before:]
+    assert [r["method"] for r in requests] == ["eth_chainId", "eth_blockNumber"] + ["eth_call"] * 5
+    assert {r["params"][1] for r in requests[2:]} == {"0x1234"}
+    assert readout.blocks == {"ethereum": 0x1234}
+    assert "underlying amount from the recorded price per share" in legacy.notes
 
 
 @pytest.mark.parametrize(
