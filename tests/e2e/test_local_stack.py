@@ -6,9 +6,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from albert.ai.planner import LABEL
+from evals.cases import Case, ExpectedCall
+from evals.client import EvalClient
+from evals.scorer import score
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
 
@@ -77,3 +81,82 @@ async def test_stablecoin_screen_compiles_to_the_documented_filter(stack) -> Non
         links = DEEP_LINK.findall(answer_text(frames))
         assert links and all(chain == "ethereum" for chain, _ in links)
         assert "USDT" in answer_text(frames)
+
+
+# --- the wallet workload over the stack's own local chains -----------------------------------
+
+FARMER = "0x257BC0C6921b4ae476E65A28744ee181cd81c533"
+TREASURY = "0x96b56856C2E5EcFCAf028992cEE37478542B7175"
+YEARN_USDC_ETHEREUM = "0x074134A2784F4F66b6ceD6f68849382990Ff3215"
+YEARN_USDC_BASE = "0x19f233B2953275196e6343F17b76dA098c478E21"
+USDC_ETHEREUM = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
+
+
+def _chain_uint(url: str, to: str, data: str) -> int:
+    """One eth_call decoded as a uint, with calldata written out here (not the project's ABI)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "eth_call",
+        "params": [{"to": to, "data": data}, "latest"],
+    }
+    return int(httpx.post(url, json=body, timeout=10).json()["result"], 16)
+
+
+def _vault_assets(url: str, vault: str, holder: str) -> float:
+    """convertToAssets(balanceOf(holder)) of a 6-decimal vault, in whole units."""
+    shares = _chain_uint(url, vault, "0x70a08231" + holder[2:].lower().rjust(64, "0"))
+    return _chain_uint(url, vault, "0x07a2d13a" + format(shares, "064x")) / 10**6
+
+
+async def test_a_wallet_question_by_address_is_answered_from_the_chain(stack) -> None:
+    urls = stack.chain_urls()
+    assert set(urls) == {"ethereum", "base"}
+    in_vault = _vault_assets(urls["ethereum"], YEARN_USDC_ETHEREUM, FARMER)
+    usdc = _chain_uint(
+        urls["ethereum"], USDC_ETHEREUM, "0x70a08231" + FARMER[2:].lower().rjust(64, "0")
+    )
+    question = f"what are my positions in {FARMER}"
+    async with EvalClient(stack.url) as client:
+        turn = await client.ask(question)
+    case = Case(
+        id="e2e_wallet_by_address",
+        workload="wallet",
+        question=question,
+        calls=[ExpectedCall(tool="wallet_positions", arguments={"address": FARMER})],
+        facts=[f"{in_vault:.2f}", f"{usdc / 10**6:.2f}", YEARN_USDC_ETHEREUM, "yearn-finance"],
+        tool_error=False,
+    )
+    verdict = score(case, turn)
+    assert verdict.passed, [c for c in verdict.checks if not c.ok]
+    assert verdict.ungrounded == []
+    # Addresses come back EIP-55 checksummed (the scorer compares without case).
+    assert FARMER in turn.answer and YEARN_USDC_ETHEREUM in turn.answer
+
+
+async def test_a_wallet_question_by_ens_name_is_answered_from_the_chain(stack) -> None:
+    urls = stack.chain_urls()
+    in_vault = _vault_assets(urls["base"], YEARN_USDC_BASE, TREASURY)
+    question = "top 2 positions by value for treasury.albert.eth"
+    async with EvalClient(stack.url) as client:
+        turn = await client.ask(question)
+    case = Case(
+        id="e2e_wallet_by_ens",
+        workload="wallet",
+        question=question,
+        calls=[
+            ExpectedCall(
+                tool="wallet_top_positions",
+                arguments={"address": "treasury.albert.eth", "limit": 2},
+            )
+        ],
+        # The name resolved on the ethereum chain; the holdings are on base.
+        facts=[TREASURY, f"{in_vault:.2f}", "250,000"],
+        tool_error=False,
+    )
+    verdict = score(case, turn)
+    assert verdict.passed, [c for c in verdict.checks if not c.ok]
+    assert verdict.ungrounded == []
+    # The answer is the chain's, not a guess: the figures change with the chain.
+    assert f"${in_vault:,.2f}" in turn.answer
+    assert TREASURY in turn.answer and YEARN_USDC_BASE in turn.answer
