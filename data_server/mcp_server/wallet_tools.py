@@ -220,8 +220,9 @@ class Bucket(BaseModel):
     """Value held in one chain, protocol or risk rating."""
 
     key: str
-    value_usd: float
+    value_usd: float = Field(description="Known value of the bucket's priced positions")
     positions: int
+    unpriced_positions: int = 0
 
 
 class WalletPortfolio(BaseModel):
@@ -247,12 +248,23 @@ class WalletPortfolio(BaseModel):
 def _buckets(positions: list[Position], key: str) -> list[Bucket]:
     values: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
+    unpriced: dict[str, int] = defaultdict(int)
     for p in positions:
         name = getattr(p, key) or ("wallet" if key == "protocol" else "unrated")
         values[name] += p.value_usd or 0.0
         counts[name] += 1
-    buckets = [Bucket(key=k, value_usd=round(v, 2), positions=counts[k]) for k, v in values.items()]
+        unpriced[name] += p.value_usd is None
+    buckets = [
+        Bucket(key=k, value_usd=round(v, 2), positions=counts[k], unpriced_positions=unpriced[k])
+        for k, v in values.items()
+    ]
     return sorted(buckets, key=lambda b: -b.value_usd)
+
+
+def _bucket_text(b: Bucket) -> str:
+    if b.unpriced_positions == b.positions:
+        return f"{b.key} value unknown"
+    return f"{b.key} {_usd(b.value_usd)}"
 
 
 async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[WalletPortfolio]:
@@ -293,13 +305,13 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
         f"known value across {len(positions)} positions ({data.vault_positions} in vaults, "
         f"{data.unpriced_positions} without a USD value).",
         "Weighted vault APY: " + ("n/a" if weighted_apy is None else f"{weighted_apy:.2f}%"),
-        "By chain: " + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_chain),
-        "By protocol: " + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_protocol),
+        "By chain: " + ", ".join(_bucket_text(b) for b in data.by_chain),
+        "By protocol: " + ", ".join(_bucket_text(b) for b in data.by_protocol),
     ]
     if data.by_risk_rating:
         lines.append(
             "Vaults by risk: "
-            + ", ".join(f"{b.key} {_usd(b.value_usd)}" for b in data.by_risk_rating)
+            + ", ".join(_bucket_text(b) for b in data.by_risk_rating)
         )
     lines.append("Positions:")
     lines += [_position_line(p) for p in data.positions]
