@@ -127,8 +127,9 @@ class AnvilProcess:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            # Own process group, as Typesense: a terminal Ctrl-C is handled by the stack.
-            start_new_session=True,
+            # Same process group as its parent (unlike Typesense, which must shut down
+            # cleanly): whoever ends the stack's group ends the nodes too, and a Ctrl-C
+            # reaching them directly loses nothing, their state is rebuilt at each start.
         )
         atexit.register(self.stop)
         try:
