@@ -23,8 +23,13 @@ DEEP_LINK = re.compile(r"https://app\.albert\.example/token/(\w+)/(0x[0-9a-fA-F]
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("stack")
     process = RuntimeProcess(state, command="dev")
-    with process.start(timeout=120):
+    # start() then stop(): `with process.start()` would enter the process a second time and
+    # start (and leak) a second stack.
+    process.start(timeout=120)
+    try:
         yield process
+    finally:
+        process.stop()
 
 
 def tool_calls(frames: list[dict]) -> list[dict]:
