@@ -532,6 +532,7 @@ async def seed_chains(
     reports: list[SeedReport] = []
     try:
         for chain, url in urls.items():
+            started = time.monotonic()
             plan = plan_chain(chain, wallets, records, artifacts=artifacts)
             try:
                 report = await apply_plan(
@@ -539,6 +540,8 @@ async def seed_chains(
                 )
             except RpcError as exc:
                 raise SeedError(f"seeding {chain} at {url} failed: {exc}") from exc
+            # Planning (namehashes, calldata) counts too: the line is the chain's whole cost.
+            report = report.model_copy(update={"seconds": time.monotonic() - started})
             reports.append(report)
             if progress is not None:
                 progress(report.line())
