@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,7 +65,13 @@ def test_broadcasting_the_signed_transaction_deploys_it_at_the_canonical_address
 ) -> None:
     rpc(fresh_node.url, "anvil_setBalance", [DEPLOYER, hex(10**18)])
     tx_hash = rpc(fresh_node.url, "eth_sendRawTransaction", [_signed_tx()])
-    receipt = rpc(fresh_node.url, "eth_getTransactionReceipt", [tx_hash])
+    # Mining follows the send: the receipt may take a moment on a busy machine.
+    deadline = time.monotonic() + 10
+    receipt = None
+    while receipt is None and time.monotonic() < deadline:
+        receipt = rpc(fresh_node.url, "eth_getTransactionReceipt", [tx_hash])
+        if receipt is None:
+            time.sleep(0.05)
     assert isinstance(receipt, dict) and receipt["status"] == "0x1"
     assert receipt["from"].lower() == DEPLOYER
     assert receipt["contractAddress"].lower() == MULTICALL3_ADDRESS.lower()
