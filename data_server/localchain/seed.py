@@ -425,7 +425,7 @@ class SeedReport(BaseModel):
         return (
             f"  chain {self.chain} (id {self.chain_id}) on {self.url}: {self.contracts} "
             f"contracts, {self.vaults} vaults, {self.wallets} wallets{ens}, "
-            f"{self.transactions} transactions in {self.seconds:.1f} s"
+            f"{self.transactions} transactions in {self.seconds:.2f} s"
         )
 
 
