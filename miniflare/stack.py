@@ -54,9 +54,7 @@ def _free_or_any(port: int) -> int:
     return port if port_is_free(port) else free_port()
 
 
-def _start_chains(
-    state_dir: Path, chains: Sequence[str], children: Children
-) -> list[AnvilProcess]:
+def _start_chains(state_dir: Path, chains: Sequence[str], children: Children) -> list[AnvilProcess]:
     """Start one anvil per chain; none (and a line saying why) when anvil is not installed."""
     from data_server.localchain.anvil import AnvilNotInstalled, AnvilProcess
 

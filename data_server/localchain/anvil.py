@@ -8,21 +8,18 @@ step fills it at every start.
 
 from __future__ import annotations
 
-import atexit
 import os
 import platform
 import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 import httpx
 
 from data_server.typesense.process import HOST, free_port, port_is_free
 from data_server.wallets.chain_ids import chain_id as known_chain_id
+from miniflare.process import ChildProcess
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 ANVIL_VERSION = "1.7.1"  # package.json pins the same
@@ -76,8 +73,7 @@ class AnvilProcess:
         self.host = host
         self.port = port or free_port(host)
         self.log_dir = Path(log_dir)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self.child: ChildProcess | None = None
 
     @property
     def url(self) -> str:
@@ -90,11 +86,11 @@ class AnvilProcess:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.child.pid if self.child is not None else None
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self.child is not None and self.child.running
 
     def command(self) -> list[str]:
         """The command line: loopback only, the chain's id, no fork (so no network at all)."""
@@ -120,18 +116,12 @@ class AnvilProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if not port_is_free(self.port, self.host):
             self.port = free_port(self.host)
-        args = self.command()
-        self._log = self.log_path.open("ab")
-        self._proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            # Same process group as its parent (unlike Typesense, which must shut down
-            # cleanly): whoever ends the stack's group ends the nodes too, and a Ctrl-C
-            # reaching them directly loses nothing, their state is rebuilt at each start.
-        )
-        atexit.register(self.stop)
+        # The project's process runner: own process group, stopped as a group, stopped at
+        # interpreter exit, and killed by the kernel if this process dies first. The node's
+        # state is in memory and rebuilt at each start, so a quick kill loses nothing.
+        self.child = ChildProcess(
+            self.command(), name=f"anvil-{self.chain}", log_path=self.log_path
+        ).start()
         try:
             self._wait_ready(timeout)
         except BaseException:
@@ -144,8 +134,8 @@ class AnvilProcess:
         body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
         with httpx.Client(timeout=1.0) as client:
             while True:
-                assert self._proc is not None
-                code = self._proc.poll()
+                assert self.child is not None
+                code = self.child.popen.poll()
                 if code is not None:
                     raise AnvilStartError(
                         f"anvil ({self.chain}) exited with code {code} during start-up.\n"
@@ -153,7 +143,7 @@ class AnvilProcess:
                     )
                 try:
                     answer = client.post(self.url, json=body).json()
-                    if int(answer["result"], 16) == self.chain_id and self._proc.poll() is None:
+                    if int(answer["result"], 16) == self.chain_id and self.child.running:
                         return
                 except (httpx.HTTPError, ValueError, KeyError, TypeError):
                     pass
@@ -172,19 +162,10 @@ class AnvilProcess:
             return "(no log)"
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Terminate the node, wait, and kill it if it does not exit within `timeout`."""
-        proc, self._proc = self._proc, None
-        atexit.unregister(self.stop)
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        """SIGTERM the node's group, wait up to `timeout` seconds, then SIGKILL it."""
+        child, self.child = self.child, None
+        if child is not None:
+            child.stop(grace=timeout)
 
     def __enter__(self) -> AnvilProcess:
         return self.start()

@@ -105,6 +105,7 @@ async def test_dev_stops_within_2s_on_sigterm_and_leaves_no_process(dev_state: P
         children = descendants(stack.pid)
         names = [info.cmdline for pid in children if (info := read_process(pid)) is not None]
         assert any("typesense-server" in name for name in names), names
+        assert sum("anvil" in name for name in names) == 2, names  # ethereum and base
         async with ChatClient(stack.url, stack.ws_url) as client:
             await client.connect()
             frames = await client.turn(await client.new_thread(), "What is PEPE?")
@@ -121,7 +122,8 @@ def test_sigkill_of_the_stack_takes_typesense_and_every_child_with_it(dev_state:
     with RuntimeProcess(dev_state, command="dev").start(timeout=120) as stack:
         assert stack.pid is not None
         children = descendants(stack.pid)
-        assert children, "albert dev started no child process"
+        names = [info.cmdline for pid in children if (info := read_process(pid)) is not None]
+        assert any("typesense-server" in n for n in names) and any("anvil" in n for n in names)
         stack.kill()  # SIGKILL to the stack alone: no cleanup of its own can run
         assert wait_gone(children, 5) == set()
 
