@@ -87,6 +87,24 @@ def answers_http(url: str, *, healthy_only: bool = False) -> Callable[[], bool]:
     return probe
 
 
+_TCP_LISTEN = "0A"
+
+
+def _listening_ports(inodes: set[str]) -> set[int]:
+    """Ports of the listening TCP sockets among these socket inodes, read from /proc/net."""
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == _TCP_LISTEN and fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 # --- layer 4: the kernel kills the child when its starter dies --------------------------------
 
 _PR_SET_PDEATHSIG = 1
@@ -217,10 +235,33 @@ class ChildProcess:
         _register(self)
         return self
 
+    def listens_on(self, port: int) -> bool:
+        """Whether this child holds a listening TCP socket on `port` (true where /proc can't tell).
+
+        Free ports are picked before a child binds them, so another server can take the port
+        first and answer our readiness probe; only a socket the child owns proves it is ours.
+        """
+        pid = self.pid
+        if pid is None:
+            return False
+        try:
+            links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+            inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
+        except OSError:
+            return not Path("/proc/self/fd").is_dir()
+        return port in _listening_ports(inodes)
+
     def wait_ready(
-        self, probe: Callable[[], bool], timeout: float, what: str = "ready"
+        self,
+        probe: Callable[[], bool],
+        timeout: float,
+        what: str = "ready",
+        port: int | None = None,
     ) -> ChildProcess:
-        """Poll `probe` until it is true; stop the child and raise if it exits or times out."""
+        """Poll `probe` until it is true; stop the child and raise if it exits or times out.
+
+        With `port`, a probe that answers counts only once the child listens on that port.
+        """
         deadline = time.monotonic() + timeout
         while True:
             code = self.popen.poll()
@@ -229,7 +270,7 @@ class ChildProcess:
                 raise ChildStartError(
                     f"{self.name} exited with code {code} before it was {what}\n{self.log_tail()}"
                 )
-            if probe():
+            if probe() and (port is None or self.listens_on(port)):
                 if self.running:
                     return self
                 continue  # another process answered: ours is gone, report that above
@@ -467,7 +508,10 @@ class LocalProcess:
         ).start()
         try:
             self.child.wait_ready(
-                answers_http(f"{self.url}/healthz", healthy_only=True), timeout, "healthy"
+                answers_http(f"{self.url}/healthz", healthy_only=True),
+                timeout,
+                "healthy",
+                port=self.port,
             )
         except ChildStartError as exc:
             raise RuntimeError(f"albert {self.command}: {exc}") from exc

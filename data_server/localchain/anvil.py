@@ -143,7 +143,8 @@ class AnvilProcess:
                     )
                 try:
                     answer = client.post(self.url, json=body).json()
-                    if int(answer["result"], 16) == self.chain_id and self.child.running:
+                    ours = self.child.listens_on(self.port)  # not another node on the port
+                    if int(answer["result"], 16) == self.chain_id and ours:
                         return
                 except (httpx.HTTPError, ValueError, KeyError, TypeError):
                     pass

@@ -143,9 +143,8 @@ class TypesenseProcess:
                     resp = client.get(f"{self.url}/health")
                     if resp.status_code == 200 and resp.json().get("ok") is True:
                         # Another server might hold the port; only ours counts as healthy.
-                        if self.child.running:
+                        if self.child.running and self.child.listens_on(self.port):
                             return
-                        continue
                 except (httpx.HTTPError, ValueError):
                     pass
                 if time.monotonic() >= deadline:

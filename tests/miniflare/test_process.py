@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -169,3 +170,35 @@ def test_a_child_never_ready_is_stopped_after_the_timeout() -> None:
     with pytest.raises(ChildStartError, match=r"slow was not ready after 0\.3 s"):
         child.wait_ready(lambda: False, timeout=0.3)
     assert pid is not None and wait_gone([pid], 5) == set()
+
+
+def test_listens_on_tells_the_childs_own_port_from_any_other() -> None:
+    serve = (
+        "import socket, sys, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "print(s.getsockname()[1], flush=True); time.sleep(600)\n"
+    )
+    child = ChildProcess(python(serve), name="listener", stdout=subprocess.PIPE).start()
+    try:
+        assert child.popen.stdout is not None
+        port = int(child.popen.stdout.readline())
+        assert child.listens_on(port)
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            other.listen()
+            assert not child.listens_on(other.getsockname()[1])
+    finally:
+        child.stop()
+
+
+def test_a_foreign_server_on_the_port_does_not_make_a_child_ready() -> None:
+    # The free port was taken by someone else before the child could bind it: the probe
+    # answers, but readiness must wait for the child itself, and time out here.
+    with socket.socket() as foreign:
+        foreign.bind(("127.0.0.1", 0))
+        foreign.listen()
+        port = foreign.getsockname()[1]
+        child = ChildProcess(python("import time; time.sleep(600)"), name="late").start()
+        with pytest.raises(ChildStartError, match="late was not ready"):
+            child.wait_ready(lambda: True, timeout=0.5, port=port)
+        assert not child.running
