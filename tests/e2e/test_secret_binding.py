@@ -163,9 +163,11 @@ def test_the_secret_reaches_its_bound_origin_and_stops_when_the_binding_goes(
         time.sleep(0.05)
     assert any(r.headers.get("x-api-key") == SECRET for r in recorder.requests)
     # The deployment narrows the binding; the stored config stays, the secret does not go.
-    arrived = len(recorder.requests)
     runtime.variables["MCP_SECRETS"] = _bindings("https://elsewhere.example", attacker[0].url)
-    runtime.restart()
+    runtime.stop()
+    # Counted once the old process is gone: its session may still have been talking.
+    arrived = len(recorder.requests)
+    runtime.start()
     try:
         with httpx.Client(base_url=runtime.url, headers={"authorization": token}) as http:
             status = {}
