@@ -4,8 +4,10 @@ The SDK's `MCPServer` derives schemas from a function signature; our tools have 
 flattened parameters, so the input schema comes straight from a pydantic model instead
 (`Tool` with our own `FuncMetadata`). Arguments are validated by that model inside the
 tool, so a bad value comes back as a short `isError` result in our words rather than a
-pydantic dump. The output model gives the advertised `outputSchema`, and every successful
-result carries `structuredContent` plus readable text.
+pydantic dump. The output model gives the advertised `outputSchema` (in the compact form of
+`output_schema.py`), and every successful result carries `structuredContent` plus readable
+text. The structured content is the output model's own dump, valid by construction, so the
+SDK is given the schema without the model and does not validate the same payload again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from albert.search import TypesenseError
 from data_server.coaching import CoachItem, guidelines_block
+from data_server.mcp_server.output_schema import output_schema
 from data_server.wallets.rpc import RpcError
 
 log = logging.getLogger(__name__)
@@ -115,7 +118,8 @@ def build_tool(
 
     schema = input_model.model_json_schema()
     schema.pop("title", None)
-    metadata = FuncMetadata(arg_model=_RawArguments, output_model=output_model)
+    # A schema without a model is advertised but not re-validated by the SDK.
+    metadata = FuncMetadata(arg_model=_RawArguments, output_schema=output_schema(output_model))
     return Tool(
         fn=call,
         name=name,
