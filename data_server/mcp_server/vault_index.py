@@ -88,11 +88,13 @@ class VaultHit(BaseModel):
 
 
 _RATINGS = {"low", "medium", "high", "very_high"}
+# Read once: `model_fields` on the class is a descriptor call, per key of every hit.
+_HIT_FIELDS = frozenset(VaultHit.model_fields)
 
 
 def hit_from_document(doc: dict[str, Any]) -> VaultHit:
     """Parse one index document; unknown fields are ignored, missing ones are None."""
-    data = {k: v for k, v in doc.items() if k in VaultHit.model_fields and v is not None}
+    data = {k: v for k, v in doc.items() if k in _HIT_FIELDS and v is not None}
     hit = VaultHit.model_validate(data)
     if hit.reward_share is None and hit.apy and hit.apy_reward is not None and hit.apy > 0:
         hit = hit.model_copy(update={"reward_share": round(100.0 * hit.apy_reward / hit.apy, 4)})
