@@ -27,8 +27,8 @@ from data_server.processors.base import (
     to_float,
     vault_id,
 )
-from data_server.security import apply_security, inputs_for
-from data_server.vaults.model import HistoryPoint, Vault, VaultStatus
+from data_server.security import secured_vault
+from data_server.vaults.model import HistoryPoint, VaultStatus
 
 SOURCE = "beefy"
 API_URL = "https://api.beefy.finance"
@@ -202,7 +202,7 @@ class BeefyProcessor:
                 [config.token.upper()] if config.token else []
             )
             status = _status(config.status)
-            vault = Vault(
+            fields = dict(
                 id=vid,
                 source=SOURCE,
                 name=config.name,
@@ -232,12 +232,8 @@ class BeefyProcessor:
             started = first_seen.get(config.platform_id or "")
             age = None if started is None else max((updated - started) // DAY, 0)
             audits = 0 if config.risks.get("notAudited") else (1 if config.risks else None)
-            result.vaults.append(
-                apply_security(
-                    vault,
-                    inputs_for(vault, audits=audits, protocol_age_days=age, source_flags=flags),
-                )
-            )
+            vault = secured_vault(fields, audits=audits, protocol_age_days=age, source_flags=flags)
+            result.vaults.append(vault)
             if vault.apy is not None or vault.tvl_usd is not None:
                 result.history.append(
                     HistoryPoint(

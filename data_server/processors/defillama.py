@@ -26,7 +26,7 @@ from data_server.processors.base import (
     to_float,
     vault_id,
 )
-from data_server.security import apply_security, inputs_for
+from data_server.security import secured_vault
 from data_server.vaults.model import HistoryPoint, Vault
 
 SOURCE = "defillama"
@@ -216,7 +216,7 @@ class DefiLlamaProcessor:
         chain = chain_slug(row.chain)
         updated = parse_time(row.timestamp) or fallback_time
         name = row.symbol if not row.pool_meta else f"{row.symbol} ({row.pool_meta})"
-        vault = Vault(
+        fields = dict(
             id=vault_id(SOURCE, chain, row.pool),
             source=SOURCE,
             name=name or row.pool,
@@ -236,6 +236,4 @@ class DefiLlamaProcessor:
             updated_at=updated,
         )
         flags = ["defillama:outlier"] if row.outlier else []
-        return apply_security(
-            vault, inputs_for(vault, protocol_age_days=project_days, source_flags=flags)
-        )
+        return secured_vault(fields, protocol_age_days=project_days, source_flags=flags)

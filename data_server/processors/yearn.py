@@ -29,8 +29,8 @@ from data_server.processors.base import (
     to_float,
     vault_id,
 )
-from data_server.security import apply_security, inputs_for
-from data_server.vaults.model import HistoryPoint, Vault
+from data_server.security import secured_vault
+from data_server.vaults.model import HistoryPoint
 
 SOURCE = "yearn"
 META_URL = "https://raw.githubusercontent.com/yearn/ydaemon/main/data/meta"
@@ -156,7 +156,7 @@ class YearnProcessor:
         stable = md.category == "Stablecoin" or stability == "Stable"
         name = md.display_name or f"Yearn {md.category or meta.kind or 'vault'} {_short(address)}"
         status = "eol" if md.is_retired else ("paused" if meta.emergency_shutdown else "active")
-        vault = Vault(
+        fields = dict(
             id=vid,
             source=SOURCE,
             name=name,
@@ -188,16 +188,11 @@ class YearnProcessor:
         if md.is_hidden:
             flags.append("yearn:hidden")
         result.vaults.append(
-            apply_security(
-                vault,
-                inputs_for(
-                    vault,
-                    audits=_AUDITS_BY_FACTOR.get(score.external_protocol_audit),
-                    protocol_age_days=_MIN_AGE_DAYS_BY_FACTOR.get(
-                        score.external_protocol_longevity
-                    ),
-                    source_flags=flags,
-                ),
+            secured_vault(
+                fields,
+                audits=_AUDITS_BY_FACTOR.get(score.external_protocol_audit),
+                protocol_age_days=_MIN_AGE_DAYS_BY_FACTOR.get(score.external_protocol_longevity),
+                source_flags=flags,
             )
         )
         # points.weekAgo/monthAgo are trailing-window APYs measured now, not past values,

@@ -7,6 +7,8 @@ from data_server.security.scoring import (
     inputs_for,
     rating_for,
     score_inputs,
+    score_of,
+    secured_vault,
 )
 
 __all__ = [
@@ -16,4 +18,6 @@ __all__ = [
     "inputs_for",
     "rating_for",
     "score_inputs",
+    "score_of",
+    "secured_vault",
 ]

@@ -44,6 +44,7 @@ Where the inputs come from
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -140,8 +141,8 @@ def rating_for(score: float) -> RiskRating:
     return "very_high"
 
 
-def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
-    """Compute the score, its rating and its explanation from the inputs."""
+def _points(inputs: SecurityInputs) -> tuple[dict[str, float], dict[str, float], float]:
+    """(points per component, points lost per flag, the clamped and rounded score)."""
     parts = {
         "audits": _audits_component(inputs.audits),
         "protocol_age": _age_component(inputs.protocol_age_days),
@@ -156,7 +157,12 @@ def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
         flag: FLAG_PENALTIES[flag] for flag in inputs.source_flags if flag in FLAG_PENALTIES
     }
     raw = sum(components.values()) - sum(penalties.values())
-    score = round(max(0.0, min(raw, 100.0)), 1)
+    return components, penalties, round(max(0.0, min(raw, 100.0)), 1)
+
+
+def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
+    """Compute the score, its rating and its explanation from the inputs."""
+    components, penalties, score = _points(inputs)
     return ScoreBreakdown(
         score=score,
         risk_rating=rating_for(score),
@@ -164,6 +170,12 @@ def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
         penalties=penalties,
         inputs=inputs,
     )
+
+
+def score_of(inputs: SecurityInputs) -> tuple[float, RiskRating]:
+    """The score and its rating alone: what a vault record stores (no breakdown built)."""
+    _, _, score = _points(inputs)
+    return score, rating_for(score)
 
 
 def inputs_for(
@@ -189,14 +201,37 @@ def inputs_for(
 
 def apply_security(vault: Vault, inputs: SecurityInputs) -> Vault:
     """A copy of the vault carrying the inputs, the score and the rating."""
-    breakdown = score_inputs(inputs)
+    score, rating = score_of(inputs)
     return vault.model_copy(
-        update={
-            "security_inputs": inputs,
-            "security_score": breakdown.score,
-            "risk_rating": breakdown.risk_rating,
-        }
+        update={"security_inputs": inputs, "security_score": score, "risk_rating": rating}
     )
+
+
+def secured_vault(
+    fields: dict[str, Any],
+    *,
+    audits: int | None = None,
+    protocol_age_days: int | None = None,
+    exploits: int = 0,
+    source_flags: list[str] | None = None,
+) -> Vault:
+    """A vault validated once from its fields, with its security inputs, score and rating.
+
+    The same record as ``apply_security(Vault(**fields), inputs_for(...))``, built without
+    the intermediate unscored vault and its copy: a processor makes one per source row.
+    """
+    inputs = SecurityInputs(
+        audits=audits,
+        protocol_age_days=protocol_age_days,
+        tvl_usd=fields.get("tvl_usd"),
+        exploits=exploits,
+        chain=fields["chain"],
+        il_risk=fields.get("il_risk", False),
+        exposure=fields.get("exposure", "single"),
+        source_flags=sorted(set(source_flags or [])),
+    )
+    score, rating = score_of(inputs)
+    return Vault(**fields, security_inputs=inputs, security_score=score, risk_rating=rating)
 
 
 def explain(vault: Vault) -> ScoreBreakdown | None:

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from data_server.security import apply_security, explain, rating_for, score_inputs
+from data_server.security import (
+    apply_security,
+    explain,
+    inputs_for,
+    rating_for,
+    score_inputs,
+    secured_vault,
+)
 from data_server.security.scoring import FLAG_PENALTIES, WEIGHTS
 from data_server.vaults.model import SecurityInputs, Vault
 
@@ -78,3 +85,34 @@ def test_apply_and_explain_round_trip() -> None:
     assert scored.risk_rating == breakdown.risk_rating
     assert breakdown.inputs == inputs
     assert explain(vault) is None
+
+
+@given(
+    tvl=st.none() | st.floats(0, 1e11, allow_nan=False) | st.integers(0, 10**10),
+    chain=st.sampled_from(["ethereum", "base", "kava"]),
+    il_risk=st.booleans(),
+    exposure=st.sampled_from(["single", "multi"]),
+    audits=st.none() | st.integers(0, 5),
+    age=st.none() | st.integers(0, 3000),
+    flags=st.lists(st.sampled_from([*sorted(FLAG_PENALTIES), "unknown:flag"]), max_size=4),
+)
+def test_secured_vault_is_the_vault_with_security_applied(
+    tvl: float | None,
+    chain: str,
+    il_risk: bool,
+    exposure: str,
+    audits: int | None,
+    age: int | None,
+    flags: list[str],
+) -> None:
+    fields = {
+        "id": f"defillama:{chain}:x", "source": "defillama", "name": "X", "protocol": "p",
+        "chain": chain, "tvl_usd": tvl, "il_risk": il_risk, "exposure": exposure, "updated_at": 1,
+    }  # fmt: skip
+    plain = Vault(**fields)
+    expected = apply_security(
+        plain, inputs_for(plain, audits=audits, protocol_age_days=age, source_flags=flags)
+    )
+    built = secured_vault(fields, audits=audits, protocol_age_days=age, source_flags=flags)
+    assert built == expected
+    assert built.model_dump_json() == expected.model_dump_json()
