@@ -14,6 +14,7 @@ import math
 import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx
@@ -112,17 +113,27 @@ def parse_time(value: Any) -> int | None:
         number = int(value)
         return number // 1000 if number > 10_000_000_000 else number
     if isinstance(value, str) and value:
-        text = value.strip().replace("Z", "+00:00")
-        # Go-style timestamps carry nanoseconds; Python parses at most microseconds.
-        text = re.sub(r"(\.\d{6})\d+", r"\1", text)
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return int(parsed.timestamp())
+        return _parse_iso(value)
     return None
+
+
+# A source's rows mostly share a handful of timestamps (one snapshot time, one per day of
+# a chart), so each distinct text is parsed once.
+@lru_cache(maxsize=4096)
+def _parse_iso(value: str) -> int | None:
+    text = value.strip().replace("Z", "+00:00")
+    # Go-style timestamps carry nanoseconds; Python parses at most microseconds.
+    text = _SUB_MICROSECONDS.sub(lambda m: m.group(1), text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp())
+
+
+_SUB_MICROSECONDS = re.compile(r"(\.\d{6})\d+")
 
 
 def response_time(response: httpx.Response) -> int:

@@ -173,8 +173,22 @@ def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
 
 
 def score_of(inputs: SecurityInputs) -> tuple[float, RiskRating]:
-    """The score and its rating alone: what a vault record stores (no breakdown built)."""
-    _, _, score = _points(inputs)
+    """The score and its rating alone: what a vault record stores (no breakdown built).
+
+    The same arithmetic as `_points`, in the same order, so the float is identical; it only
+    skips building the two dicts, once per vault of every pipeline run.
+    """
+    earned = (
+        round(WEIGHTS["audits"] * _audits_component(inputs.audits), 3)
+        + round(WEIGHTS["protocol_age"] * _age_component(inputs.protocol_age_days), 3)
+        + round(WEIGHTS["tvl"] * _tvl_component(inputs.tvl_usd), 3)
+        + round(WEIGHTS["exploits"] * _exploits_component(inputs.exploits), 3)
+        + round(WEIGHTS["chain"] * CHAIN_TIERS.get(inputs.chain, DEFAULT_CHAIN_TIER), 3)
+        + round(WEIGHTS["il_risk"] * (0.0 if inputs.il_risk else 1.0), 3)
+        + round(WEIGHTS["exposure"] * (1.0 if inputs.exposure == "single" else 0.5), 3)
+    )
+    lost = sum({f: FLAG_PENALTIES[f] for f in inputs.source_flags if f in FLAG_PENALTIES}.values())
+    score = round(max(0.0, min(earned - lost, 100.0)), 1)
     return score, rating_for(score)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from data_server.fixtures import load, recorded_chart_pools
 from data_server.processors import DefiLlamaProcessor
-from data_server.processors.base import DAY
+from data_server.processors.base import DAY, parse_time
 
 from .conftest import run_offline
 
@@ -108,3 +108,14 @@ async def test_top_tvl_pools_get_charts_by_default() -> None:
     tvl.update({r["poolId"]: r["tvlUsd"] for r in load(CAMEL)["pools"]})
     top = sorted(tvl, key=lambda p: tvl[p] or 0, reverse=True)[:3]
     assert sorted(p.removeprefix("/chart/") for p in charts) == sorted(top)
+
+
+def test_parse_time_reads_every_spelling_the_sources_use() -> None:
+    assert parse_time("2025-12-24T07:27:01.123456789Z") == 1_766_561_221
+    assert parse_time("2025-12-24T07:27:01Z") == 1_766_561_221
+    assert parse_time("2025-12-24T09:27:01.5+02:00") == 1_766_561_221
+    assert parse_time("2025-12-24") == 1_766_534_400
+    assert parse_time(1_766_561_221_000) == 1_766_561_221
+    assert parse_time(1_766_561_221) == 1_766_561_221
+    assert parse_time("not a time") is None
+    assert parse_time("") is None and parse_time(None) is None and parse_time(True) is None

@@ -12,6 +12,7 @@ from data_server.security import (
     inputs_for,
     rating_for,
     score_inputs,
+    score_of,
     secured_vault,
 )
 from data_server.security.scoring import FLAG_PENALTIES, WEIGHTS
@@ -116,3 +117,9 @@ def test_secured_vault_is_the_vault_with_security_applied(
     built = secured_vault(fields, audits=audits, protocol_age_days=age, source_flags=flags)
     assert built == expected
     assert built.model_dump_json() == expected.model_dump_json()
+
+
+@given(inputs_strategy)
+def test_score_of_is_the_breakdown_score_to_the_bit(inputs: SecurityInputs) -> None:
+    breakdown = score_inputs(inputs)
+    assert score_of(inputs) == (breakdown.score, breakdown.risk_rating)
