@@ -111,7 +111,28 @@ class StoreFingerprint(BaseModel):
 
 def content_hash(vault: Vault) -> str:
     """Hash of a vault's full normalised content (deterministic field order)."""
-    return hashlib.sha256(vault.model_dump_json().encode()).hexdigest()
+    return _digest(vault.model_dump_json())
+
+
+def _digest(record: str) -> str:
+    return hashlib.sha256(record.encode()).hexdigest()
+
+
+# A duplicate id later in the same batch updates the row written earlier, as one loop would.
+_UPSERT_VAULT = """
+    INSERT INTO vaults (id, source, protocol, chain, name, status, apy, tvl_usd,
+        security_score, risk_rating, stablecoin, updated_at, record, content_hash, revision,
+        first_seen_at, changed_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (id) DO UPDATE SET
+        source = excluded.source, protocol = excluded.protocol, chain = excluded.chain,
+        name = excluded.name, status = excluded.status, apy = excluded.apy,
+        tvl_usd = excluded.tvl_usd, security_score = excluded.security_score,
+        risk_rating = excluded.risk_rating, stablecoin = excluded.stablecoin,
+        updated_at = excluded.updated_at, record = excluded.record,
+        content_hash = excluded.content_hash, revision = excluded.revision,
+        changed_at = excluded.changed_at
+"""
 
 
 class VaultStore:
@@ -175,56 +196,42 @@ class VaultStore:
                     conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults").fetchone()[0]
                 )
                 next_revision = revision + 1
+                rows: list[tuple[Any, ...]] = []
                 for vault in batch:
-                    digest = content_hash(vault)
+                    # The stored record and its hash come from one serialisation.
+                    record = vault.model_dump_json()
+                    digest = _digest(record)
                     old = existing.get(vault.id)
                     if old == digest:
                         counts.unchanged += 1
                         continue
-                    values = (
-                        vault.id,
-                        vault.source,
-                        vault.protocol,
-                        vault.chain,
-                        vault.name,
-                        vault.status,
-                        vault.apy,
-                        vault.tvl_usd,
-                        vault.security_score,
-                        vault.risk_rating,
-                        int(vault.stablecoin),
-                        vault.updated_at,
-                        vault.model_dump_json(),
-                        digest,
-                        next_revision,
-                        now,
-                        now,
-                    )
-                    conn.execute(
-                        """
-                        INSERT INTO vaults (id, source, protocol, chain, name, status, apy,
-                            tvl_usd, security_score, risk_rating, stablecoin, updated_at, record,
-                            content_hash, revision, first_seen_at, changed_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (id) DO UPDATE SET
-                            source = excluded.source, protocol = excluded.protocol,
-                            chain = excluded.chain, name = excluded.name,
-                            status = excluded.status, apy = excluded.apy,
-                            tvl_usd = excluded.tvl_usd,
-                            security_score = excluded.security_score,
-                            risk_rating = excluded.risk_rating,
-                            stablecoin = excluded.stablecoin,
-                            updated_at = excluded.updated_at, record = excluded.record,
-                            content_hash = excluded.content_hash,
-                            revision = excluded.revision, changed_at = excluded.changed_at
-                        """,
-                        values,
+                    rows.append(
+                        (
+                            vault.id,
+                            vault.source,
+                            vault.protocol,
+                            vault.chain,
+                            vault.name,
+                            vault.status,
+                            vault.apy,
+                            vault.tvl_usd,
+                            vault.security_score,
+                            vault.risk_rating,
+                            int(vault.stablecoin),
+                            vault.updated_at,
+                            record,
+                            digest,
+                            next_revision,
+                            now,
+                            now,
+                        )
                     )
                     existing[vault.id] = digest
                     if old is None:
                         counts.inserted += 1
                     else:
                         counts.updated += 1
+                conn.executemany(_UPSERT_VAULT, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -401,6 +408,20 @@ class VaultStore:
             params.append(since_revision)
         for row in self._rows(sql + " ORDER BY id", params):
             yield Vault.model_validate_json(row[0])
+
+    def records(self, *, after_id: str | None = None, limit: int = 1000) -> list[tuple[str, str]]:
+        """Up to `limit` (id, record JSON) pairs after `after_id`, by id.
+
+        The record is the vault's JSON exactly as written; rows were validated when they
+        were written, so bulk readers (the publish) can use them without a model per row.
+        """
+        if after_id is None:
+            rows = self._rows("SELECT id, record FROM vaults ORDER BY id LIMIT ?", (limit,))
+        else:
+            rows = self._rows(
+                "SELECT id, record FROM vaults WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            )
+        return [(r[0], r[1]) for r in rows]
 
     def vault_ids(self) -> list[str]:
         """All vault ids, sorted."""
