@@ -7,21 +7,29 @@ rewards) and the security inputs ``audits``, ``protocol_age_days``, ``exploits``
 numeric filters such as ``apy:>5`` never match a vault whose APY is unknown.
 
 ``publish`` pushes every stored vault (upsert), removes documents of earlier publishes
-that the store no longer has, and records what it published in the run log.
+that the store no longer has, and records what it published in the run log. It reads the
+stored records as JSON (validated when they were written) and encodes documents with
+pydantic-core's JSON writer, in batches that overlap with the import of the previous one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from albert.search.typesense_client import TypesenseClient, TypesenseError
+from pydantic_core import from_json, to_json
+
+from albert.search.typesense_client import ImportSummary, TypesenseClient, TypesenseError
 from data_server.store import Publication, VaultStore
 from data_server.vaults.model import Vault
 
 COLLECTION = "vaults"
-BATCH_SIZE = 1000
+# Documents per import request: large enough that requests are few, small enough that the
+# first batch (encoded before anything overlaps) is short and memory stays bounded.
+BATCH_SIZE = 2500
 SAMPLE_SIZE = 20
 
 # Fields whose published values the staleness check compares with the store.
@@ -94,63 +102,89 @@ async def ensure_schema(client: TypesenseClient, collection: str = COLLECTION) -
 
 def reward_share(vault: Vault) -> float | None:
     """Percent of the total APY paid as rewards, when both are known and the APY is positive."""
-    if vault.apy is None or vault.apy_reward is None or vault.apy <= 0:
+    return _reward_share(vault.apy, vault.apy_reward)
+
+
+def _reward_share(apy: float | None, apy_reward: float | None) -> float | None:
+    if apy is None or apy_reward is None or apy <= 0:
         return None
-    return round(100.0 * vault.apy_reward / vault.apy, 4)
+    return round(100.0 * apy_reward / apy, 4)
 
 
 def document(vault: Vault) -> dict[str, Any]:
     """The index document of a vault (None values omitted)."""
-    inputs = vault.security_inputs
+    return record_document(vault.model_dump())
+
+
+def record_document(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The index document of a vault in its stored JSON form (None values omitted).
+
+    The publish reads stored records, which were validated when written, so it builds
+    documents from their parsed JSON without a model per row.
+    """
+    inputs = record.get("security_inputs") or {}
+    apy, apy_reward = record.get("apy"), record.get("apy_reward")
     doc: dict[str, Any] = {
-        "id": vault.id,
-        "name": vault.name,
-        "source": vault.source,
-        "protocol": vault.protocol,
-        "chain": vault.chain,
-        "address": vault.address,
-        "asset_symbols": list(vault.asset_symbols),
-        "underlying_tokens": list(vault.underlying_tokens),
-        "stablecoin": vault.stablecoin,
-        "il_risk": vault.il_risk,
-        "exposure": vault.exposure,
-        "risk_rating": vault.risk_rating,
-        "status": vault.status,
-        "source_flags": list(inputs.source_flags) if inputs else [],
-        "apy": vault.apy,
-        "apy_base": vault.apy_base,
-        "apy_reward": vault.apy_reward,
-        "reward_share": reward_share(vault),
-        "tvl_usd": vault.tvl_usd,
-        "share_price": vault.share_price,
-        "security_score": vault.security_score,
-        "protocol_age_days": inputs.protocol_age_days if inputs else None,
-        "audits": inputs.audits if inputs else None,
-        "exploits": inputs.exploits if inputs else None,
-        "url": vault.url,
-        "updated_at": vault.updated_at,
+        "id": record["id"],
+        "name": record["name"],
+        "source": record["source"],
+        "protocol": record["protocol"],
+        "chain": record["chain"],
+        "address": record.get("address"),
+        "asset_symbols": list(record.get("asset_symbols") or []),
+        "underlying_tokens": list(record.get("underlying_tokens") or []),
+        "stablecoin": record.get("stablecoin", False),
+        "il_risk": record.get("il_risk", False),
+        "exposure": record.get("exposure", "single"),
+        "risk_rating": record.get("risk_rating"),
+        "status": record.get("status", "active"),
+        "source_flags": list(inputs.get("source_flags") or []),
+        "apy": apy,
+        "apy_base": record.get("apy_base"),
+        "apy_reward": apy_reward,
+        "reward_share": _reward_share(apy, apy_reward),
+        "tvl_usd": record.get("tvl_usd"),
+        "share_price": record.get("share_price"),
+        "security_score": record.get("security_score"),
+        "protocol_age_days": inputs.get("protocol_age_days"),
+        "audits": inputs.get("audits"),
+        "exploits": inputs.get("exploits"),
+        "url": record.get("url"),
+        "updated_at": record["updated_at"],
     }
     return {k: v for k, v in doc.items() if v is not None}
 
 
-def sample_of(vaults: list[Vault], size: int = SAMPLE_SIZE) -> list[dict[str, Any]]:
-    """An evenly spread, deterministic sample of compared values (vaults sorted by id)."""
-    if not vaults:
+def _spread(rows: list[dict[str, Any]], size: int = SAMPLE_SIZE) -> list[dict[str, Any]]:
+    if not rows:
         return []
-    step = max(len(vaults) // size, 1)
-    picked = vaults[::step][:size]
-    return [{"id": v.id, **{f: getattr(v, f) for f in SAMPLE_FIELDS}} for v in picked]
+    step = max(len(rows) // size, 1)
+    return rows[::step][:size]
 
 
-def _batches(vaults: Iterator[Vault], size: int) -> Iterator[list[Vault]]:
-    batch: list[Vault] = []
-    for vault in vaults:
-        batch.append(vault)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+@dataclass
+class _Batch:
+    """One import request's worth of stored vaults, encoded."""
+
+    body: bytes
+    last_id: str
+    # Per document: its id and the values the staleness check compares (None when absent).
+    compared: list[dict[str, Any]]
+
+
+def _encode_batch(store: VaultStore, after_id: str | None, size: int, seq: int) -> _Batch | None:
+    """The next `size` stored vaults after `after_id` as JSONL documents (None at the end)."""
+    records = store.records(after_id=after_id, limit=size)
+    if not records:
+        return None
+    lines: list[bytes] = []
+    compared: list[dict[str, Any]] = []
+    for _, record in records:
+        doc = record_document(from_json(record))
+        doc["publish_seq"] = seq
+        lines.append(to_json(doc))
+        compared.append({"id": doc["id"], **{f: doc.get(f) for f in SAMPLE_FIELDS}})
+    return _Batch(body=b"\n".join(lines), last_id=records[-1][0], compared=compared)
 
 
 async def publish(
@@ -163,20 +197,38 @@ async def publish(
 ) -> Publication:
     """Push the whole write store to the index and record the publication.
 
-    Import refusals do not raise: they are recorded as the publication's error (and the
-    staleness check will then see the gap). Typesense being unreachable does raise.
+    Batches are encoded in a worker thread while the previous one is being indexed, so
+    building documents overlaps with Typesense's own work. Import refusals do not raise:
+    they are recorded as the publication's error (and the staleness check will then see
+    the gap). Typesense being unreachable does raise.
     """
     fingerprint = store.fingerprint()
     await ensure_schema(client, collection)
     seq = time.time_ns() // 1000
-    pushed: list[Vault] = []
+    pushed: list[dict[str, Any]] = []
     failures: list[str] = []
-    for batch in _batches(store.iter_vaults(), batch_size):
-        docs = [{**document(v), "publish_seq": seq} for v in batch]
-        summary = await client.import_documents(collection, docs, action="upsert")
+
+    def settle(batch: _Batch, summary: ImportSummary) -> None:
         refused = {f.line for f in summary.failures}
-        pushed.extend(v for i, v in enumerate(batch) if i not in refused)
-        failures.extend(f"{batch[f.line].id}: {f.error}" for f in summary.failures[:5])
+        pushed.extend(row for i, row in enumerate(batch.compared) if i not in refused)
+        failures.extend(f"{batch.compared[f.line]['id']}: {f.error}" for f in summary.failures[:5])
+
+    in_flight: tuple[_Batch, asyncio.Task[ImportSummary]] | None = None
+    after: str | None = None
+    try:
+        while True:
+            batch = await asyncio.to_thread(_encode_batch, store, after, batch_size, seq)
+            if in_flight is not None:
+                settle(in_flight[0], await in_flight[1])
+                in_flight = None
+            if batch is None:
+                break
+            after = batch.last_id
+            task = asyncio.create_task(client.import_jsonl(collection, batch.body, "upsert"))
+            in_flight = (batch, task)
+    finally:
+        if in_flight is not None and not in_flight[1].done():
+            in_flight[1].cancel()
     try:
         await client.delete_documents(collection, f"publish_seq:<{seq}")
     except TypesenseError as exc:
@@ -191,10 +243,10 @@ async def publish(
         collection=collection,
         published_at=time.time(),
         count=info.num_documents,
-        newest_updated_at=max((v.updated_at for v in pushed), default=None),
+        newest_updated_at=max((row["updated_at"] for row in pushed), default=None),
         revision=fingerprint.revision,
         checksum=fingerprint.checksum,
-        sample=sample_of(pushed),
+        sample=_spread(pushed),
         error=error,
     )
     return store.record_publication(publication)

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
+import httpx
+
 from albert.search.typesense_client import SearchParams, TypesenseClient
+from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
-from data_server.vaults.index import collection_schema, document, ensure_schema, publish
+from data_server.vaults.index import (
+    collection_schema,
+    document,
+    ensure_schema,
+    publish,
+    record_document,
+)
 from data_server.vaults.model import SecurityInputs, Vault
+from tests.data_server.pipeline.conftest import http_client
 
 
 def _vault(native: str, **extra: object) -> Vault:
@@ -75,3 +87,70 @@ async def test_publish_recreates_a_collection_with_an_old_schema(
     info = await index_client.retrieve_collection(collection)
     assert {f["name"] for f in info.fields} >= {"publish_seq", "risk_rating", "apy"}
     assert await ensure_schema(index_client, collection) is False
+
+
+async def test_documents_from_stored_records_equal_documents_from_vaults(
+    store: VaultStore,
+) -> None:
+    async with http_client() as http:
+        await run_pipeline(offline_processors(), store, None, http=http)
+    records = store.records(limit=100_000)
+    assert len(records) > 4000
+    for _, record in records:
+        assert record_document(json.loads(record)) == document(Vault.model_validate_json(record))
+
+
+async def test_publish_in_many_batches_pushes_every_vault_once(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    vaults = [_vault(f"v{i:02d}", apy=float(i), updated_at=1_787_184_000 + i) for i in range(11)]
+    store.upsert_vaults(vaults)
+    publication = await publish(store, index_client, collection=collection, batch_size=3)
+    assert publication.count == 11 and publication.error is None
+    assert publication.newest_updated_at == 1_787_184_010
+    assert [s["id"] for s in publication.sample] == [v.id for v in vaults]
+    assert publication.sample[4] == {
+        "id": "beefy:base:v04", "apy": 4.0, "apy_base": None, "apy_reward": None,
+        "tvl_usd": None, "security_score": None, "updated_at": 1_787_184_004,
+    }  # fmt: skip
+    found = await index_client.search(collection, SearchParams(q="*", per_page=50))
+    assert sorted(h.document["id"] for h in found.hits) == [v.id for v in vaults]
+
+
+async def test_publish_maps_refusals_to_vaults_across_batches(store: VaultStore) -> None:
+    store.upsert_vaults([_vault(f"v{i}") for i in range(5)])
+    imported: list[list[str]] = []
+
+    def typesense(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if request.method == "GET" and path.endswith("/collections/vaults"):
+            fields = collection_schema("vaults")["fields"]
+            return httpx.Response(
+                200, json={"name": "vaults", "num_documents": 4, "fields": fields}
+            )
+        if path.endswith("/documents/import"):
+            ids = [json.loads(line)["id"] for line in request.content.split(b"\n")]
+            imported.append(ids)
+            lines = [
+                '{"success":false,"error":"refused","document":"{}"}'
+                if i.endswith("v3")
+                else '{"success":true}'
+                for i in ids
+            ]
+            return httpx.Response(200, text="\n".join(lines))
+        if request.method == "DELETE":
+            return httpx.Response(200, json={"num_deleted": 0})
+        return httpx.Response(404, json={"message": "not found"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(typesense)) as http:
+        client = TypesenseClient("http://typesense.test", "k", http=http)
+        publication = await publish(store, client, collection="vaults", batch_size=2)
+    assert imported == [
+        ["beefy:base:v0", "beefy:base:v1"],
+        ["beefy:base:v2", "beefy:base:v3"],
+        ["beefy:base:v4"],
+    ]
+    assert publication.error == "1+ documents refused: beefy:base:v3: refused"
+    assert [s["id"] for s in publication.sample] == [
+        "beefy:base:v0", "beefy:base:v1", "beefy:base:v2", "beefy:base:v4",
+    ]  # fmt: skip
