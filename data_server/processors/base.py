@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx
 from pydantic import BaseModel, Field
+from pydantic_core import from_json
 
 from data_server.vaults.model import HistoryPoint, Vault
 
@@ -195,11 +196,17 @@ async def get_json(
     """GET a JSON endpoint; raise for HTTP errors so the caller decides what is fatal."""
     response = await client.get(url, params=params)
     response.raise_for_status()
+    try:
+        # pydantic-core's parser reads a large body (DefiLlama's /pools) in under half the
+        # time of json.loads, to the same Python values.
+        body = from_json(response.content)
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON from {response.request.url}: {exc}") from exc
     return RawResponse(
         url=str(response.request.url),
         status_code=response.status_code,
         received_at=response_time(response),
-        body=response.json(),
+        body=body,
     )
 
 

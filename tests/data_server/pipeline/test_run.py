@@ -112,6 +112,21 @@ async def test_a_failing_source_is_logged_and_the_others_are_published(
     assert {c["value"] for c in facets.facet_counts[0]["counts"]} == {"defillama", "yearn"}
 
 
+async def test_a_source_answering_html_fails_with_the_url_named(store: VaultStore) -> None:
+    def yearn_html(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "raw.githubusercontent.com":
+            return httpx.Response(200, text="<html>rate limited</html>")
+        return fixture_handler(request)
+
+    async with http_client(yearn_html) as http:
+        report = await run_pipeline(_subset(), store, None, http=http)
+    by_source = {s.source: s for s in report.run.sources}
+    assert by_source["defillama"].ok
+    error = by_source["yearn"].error or ""
+    assert "ValueError: invalid JSON from https://raw.githubusercontent.com/yearn/" in error
+    assert store.counts().by_source.keys() == {"defillama"}
+
+
 async def test_no_source_succeeding_fails_the_run_without_publishing(
     store: VaultStore, index_client: TypesenseClient, collection: str
 ) -> None:
