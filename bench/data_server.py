@@ -1,5 +1,9 @@
 """Data server: pipeline ingest of 20,000 vaults, and vault search over them through the
-MCP tool (a real `mcp` client over streamable HTTP) and straight from Typesense.
+MCP tool and straight from Typesense.
+
+The MCP side is the worker's own client (`albert.mcp.connection.McpConnection`, the real
+`mcp` SDK over streamable HTTP): one long-lived session and one HTTP client for all calls,
+as a Durable Object keeps them, so a call costs what a tool call of the worker costs.
 
 The 20,000 records are the recorded DefiLlama, Beefy and Yearn responses, with the
 DefiLlama /pools rows repeated under new pool ids and with TVL and APY varied, so every
@@ -18,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from mcp import Client
 
+from albert.mcp.connection import McpConnection
 from albert.search.typesense_client import TypesenseClient
 from bench.core import BenchSizes, Row, Spread, Stopwatch, percentile, ratio
 from bench.stack import state_dir
@@ -33,7 +37,8 @@ from miniflare.process import ChildProcess, answers_http
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 API_KEY = "bench-typesense-key"
 SEARCH_TARGET_MS = 5.0
-INGEST_TARGET_S = 10.0
+SEARCH_TARGET_RATIO = 1.3
+INGEST_TARGET_S = 3.0
 CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
 SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
 
@@ -131,41 +136,46 @@ async def search(
     engine: list[float] = []
     found = 0
     url = f"{typesense.url}/collections/{collection}/documents/search"
-    async with (
-        Client(mcp_url) as client,
-        httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": API_KEY}) as http,
-    ):
-        for index in range(repeats + len(QUERIES)):
-            args = QUERIES[index % len(QUERIES)]
-            watch = Stopwatch()
-            result = await client.call_tool("search_vaults", args)
-            mcp_ms = watch.ms
-            if result.is_error or result.structured_content is None:
-                raise RuntimeError(f"search_vaults failed: {result.content}")
-            compiled = result.structured_content
-            params = {
-                "q": args.get("query") or "*",
-                "query_by": QUERY_BY,
-                "per_page": str(args.get("per_page", 10)),
-                "page": "1",
-            }
-            if compiled.get("filter_by"):
-                params["filter_by"] = compiled["filter_by"]
-            if compiled.get("sort_by"):
-                params["sort_by"] = compiled["sort_by"]
-            watch = Stopwatch()
-            response = await http.get(url, params=params)
-            direct_ms = watch.ms
-            response.raise_for_status()
-            answer = response.json()
-            if answer["found"] != compiled["found"]:
-                raise RuntimeError("the direct query does not match the tool's")
-            if index < len(QUERIES):
-                continue  # warm-up: one of each
-            found += int(compiled["found"])
-            via_mcp.append(mcp_ms)
-            direct.append(direct_ms)
-            engine.append(float(answer.get("search_time_ms", 0)))
+    connection = McpConnection(
+        "vaults", mcp_url, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
+    )
+    await connection.connect(within=30)
+    try:
+        async with httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": API_KEY}) as http:
+            await connection.list_tools(within=30)  # as the worker does before its first call
+            for index in range(repeats + len(QUERIES)):
+                args = QUERIES[index % len(QUERIES)]
+                watch = Stopwatch()
+                result = await connection.call_tool("search_vaults", args)
+                mcp_ms = watch.ms
+                if result.is_error or result.structured is None:
+                    raise RuntimeError(f"search_vaults failed: {result.texts}")
+                compiled = result.structured
+                params = {
+                    "q": args.get("query") or "*",
+                    "query_by": QUERY_BY,
+                    "per_page": str(args.get("per_page", 10)),
+                    "page": "1",
+                }
+                if compiled.get("filter_by"):
+                    params["filter_by"] = compiled["filter_by"]
+                if compiled.get("sort_by"):
+                    params["sort_by"] = compiled["sort_by"]
+                watch = Stopwatch()
+                response = await http.get(url, params=params)
+                direct_ms = watch.ms
+                response.raise_for_status()
+                answer = response.json()
+                if answer["found"] != compiled["found"]:
+                    raise RuntimeError("the direct query does not match the tool's")
+                if index < len(QUERIES):
+                    continue  # warm-up: one of each
+                found += int(compiled["found"])
+                via_mcp.append(mcp_ms)
+                direct.append(direct_ms)
+                engine.append(float(answer.get("search_time_ms", 0)))
+    finally:
+        await connection.close()
     return via_mcp, direct, engine, found
 
 
@@ -221,8 +231,11 @@ async def run(sizes: BenchSizes) -> list[Row]:
             baseline=direct_spread,
             baseline_label="the same compiled query, bare Typesense",
             ratio=ratio(mcp_spread, direct_spread),
-            target=f"p50 ≤ {SEARCH_TARGET_MS:g} ms",
-            met=mcp_p50 <= SEARCH_TARGET_MS,
-            note=f"p99 {percentile(via_mcp, 99):.1f} ms vs {percentile(direct, 99):.1f} ms bare",
+            target=f"p50 ≤ {SEARCH_TARGET_MS:g} ms and ≤ {SEARCH_TARGET_RATIO:g}× bare",
+            met=mcp_p50 <= SEARCH_TARGET_MS and mcp_p50 <= SEARCH_TARGET_RATIO * direct_p50,
+            note=(
+                f"the worker's McpConnection, one session; p99 {percentile(via_mcp, 99):.1f} ms "
+                f"vs {percentile(direct, 99):.1f} ms bare"
+            ),
         ),
     ]
