@@ -16,8 +16,10 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ import httpx
 
 from albert.mcp.connection import McpConnection
 from albert.search.typesense_client import TypesenseClient
-from bench.core import BenchSizes, Row, Spread, Stopwatch, percentile, ratio
+from bench.core import BenchSizes, Row, Spread, Stopwatch, cpu_seconds, percentile, ratio
 from bench.stack import state_dir
 from data_server.fixtures import fixture_handler, load, offline_transport
 from data_server.mcp_server.vault_index import QUERY_BY
@@ -58,9 +60,9 @@ def _vary(row: dict[str, Any], copy: int) -> dict[str, Any]:
     key = "poolId" if "poolId" in row else "pool"
     out[key] = f"{row[key]}-b{copy}"
     scale = 1 + ((copy * 37) % 41 - 20) / 100
-    for field in ("tvlUsd", "tvl_usd", "apy", "apyBase", "apy_base"):
-        if isinstance(out.get(field), int | float):
-            out[field] = out[field] * scale
+    for name in ("tvlUsd", "tvl_usd", "apy", "apyBase", "apy_base"):
+        if isinstance(out.get(name), int | float):
+            out[name] = out[name] * scale
     return out
 
 
@@ -94,27 +96,50 @@ def scaled_handler(extra_rows: int) -> Any:
     return handler
 
 
+@dataclass
+class Ingested:
+    """One timed pipeline run, and the CPU each process spent in it."""
+
+    seconds: float
+    count: int
+    pipeline_cpu_s: float
+    typesense_cpu_s: float
+
+
 async def ingest(
-    store_path: Path, index: TypesenseClient, collection: str, extra_rows: int
-) -> tuple[float, int]:
-    """One pipeline run into a fresh store and collection: (seconds, vaults indexed)."""
+    store_path: Path, index: TypesenseClient, collection: str, extra_rows: int, typesense_pid: int
+) -> Ingested:
+    """One pipeline run into a fresh store and collection."""
     with VaultStore(store_path) as store:
         async with httpx.AsyncClient(
             transport=offline_transport(scaled_handler(extra_rows))
         ) as http:
+            cpu, typesense_cpu = time.process_time(), cpu_seconds(typesense_pid)
             watch = Stopwatch()
             report = await run_pipeline(
                 offline_processors(), store, index, http=http, collection=collection
             )
             seconds = watch.ms / 1000
+            cpu, typesense_cpu = (
+                time.process_time() - cpu,
+                cpu_seconds(typesense_pid) - typesense_cpu,
+            )
     if report.run.publication is None or report.publish_error:
         raise RuntimeError(f"publish failed: {report.publish_error}")
-    return seconds, report.run.publication.count
+    return Ingested(seconds, report.run.publication.count, cpu, typesense_cpu)
+
+
+@dataclass
+class Served:
+    """A running data server: its MCP URL and process id."""
+
+    mcp_url: str
+    pid: int
 
 
 @contextmanager
-def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Iterator[str]:
-    """`albert-data serve` as a process; yields its MCP URL."""
+def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Iterator[Served]:
+    """`albert-data serve` as a process."""
     port = free_port()
     env = {
         "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}",
@@ -131,32 +156,48 @@ def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Itera
     ).start()
     try:
         child.wait_ready(answers_http(f"http://127.0.0.1:{port}/healthz"), 60, "serving")
-        yield f"http://127.0.0.1:{port}/mcp"
+        assert child.pid is not None
+        yield Served(f"http://127.0.0.1:{port}/mcp", child.pid)
     finally:
         child.stop()
 
 
+@dataclass
+class Searched:
+    """Latencies of both paths, and CPU per call of every process on them (ms)."""
+
+    via_mcp: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
+    engine: list[float] = field(default_factory=list)
+    found: int = 0
+    client_cpu_ms: float = 0.0
+    direct_cpu_ms: float = 0.0
+    server_cpu_ms: float = 0.0
+    typesense_cpu_ms: float = 0.0
+
+
 async def search(
-    mcp_url: str, typesense: TypesenseProcess, collection: str, repeats: int
-) -> tuple[list[float], list[float], list[float], int]:
+    server: Served, typesense: TypesenseProcess, collection: str, repeats: int
+) -> Searched:
     """Each query through the MCP tool, then the same compiled query straight to Typesense."""
-    via_mcp: list[float] = []
-    direct: list[float] = []
-    engine: list[float] = []
-    found = 0
+    out = Searched()
     url = f"{typesense.url}/collections/{collection}/documents/search"
     connection = McpConnection(
-        "vaults", mcp_url, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
+        "vaults", server.mcp_url, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
     )
     await connection.connect(within=30)
     try:
         async with httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": API_KEY}) as http:
             await connection.list_tools(within=30)  # as the worker does before its first call
+            server_cpu = typesense_cpu = 0.0
             for index in range(repeats + len(QUERIES)):
+                if index == len(QUERIES):  # after the warm-up: one of each
+                    server_cpu = cpu_seconds(server.pid)
+                    typesense_cpu = cpu_seconds(typesense.pid)
                 args = QUERIES[index % len(QUERIES)]
-                watch = Stopwatch()
+                cpu, watch = time.process_time(), Stopwatch()
                 result = await connection.call_tool("search_vaults", args)
-                mcp_ms = watch.ms
+                mcp_ms, mcp_cpu = watch.ms, time.process_time() - cpu
                 if result.is_error or result.structured is None:
                     raise RuntimeError(f"search_vaults failed: {result.texts}")
                 compiled = result.structured
@@ -170,58 +211,70 @@ async def search(
                     params["filter_by"] = compiled["filter_by"]
                 if compiled.get("sort_by"):
                     params["sort_by"] = compiled["sort_by"]
-                watch = Stopwatch()
+                cpu, watch = time.process_time(), Stopwatch()
                 response = await http.get(url, params=params)
-                direct_ms = watch.ms
+                direct_ms, direct_cpu = watch.ms, time.process_time() - cpu
                 response.raise_for_status()
                 answer = response.json()
                 if answer["found"] != compiled["found"]:
                     raise RuntimeError("the direct query does not match the tool's")
                 if index < len(QUERIES):
-                    continue  # warm-up: one of each
-                found += int(compiled["found"])
-                via_mcp.append(mcp_ms)
-                direct.append(direct_ms)
-                engine.append(float(answer.get("search_time_ms", 0)))
+                    continue
+                out.found += int(compiled["found"])
+                out.via_mcp.append(mcp_ms)
+                out.direct.append(direct_ms)
+                out.engine.append(float(answer.get("search_time_ms", 0)))
+                out.client_cpu_ms += mcp_cpu * 1000
+                out.direct_cpu_ms += direct_cpu * 1000
+            calls = len(out.via_mcp)
+            out.server_cpu_ms = (cpu_seconds(server.pid) - server_cpu) * 1000 / calls
+            # Both paths query Typesense once per round: its CPU per query.
+            out.typesense_cpu_ms = (cpu_seconds(typesense.pid) - typesense_cpu) * 500 / calls
+            out.client_cpu_ms /= calls
+            out.direct_cpu_ms /= calls
     finally:
         await connection.close()
-    return via_mcp, direct, engine, found
+    return out
 
 
 async def run(sizes: BenchSizes) -> list[Row]:
     """Ingest (scaled and recorded), then search over the scaled index."""
     target_vaults = sizes.pick(6_000, 20_000)
     repeats = sizes.pick(30, 300)
-    recorded_vaults = 4_068  # what the recordings hold (checked below)
     with state_dir("data") as state:
         typesense = TypesenseProcess(state / "typesense", api_key=API_KEY)
         typesense.start(timeout=60)
         try:
+            assert typesense.pid is not None
             async with TypesenseClient(typesense.url, API_KEY) as index:
-                base_s, base_count = await ingest(state / "recorded.db", index, "recorded", 0)
-                recorded_vaults = base_count
+                base = await ingest(state / "recorded.db", index, "recorded", 0, typesense.pid)
                 # Invalid recorded rows stay invalid in every copy; a little extra covers them.
-                extra = int((target_vaults - base_count) * 1.003)
-                scaled_s, count = await ingest(state / "scaled.db", index, "vaults", extra)
-            with data_server(typesense, "vaults", state / "scaled.db") as mcp_url:
-                via_mcp, direct, engine, found = await search(mcp_url, typesense, "vaults", repeats)
+                extra = int((target_vaults - base.count) * 1.003)
+                scaled = await ingest(state / "scaled.db", index, "vaults", extra, typesense.pid)
+            with data_server(typesense, "vaults", state / "scaled.db") as server:
+                searched = await search(server, typesense, "vaults", repeats)
         finally:
             typesense.stop()
+    via_mcp, direct = searched.via_mcp, searched.direct
     mcp_spread, direct_spread = Spread.of(via_mcp), Spread.of(direct)
     mcp_p50, direct_p50 = percentile(via_mcp, 50), percentile(direct, 50)
-    hits = found // len(via_mcp)
-    searched = f"{len(QUERIES)} query shapes over {count:,} vaults, {hits:,} hits on average"
+    hits = searched.found // len(via_mcp)
+    about = f"{len(QUERIES)} query shapes over {scaled.count:,} vaults, {hits:,} hits on average"
     return [
         Row(
             bench="data_server",
-            metric=f"pipeline ingest of {count:,} vaults (fetch, store, publish)",
+            metric=f"pipeline ingest of {scaled.count:,} vaults (fetch, store, publish)",
             unit="s",
-            figure=Spread.of([scaled_s]),
-            baseline=Spread.of([base_s]),
-            baseline_label=f"same pipeline, {recorded_vaults:,} recorded vaults",
-            ratio=ratio(Spread.of([scaled_s]), Spread.of([base_s])),
+            figure=Spread.of([scaled.seconds]),
+            baseline=Spread.of([base.seconds]),
+            baseline_label=f"same pipeline, {base.count:,} recorded vaults",
+            ratio=ratio(Spread.of([scaled.seconds]), Spread.of([base.seconds])),
             target=f"≤ {INGEST_TARGET_S:g} s",
-            met=scaled_s <= INGEST_TARGET_S,
+            met=scaled.seconds <= INGEST_TARGET_S,
+            note=(
+                f"CPU in the run: pipeline process {scaled.pipeline_cpu_s:.2f} s, "
+                f"Typesense {scaled.typesense_cpu_s:.2f} s"
+            ),
         ),
         Row(
             bench="data_server",
@@ -230,7 +283,9 @@ async def run(sizes: BenchSizes) -> list[Row]:
             figure=direct_spread,
             target=f"p50 ≤ {SEARCH_TARGET_MS:g} ms",
             met=direct_p50 <= SEARCH_TARGET_MS,
-            note=f"{searched}; Typesense's own search_time_ms p50 {percentile(engine, 50):g}",
+            note=(
+                f"{about}; Typesense's own search_time_ms p50 {percentile(searched.engine, 50):g}"
+            ),
         ),
         Row(
             bench="data_server",
@@ -244,7 +299,10 @@ async def run(sizes: BenchSizes) -> list[Row]:
             met=mcp_p50 <= SEARCH_TARGET_MS and mcp_p50 <= SEARCH_TARGET_RATIO * direct_p50,
             note=(
                 f"the worker's McpConnection, one session; p99 {percentile(via_mcp, 99):.1f} ms "
-                f"vs {percentile(direct, 99):.1f} ms bare"
+                f"vs {percentile(direct, 99):.1f} ms bare; CPU per call: worker client "
+                f"{searched.client_cpu_ms:.2f} ms, data server {searched.server_cpu_ms:.2f} ms, "
+                f"Typesense {searched.typesense_cpu_ms:.2f} ms per query; bare query client "
+                f"{searched.direct_cpu_ms:.2f} ms"
             ),
         ),
     ]
