@@ -227,8 +227,10 @@ async def publish(
             task = asyncio.create_task(client.import_jsonl(collection, batch.body, "upsert"))
             in_flight = (batch, task)
     finally:
+        # Encoding failed (or we were cancelled) with an import still running: stop it.
         if in_flight is not None and not in_flight[1].done():
             in_flight[1].cancel()
+            await asyncio.wait({in_flight[1]})
     try:
         await client.delete_documents(collection, f"publish_seq:<{seq}")
     except TypesenseError as exc:
