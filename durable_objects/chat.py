@@ -14,7 +14,8 @@ import httpx
 from workers import DurableObject
 
 from albert.agent import build_chat_service
-from albert.auth.bearer import authenticate
+from albert.auth.identify import Authenticator, refusal
+from albert.auth.jwks import JwksUnavailable
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
@@ -35,7 +36,6 @@ from albert.cloudflare.sockets import (
 from albert.cloudflare.sql import WorkersSql
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
-from albert.web import HttpResponse
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class ChatDurableObject(DurableObject):
         self._service: ChatService | None = None
         self._http: httpx.AsyncClient | None = None
         self._settings: Settings | None = None
+        self._auth: Authenticator | None = None
 
     def settings(self) -> Settings:
         """The worker's settings, read once per instance."""
@@ -65,14 +66,12 @@ class ChatDurableObject(DurableObject):
             meta = ObjectMeta(sql)
             if tenant is not None and meta.get(TENANT) is None:
                 meta.set(TENANT, tenant)
-            # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
-            self._http = httpx.AsyncClient(transport=outbound_transport())
             self._service = build_chat_service(
                 sql=sql,
                 tenant=meta.get(TENANT) or DEFAULT_TENANT,
                 hub=WorkersSocketHub(self.ctx),
                 env=env_mapping(self.env),
-                http=self._http,
+                http=self._outbound(),
                 alarms=WorkersAlarm(self.ctx.storage),
                 secrets=env_secret_lookup(self.env),
                 defer=WaitUntil(self.ctx),
@@ -82,21 +81,37 @@ class ChatDurableObject(DurableObject):
             self._service.start_background()
         return self._service
 
+    def _outbound(self) -> httpx.AsyncClient:
+        # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
+        if self._http is None:
+            self._http = httpx.AsyncClient(transport=outbound_transport())
+        return self._http
+
+    def _authenticator(self) -> Authenticator:
+        if self._auth is None:
+            self._auth = Authenticator(self.settings(), self._outbound)
+        return self._auth
+
     async def fetch(self, request: Any) -> Any:
         core = await to_core_request(request)
         # The router verified the token already; checking again here means the object
         # never trusts a caller for its tenant, and learns it from the token alone.
         try:
-            identity = authenticate(core, self.settings(), int(time.time()))
-        except TokenError as exc:
-            return to_response(HttpResponse.error(401, "unauthorized", exc.reason))
+            identity = await self._authenticator().identify(core, int(time.time()))
+        except (TokenError, JwksUnavailable) as exc:
+            return to_response(refusal(exc))
         service = self._chat(identity.tenant)
+        if service.claims.handles(core.path):
+            return to_response(await service.claims.handle(core, identity))
+        gone = service.claims.gone()
+        if gone is not None:
+            return to_response(gone)
         if is_websocket_upgrade(request):
             meta = SocketMeta(opened_at_ms=int(time.time() * 1000), expires_at=identity.expires_at)
             response = accept_websocket(self.ctx, attachment=meta.encode())
             service.on_socket_opened()
             return response
-        response = await service.handle_http(core, client_id=identity.client_id)
+        response = await service.handle_http(core, client_id=identity.client_id or None)
         return to_response(response)
 
     async def webSocketMessage(self, ws: Any, message: Any) -> None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 from workers import WorkerEntrypoint
 
 from albert.admission import admit_new_session
+from albert.auth.gateway import route_request
+from albert.auth.identify import Authenticator
 from albert.cloudflare.env import env_mapping
+from albert.cloudflare.fetch import outbound_transport
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
-from albert.router import Forward, route
+from albert.cloudflare.objects import NamespaceChatObjects
+from albert.router import Forward
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
 from durable_objects.limiter import LimiterDurableObject
@@ -23,11 +28,24 @@ class Default(WorkerEntrypoint):
     """Routes each request: health and sessions here, everything else to the client's object."""
 
     _settings: Settings | None = None
+    _auth: Authenticator | None = None
+    _http: httpx.AsyncClient | None = None
 
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = Settings.from_env(env_mapping(self.env))
         return self._settings
+
+    def authenticator(self) -> Authenticator:
+        """Verifies bearer tokens; host-JWT keys are fetched with the platform's fetch."""
+        if self._auth is None:
+            self._auth = Authenticator(self.settings(), self._outbound)
+        return self._auth
+
+    def _outbound(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(transport=outbound_transport())
+        return self._http
 
     async def fetch(self, request: Any) -> Any:
         head = await to_core_request(request, read_body=False)
@@ -38,7 +56,8 @@ class Default(WorkerEntrypoint):
             refused = await admit_new_session(head, self.settings(), now, shared_limiter(self.env))
             if refused is not None:
                 return to_response(refused)
-        decision = route(head, self.settings(), now)
+        objects = NamespaceChatObjects(self.env.CHAT)
+        decision = await route_request(head, now, self.authenticator(), objects)
         if not isinstance(decision, Forward):
             return to_response(decision)
         namespace = self.env.CHAT

@@ -4,7 +4,8 @@ Each new client gets fresh per-client budgets (chat messages, MCP changes), so
 unbounded session creation would mean unbounded model cost. New sessions are
 counted per client address (`CF-Connecting-IP`, which the platform sets and a
 client cannot; IPv6 per /64, the block one subscriber usually holds) in the
-shared limiter. Renewing a valid token is not a new client and is not counted.
+shared limiter. Renewing a valid token is not a new client and is not counted, and
+neither is a sign-in with the host's JWT (a forged one is refused by the router).
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ async def admit_new_session(
     allowed = settings.session_limit()
     if allowed is None or request.path != "/api/session" or request.method != "POST":
         return None
-    if bearer_token(request):
+    token = bearer_token(request)
+    if token.count(".") == 2:
+        # A host JWT: a sign-in, verified by the router, never an anonymous new client.
+        return None
+    if token:
         try:
             authenticate(request, settings, now)
             return None  # a renewal keeps its client

@@ -35,8 +35,13 @@ def _unauthorized(reason: str) -> HttpResponse:
     return HttpResponse.error(401, "unauthorized", reason, headers={"www-authenticate": "Bearer"})
 
 
-def route(request: HttpRequest, settings: Settings, now: int) -> HttpResponse | Forward:
-    """Answer the request here, or say which verified client's object gets it."""
+def route(
+    request: HttpRequest, settings: Settings, now: int, identity: Identity | None = None
+) -> HttpResponse | Forward:
+    """Answer the request here, or say which verified client's object gets it.
+
+    `identity`: the caller, verified already (a host JWT, albert.auth.gateway).
+    """
     if request.path == "/healthz":
         return HttpResponse.json({"ok": True})
     if request.path == "/api/session":
@@ -46,7 +51,7 @@ def route(request: HttpRequest, settings: Settings, now: int) -> HttpResponse | 
     if not request.path.startswith("/api/"):
         return HttpResponse.error(404, "not_found", "no such route")
     try:
-        identity = authenticate(request, settings, now)
+        identity = identity or authenticate(request, settings, now)
     except TokenError as exc:
         return _unauthorized(f"{exc.reason}: call POST /api/session for a token")
     if request.headers.get("upgrade", "").lower() == "websocket" and not settings.origin_allowed(
@@ -65,6 +70,7 @@ def _me(identity: Identity, settings: Settings) -> SessionResponse:
         token="",
         expires_at=identity.expires_at,
         tenant=PublicTenant(key=identity.tenant, name=tenant.name if tenant else "Albert"),
+        user_id=identity.user_id,
     )
 
 
@@ -85,15 +91,23 @@ def _session(request: HttpRequest, settings: Settings, now: int) -> HttpResponse
     tenant_key = body.tenant or (current.tenant if current else DEFAULT_TENANT)
     if tenant_key not in tenants:
         return HttpResponse.error(400, "unknown_tenant", f"no tenant named {tenant_key!r}")
-    client_id = current.client_id if current and current.tenant == tenant_key else new_client_id()
+    renewal = current if current and current.tenant == tenant_key else None
+    client_id = renewal.client_id if renewal else new_client_id()
     expires_at = now + settings.session_ttl_seconds
-    token = issue_token(keys[0], client_id=client_id, tenant=tenant_key, expires_at=expires_at)
+    user_id = renewal.user_id if renewal else None
+    if renewal is not None and user_id is not None:
+        # A signed-in session lives no longer than the host's token it came from.
+        expires_at = min(expires_at, renewal.expires_at)
+    token = issue_token(
+        keys[0], client_id=client_id, tenant=tenant_key, expires_at=expires_at, user_id=user_id
+    )
     return HttpResponse.json(
         SessionResponse(
             client_id=client_id,
             token=token,
             expires_at=expires_at,
             tenant=PublicTenant(key=tenant_key, name=tenants[tenant_key].name),
+            user_id=user_id,
         ),
         status=201,
     )

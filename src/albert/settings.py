@@ -89,6 +89,26 @@ class Settings(BaseModel):
     allowed_origins: str = Field(
         "", alias="ALLOWED_ORIGINS", description="Comma-separated origins allowed to open the chat"
     )
+    # Sign-in with the host product's JWT (albert.auth.host_jwt); per tenant `jwt_issuer`,
+    # `jwt_audience` and optionally `jwks_url` in TENANTS. RS256/ES256 keys come from the
+    # JWKS URL; HS256 tokens are checked with the shared secret (at least 32 bytes).
+    auth_jwks_url: str = Field("", alias="AUTH_JWKS_URL")
+    auth_jwt_secret: SecretStr = Field(SecretStr(""), alias="AUTH_JWT_SECRET")
+    auth_jwt_leeway_seconds: int = Field(30, alias="AUTH_JWT_LEEWAY_SECONDS", ge=0, le=300)
+    # JWKS cache: a response's Cache-Control max-age (this default without one, at least
+    # the refresh interval, at most a day); refetched at most once per refresh interval,
+    # also for an unknown kid; kept for the stale period after its max-age while the
+    # endpoint cannot be reached (or for Cache-Control's stale-if-error).
+    auth_jwks_default_max_age_seconds: int = Field(
+        300, alias="AUTH_JWKS_DEFAULT_MAX_AGE_SECONDS", ge=0, le=86_400
+    )
+    auth_jwks_min_refresh_seconds: float = Field(
+        30.0, alias="AUTH_JWKS_MIN_REFRESH_SECONDS", ge=0, le=3_600
+    )
+    auth_jwks_max_stale_seconds: int = Field(
+        86_400, alias="AUTH_JWKS_MAX_STALE_SECONDS", ge=0, le=7 * 86_400
+    )
+    auth_jwks_timeout_seconds: float = Field(5.0, alias="AUTH_JWKS_TIMEOUT_SECONDS", gt=0, le=30)
 
     # Per-client limits.
     chat_messages_per_minute: int = Field(20, alias="CHAT_MESSAGES_PER_MINUTE", ge=1)

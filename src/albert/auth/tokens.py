@@ -23,6 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 TOKEN_VERSION = 1
 # What new_client_id() makes; a token naming anything else is malformed.
 CLIENT_ID_PATTERN = r"^c_[A-Za-z0-9_-]{16,64}$"
+# A signed-in user's id (a host JWT's `sub`). It becomes part of a Durable Object name
+# ("{tenant}/user/{sub}"), so only printable ASCII without `/`, spaces or controls: what
+# identity providers use (UUIDs, `auth0|5f7c…`, `google-oauth2|1234`, e-mail addresses).
+USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@|+=~-]{0,199}$"
 KID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 # Kid that bare keys had before kids were derived; tokens naming it still verify.
 LEGACY_BARE_KID = "k1"
@@ -55,18 +59,31 @@ class SigningKey(BaseModel):
 
 
 class Identity(BaseModel):
-    """A verified client: who, in which tenant, until when."""
+    """A verified client: who, in which tenant, until when; a signed-in user has `user_id`.
+
+    `client_id` names the browser (empty for a request that carried the host's JWT
+    itself); the object belongs to the user when there is one, else to the client.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     client_id: str
     tenant: str
     expires_at: int
+    user_id: str | None = None
 
     @property
     def object_name(self) -> str:
-        """The Durable Object name: tenants never share an object, and neither do clients."""
+        """The Durable Object name: tenants never share an object, and neither do clients
+        or users (a user's name has the `user/` segment, which no client id can take)."""
+        if self.user_id is not None:
+            return f"{self.tenant}/user/{self.user_id}"
         return f"{self.tenant}/{self.client_id}"
+
+    @property
+    def anonymous(self) -> bool:
+        """True for an anonymous client session (no signed-in user)."""
+        return self.user_id is None
 
 
 class _Payload(BaseModel):
@@ -77,6 +94,7 @@ class _Payload(BaseModel):
     sub: str = Field(pattern=CLIENT_ID_PATTERN)
     ten: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     exp: int
+    usr: str | None = Field(None, pattern=USER_ID_PATTERN)
 
 
 class TokenError(Exception):
@@ -99,10 +117,20 @@ def _sign(secret: bytes, payload_b64: str) -> str:
     return _b64(hmac.new(secret, payload_b64.encode(), hashlib.sha256).digest())
 
 
-def issue_token(key: SigningKey, *, client_id: str, tenant: str, expires_at: int) -> str:
-    """A token for a client of a tenant, signed with the current key."""
-    payload = _Payload(v=TOKEN_VERSION, kid=key.kid, sub=client_id, ten=tenant, exp=expires_at)
-    body = _b64(payload.model_dump_json().encode())
+def issue_token(
+    key: SigningKey,
+    *,
+    client_id: str,
+    tenant: str,
+    expires_at: int,
+    user_id: str | None = None,
+) -> str:
+    """A token for a client of a tenant (signed in as `user_id`, if given), signed with
+    the current key."""
+    payload = _Payload(
+        v=TOKEN_VERSION, kid=key.kid, sub=client_id, ten=tenant, exp=expires_at, usr=user_id
+    )
+    body = _b64(payload.model_dump_json(exclude_none=True).encode())
     return f"{body}.{_sign(key.secret, body)}"
 
 
@@ -132,7 +160,9 @@ def verify_token(token: str, keys: list[SigningKey], *, now: int) -> Identity:
         raise TokenError("unsupported token version")
     if now >= payload.exp:
         raise TokenError("token expired")
-    return Identity(client_id=payload.sub, tenant=payload.ten, expires_at=payload.exp)
+    return Identity(
+        client_id=payload.sub, tenant=payload.ten, expires_at=payload.exp, user_id=payload.usr
+    )
 
 
 def derived_kid(secret: bytes) -> str:

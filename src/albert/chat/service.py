@@ -10,6 +10,7 @@ from albert.analytics.chat_events import TurnEvents
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
 from albert.chat.admission import Admission
+from albert.chat.claims import ClaimsApi
 from albert.chat.driver import TurnDriver
 from albert.chat.recovery import recover_interrupted_turns
 from albert.chat.socket_policy import FrameGate, SocketPolicy
@@ -65,6 +66,13 @@ class ChatService:
         self._mcp_changes = RateLimiter(
             settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
         )
+        # Moving an anonymous client's work into a signed-in user's object.
+        self.claims = ClaimsApi(
+            sql,
+            hub,
+            mcp.store if mcp is not None else None,
+            mcp.manager.reload if mcp is not None else None,
+        )
 
     def _chat_turns(
         self,
@@ -100,6 +108,9 @@ class ChatService:
 
     async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:
         """Answer an HTTP request routed to this client's object (`client_id`: verified)."""
+        gone = self.claims.gone()
+        if gone is not None:
+            return gone
         if client_id is not None:
             self.analytics.identify(client_id)
         if self._threads.handles(request.path):
@@ -121,7 +132,9 @@ class ChatService:
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Handle one WebSocket frame from this client (expiry and frame budget first)."""
-        if self.sockets.expired(socket) or not self._frames.admit(socket):
+        if self.sockets.expired(socket) or self.claims.close_socket_if_gone(socket):
+            return
+        if not self._frames.admit(socket):
             return
         await self.turns.on_frame(socket, raw)
 

@@ -49,6 +49,11 @@ class McpApi:
         """The manager behind this API (the object's ToolProvider)."""
         return self._manager
 
+    @property
+    def store(self) -> McpConfigStore:
+        """The client's stored configs."""
+        return self._store
+
     def handles(self, path: str) -> bool:
         """True for the paths this API owns."""
         return path.startswith("/api/mcp/")

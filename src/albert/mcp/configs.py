@@ -293,3 +293,86 @@ class McpConfigStore:
             return False
         self._sql.execute("DELETE FROM mcp_servers WHERE name = ?", name)
         return True
+
+    # --- moving configs to another object (an anonymous client signing in) ------------
+
+    def export_rows(self) -> list[McpServerRow]:
+        """The client's own configs as stored, by name (the default server is not theirs)."""
+        rows = self._sql.execute(
+            "SELECT name, url, headers, secret_header, secret_ref, enabled, created_at, "
+            "updated_at FROM mcp_servers ORDER BY name"
+        )
+        return [McpServerRow(**r) for r in rows]
+
+    def import_rows(self, rows: list[McpServerRow]) -> list[str]:
+        """Add configs from another object; returns the name each got here.
+
+        Repeating an import changes nothing: a config equal to one stored under its name
+        (or under a name an earlier import gave it) is that one. A config whose name is
+        taken by a different one is stored as `name-2`, `name-3` …, so none is lost.
+        """
+        return [self._import_row(row) for row in rows]
+
+    def _import_row(self, row: McpServerRow) -> str:
+        for name in _import_names(row.name):
+            found = self._sql.execute(
+                "SELECT url, headers, secret_header, secret_ref, enabled FROM mcp_servers "
+                "WHERE name = ?",
+                name,
+            )
+            if found:
+                if row.same_server(found[0]):
+                    return name
+                continue
+            self._sql.execute(
+                "INSERT INTO mcp_servers (name, url, headers, secret_header, secret_ref, "
+                "enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                name,
+                row.url,
+                row.headers,
+                row.secret_header,
+                row.secret_ref,
+                row.enabled,
+                row.created_at,
+                row.updated_at,
+            )
+            return name
+        raise ValueError(f"no free name for MCP server {row.name!r}")
+
+    def delete_all(self) -> list[str]:
+        """Remove every config of the client; returns their names."""
+        names = [str(r["name"]) for r in self._sql.execute("SELECT name FROM mcp_servers")]
+        self._sql.execute("DELETE FROM mcp_servers")
+        return names
+
+
+class McpServerRow(BaseModel):
+    """A client's config exactly as stored (moved between objects as is)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    url: str
+    headers: str
+    secret_header: str | None = None
+    secret_ref: str | None = None
+    enabled: int
+    created_at: int
+    updated_at: int
+
+    def same_server(self, stored: dict[str, object]) -> bool:
+        """True when a stored row configures the same server the same way."""
+        mine = (self.url, self.headers, self.secret_header, self.secret_ref, self.enabled)
+        theirs = tuple(
+            stored[k] for k in ("url", "headers", "secret_header", "secret_ref", "enabled")
+        )
+        return mine == theirs
+
+
+def _import_names(name: str) -> list[str]:
+    """`name`, then `name-2` … `name-99`, each within the 32-character limit."""
+    names = [name]
+    for n in range(2, 100):
+        suffix = f"-{n}"
+        names.append(name[: 32 - len(suffix)] + suffix)
+    return names

@@ -19,6 +19,24 @@ class SessionRequest(_Body):
     tenant: str | None = Field(
         None, max_length=32, description="Tenant key; default tenant if absent"
     )
+    claim_token: str | None = Field(
+        None,
+        max_length=1_024,
+        description="With a host JWT as the bearer: this browser's anonymous session token, "
+        "whose threads and MCP servers then move into the signed-in user's account",
+    )
+
+
+class ClaimOutcome(_Body):
+    """What became of the anonymous work named by `claim_token` at sign-in."""
+
+    status: Literal["claimed", "already_claimed", "refused", "pending"] = Field(
+        description="claimed: moved now; already_claimed: moved before, to this user; "
+        "refused: not moved (see detail); pending: not finished, sign in again to finish"
+    )
+    threads: int = 0
+    mcp_servers: int = 0
+    detail: str | None = None
 
 
 class SessionResponse(_Body):
@@ -28,6 +46,8 @@ class SessionResponse(_Body):
     token: str = Field(description="Send as `Authorization: Bearer …`, or `?token=` on the socket")
     expires_at: int = Field(description="Unix seconds")
     tenant: PublicTenant
+    user_id: str | None = Field(None, description="The signed-in user; absent when anonymous")
+    claim: ClaimOutcome | None = Field(None, description="Set when a claim_token was sent")
 
 
 class ThreadCreate(_Body):

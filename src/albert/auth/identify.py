@@ -1,0 +1,62 @@
+"""Who a request comes from: a session token of ours, or the host product's JWT.
+
+Both the router and the client's object verify every request with this (the object
+never trusts its caller). A bearer token of three parts is a host JWT
+(albert.auth.host_jwt), of two parts a signed session token (albert.auth.tokens).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from albert.auth.host_jwt import HostJwtVerifier, HttpSource, looks_like_jwt
+from albert.auth.jwks import JwksRegistry, JwksUnavailable
+from albert.auth.tokens import Identity, TokenError, verify_token
+from albert.auth.bearer import bearer_token
+from albert.settings import Settings
+from albert.web import HttpRequest, HttpResponse
+
+
+class Authenticator:
+    """Verifies bearer tokens of either kind for one deployment's settings."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        http: HttpSource = None,
+        *,
+        registry: JwksRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.host_jwt = HostJwtVerifier(settings, http, registry=registry, clock=clock)
+
+    async def identify(self, request: HttpRequest, now: int) -> Identity:
+        """The verified identity of a request; TokenError or JwksUnavailable."""
+        return await self.identify_token(bearer_token(request), now)
+
+    async def identify_token(self, token: str, now: int) -> Identity:
+        """The verified identity a bearer token proves; TokenError or JwksUnavailable."""
+        if looks_like_jwt(token):
+            return await self.host_jwt.verify(token, now=now)
+        return verify_token(token, self.settings.signing_keys(), now=now)
+
+
+def refusal(exc: TokenError | JwksUnavailable) -> HttpResponse:
+    """The answer to a request whose token could not be verified: 401, or 503 without keys."""
+    if isinstance(exc, JwksUnavailable):
+        wait = max(1, math.ceil(exc.retry_after_seconds))
+        return HttpResponse.error(
+            503,
+            "auth_unavailable",
+            "the identity provider's signing keys could not be fetched; try again shortly",
+            headers={"retry-after": str(wait)},
+        )
+    return HttpResponse.error(
+        401,
+        "unauthorized",
+        exc.reason,
+        headers={"www-authenticate": 'Bearer error="invalid_token"'},
+    )
