@@ -8,13 +8,13 @@ request goes to the router as it is.
 
 from __future__ import annotations
 
+from albert.auth.bearer import bearer_token
 from albert.auth.claim import ChatObjects
 from albert.auth.host_jwt import looks_like_jwt
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.jwks import JwksUnavailable
 from albert.auth.sign_in import sign_in
 from albert.auth.tokens import TokenError
-from albert.auth.bearer import bearer_token
 from albert.router import Forward, route
 from albert.web import HttpRequest, HttpResponse
 

@@ -11,10 +11,10 @@ import math
 import time
 from collections.abc import Callable
 
+from albert.auth.bearer import bearer_token
 from albert.auth.host_jwt import HostJwtVerifier, HttpSource, looks_like_jwt
 from albert.auth.jwks import JwksRegistry, JwksUnavailable
 from albert.auth.tokens import Identity, TokenError, verify_token
-from albert.auth.bearer import bearer_token
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 

@@ -112,20 +112,24 @@ def parse_cache_control(value: str) -> tuple[int | None, int | None]:
     return max_age, stale_if_error
 
 
-def parse_jwk(jwk: Any) -> VerificationKey | None:
-    """The verification key of one JWK, or None when it may not verify host tokens."""
-    if not isinstance(jwk, dict):
-        return None
+def _a_public_signing_key(jwk: dict[str, Any]) -> bool:
+    """True for a JWK meant for verifying signatures that carries no private part."""
     kid = jwk.get("kid")
     if kid is not None and (not isinstance(kid, str) or not 0 < len(kid) <= 256):
-        return None
+        return False
     if jwk.get("use") not in (None, "sig"):
-        return None
+        return False
     ops = jwk.get("key_ops")
     if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
+        return False
+    return not any(private in jwk for private in ("d", "p", "q", "dp", "dq", "qi", "k"))
+
+
+def parse_jwk(jwk: Any) -> VerificationKey | None:
+    """The verification key of one JWK, or None when it may not verify host tokens."""
+    if not isinstance(jwk, dict) or not _a_public_signing_key(jwk):
         return None
-    if any(private in jwk for private in ("d", "p", "q", "dp", "dq", "qi", "k")):
-        return None
+    kid = jwk.get("kid")
     from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
     kty, alg = jwk.get("kty"), jwk.get("alg")

@@ -13,14 +13,13 @@ the anonymous object's threads and MCP servers move into the user's object once
 
 from __future__ import annotations
 
+from albert.auth.bearer import bearer_token
 from albert.auth.claim import ChatObjects, claim_anonymous_work
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.jwks import JwksUnavailable
 from albert.auth.tenants import PublicTenant
-from albert.auth.tokens import Identity, TokenError, issue_token, verify_token
+from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id, verify_token
 from albert.protocol.http import ClaimOutcome, SessionRequest, SessionResponse
-from albert.auth.bearer import bearer_token
-from albert.auth.tokens import new_client_id
 from albert.router import MAX_SESSION_BODY
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 

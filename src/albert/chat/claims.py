@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel, Field, ValidationError
 
 from albert.auth.tokens import Identity
-from albert.ports import SocketHub
 from albert.mcp.configs import McpConfigStore, McpServerRow
+from albert.ports import SocketHub
 from albert.storage.meta import ObjectMeta
 from albert.storage.ports import SqlStorage
 from albert.storage.transfer import (

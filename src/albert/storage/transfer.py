@@ -202,4 +202,3 @@ def delete_threads(sql: SqlStorage) -> None:
     """Remove every thread with its messages, tool outputs and journal entries."""
     for table in ("tool_outputs", "turn_journal", "messages", "threads"):
         sql.execute(f"DELETE FROM {table}")
-
