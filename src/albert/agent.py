@@ -19,6 +19,7 @@ from albert.mcp.alarms import AlarmPort, LoopAlarm
 from albert.mcp.api import McpApi
 from albert.mcp.configs import McpConfigStore
 from albert.mcp.manager import McpManager
+from albert.mcp.retry_log import RetryLog
 from albert.mcp.secret_binding import RawSecretLookup, SecretBinding
 from albert.mcp.ssrf import resolver_for
 from albert.ports import SocketHub
@@ -131,6 +132,7 @@ def _mcp_api(
         hub=hub,
         resolver=resolver,
         clock=clock,
+        retry_log=RetryLog(sql),
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)

@@ -85,6 +85,18 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
             updated_at INTEGER NOT NULL
         )""",
     ),
+    (
+        # Where each server is in its recovery cycle, so eviction does not restart it
+        # (albert.mcp.retry_log). Times are Unix seconds.
+        """CREATE TABLE IF NOT EXISTS mcp_retry_state (
+            name TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_at REAL,
+            failed_at REAL,
+            last_error TEXT
+        )""",
+    ),
 ]
 # The MCP namespace of the object's migrations, applied by the one runner.
 MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)

@@ -27,6 +27,7 @@ from albert.mcp.health import HealthCheck
 from albert.mcp.invoker import RemoteInvoker
 from albert.mcp.reconnect import ReconnectPolicy
 from albert.mcp.recovery import RecoveryScheduler
+from albert.mcp.retry_log import RetryLog
 from albert.mcp.server_state import ServerState
 from albert.mcp.ssrf import Resolver, system_resolver
 from albert.mcp.status import StatusBroadcast
@@ -53,7 +54,9 @@ class McpManager:
         hub: SocketHub | None = None,
         resolver: Resolver = system_resolver,
         clock: Clock | None = None,
+        retry_log: RetryLog | None = None,
     ) -> None:
+        """`retry_log`: where recovery cycles are kept across restarts (memory only without)."""
         clock = clock or SystemClock()
         self._store = store
         self._settings = settings
@@ -76,6 +79,7 @@ class McpManager:
             alarms=alarms,
             clock=clock,
             connect=self._connector.connect,
+            log=retry_log,
         )
         self._health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
         invoker = RemoteInvoker(
@@ -104,7 +108,12 @@ class McpManager:
     def _add(self, config: McpServerConfig) -> None:
         server = ServerState.for_config(config, self._status.notify)
         self._servers[config.name] = server
-        if config.enabled:
+        if not config.enabled:
+            return
+        if self.recovery.resume(server):
+            # A cycle from before a restart: its alarm (kept by the platform) or this one.
+            self._spawn(self.recovery.arm())
+        else:
             server.first_attempt = self._spawn(self._initial_connect(server))
 
     async def reload(self, name: str) -> None:
@@ -114,6 +123,7 @@ class McpManager:
         if old is not None:
             old.retired = True
             await self._drop(old)
+        self.recovery.forget(name)
         config = self._store.get(name)
         if config is not None:
             self._add(config)
@@ -146,6 +156,7 @@ class McpManager:
             await self.recovery.begin(server)
 
     def _on_ready(self, server: ServerState) -> None:
+        self.recovery.forget(server.name)
         self._health.watch(server)
 
     def _on_lost(self, server: ServerState, conn: McpConnection) -> None:

@@ -6,7 +6,9 @@ wakes the object at the earliest planned retry and `on_alarm` runs every retry
 that is due. When a cycle's retries are spent the server is `failed` until a
 turn after the cool-down tries once more (`probe_half_open`). Times are Unix
 seconds from the Clock port. Each server's place in its cycle is its `retry`
-(`RetryState`); this scheduler is the only code that plans or counts retries.
+(`RetryState`); this scheduler is the only code that plans or counts retries, and
+it records each plan in the object's SQLite (`RetryLog`), so a restarted object
+resumes the cycle (`resume`) instead of beginning a new one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from albert.clock import Clock
 from albert.mcp.alarms import AlarmPort
 from albert.mcp.reconnect import ReconnectPolicy
+from albert.mcp.retry_log import RetryLog
 from albert.mcp.server_state import ServerState
 
 log = logging.getLogger(__name__)
@@ -39,12 +42,14 @@ class RecoveryScheduler:
         alarms: AlarmPort,
         clock: Clock,
         connect: Connect,
+        log: RetryLog | None = None,
     ) -> None:
         self._servers = servers
         self.policy = policy
         self._alarms = alarms
         self._clock = clock
         self._connect = connect
+        self._log = log
 
     def _now(self) -> float:
         return self._clock.now_ms() / 1000
@@ -55,7 +60,43 @@ class RecoveryScheduler:
             return
         server.retry.begin(self.policy, self._now())
         server.recovery_planned()
+        self._record(server)
         await self.arm()
+
+    def resume(self, server: ServerState) -> bool:
+        """Carry on a cycle the object was in before it restarted; False if there is none.
+
+        The server is then reconnecting (its next retry when the alarm rings) or failed
+        (waiting out its cool-down), never tried at once.
+        """
+        if self._log is None or not server.current or server.state != "connecting":
+            return False
+        found = self._log.load(server.name, server.config.url)
+        if found is None:
+            return False
+        server.retry, error = found
+        server.connect_failed(error or "not reachable before the restart")
+        server.recovery_planned()
+        log.info(
+            "MCP server %s: recovery resumed after a restart (%d attempt(s) made)",
+            server.name,
+            server.retry.attempts,
+        )
+        return True
+
+    def forget(self, name: str) -> None:
+        """The server's config changed or went: a new cycle starts from nothing."""
+        if self._log is not None:
+            self._log.forget(name)
+
+    def _record(self, server: ServerState) -> None:
+        if self._log is None or not server.current:
+            return
+        try:
+            self._log.save(server.name, server.config.url, server.retry, server.last_error)
+        except Exception:
+            # Retries still run from memory; only a restart would begin the cycle anew.
+            log.exception("could not record the retry state of MCP server %s", server.name)
 
     async def arm(self) -> None:
         """Set the alarm to the earliest planned retry, or clear it when none is planned."""
@@ -76,11 +117,15 @@ class RecoveryScheduler:
         await self.arm()
 
     async def _retry(self, server: ServerState) -> None:
+        # Only in memory: should the object die during the attempt, the stored plan
+        # still says it is due, and it runs again after the restart.
         server.retry.next_at = None
         if await self._connect(server) or server.state == "disabled":
+            self._record(server)
             return
         server.retry.record_failure(self.policy, self._now())
         server.retry_failed()
+        self._record(server)
 
     async def probe_half_open(self) -> None:
         """Before a turn: one more attempt for each failed server past its cool-down."""
@@ -96,6 +141,8 @@ class RecoveryScheduler:
     async def _half_open(self, server: ServerState) -> None:
         # Failing it restarts the cool-down.
         if await self._connect(server) or server.state == "disabled":
+            self._record(server)
             return
         server.retry.failed_at = self._now()
         server.half_open_failed()
+        self._record(server)

@@ -1,0 +1,148 @@
+"""Recovery cycles survive a restart: the plan is on a real SQLite file, read back by a new
+scheduler on the reopened file, and the schedule carries on where it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from albert.cloudflare.sql import WorkersSql
+from albert.mcp.configs import McpServerConfig
+from albert.mcp.reconnect import RetryState
+from albert.mcp.recovery import RecoveryScheduler
+from albert.mcp.retry_log import RetryLog
+from albert.mcp.server_state import ServerState
+from miniflare.storage import SqlStorage
+from tests.albert.mcp.test_recovery import (
+    POLICY,
+    START_MS,
+    Connect,
+    ManualClock,
+    RecordingAlarm,
+)
+
+URL = "http://x/mcp"
+
+
+class Object:
+    """One life of an object: its storage file, scheduler and server, on a shared clock."""
+
+    def __init__(self, path: Path, clock: ManualClock, alarm: RecordingAlarm, url: str = URL):
+        self.storage = SqlStorage(path)
+        self.log = RetryLog(WorkersSql(self.storage))
+        self.connect = Connect(clock)
+        self.server = ServerState.for_config(McpServerConfig(name="s", url=url), lambda: None)
+        self.scheduler = RecoveryScheduler(
+            {"s": self.server},
+            policy=POLICY,
+            alarms=alarm,
+            clock=clock,
+            connect=self.connect,
+            log=self.log,
+        )
+
+    def close(self) -> None:
+        self.storage.close()
+
+
+def seconds_ahead(alarm: RecordingAlarm) -> float:
+    assert alarm.at_ms is not None
+    return (alarm.at_ms - START_MS) / 1000
+
+
+async def test_a_restart_mid_cycle_carries_on_with_the_next_delay(tmp_path: Path) -> None:
+    clock, alarm = ManualClock(), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    await first.scheduler.begin(first.server)
+    clock.advance(1)
+    await first.scheduler.on_alarm()  # retry 1 fails; retry 2 planned 2 s later
+    assert first.server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    first.close()
+
+    # Evicted. The platform kept the alarm; a new instance opens the same file.
+    again = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert again.scheduler.resume(again.server)
+    assert again.server.state == "reconnecting" and again.server.retry.attempts == 1
+    assert again.server.last_error == "server unreachable"
+    assert again.connect.attempts == 0  # not tried at once: the plan says when
+    clock.advance(2)
+    await again.scheduler.on_alarm()  # retry 2, then retry 3 (the last) 2 s later
+    assert again.server.retry.attempts == 2 and seconds_ahead(alarm) == 5
+    again.close()
+
+    third = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert third.scheduler.resume(third.server)
+    clock.advance(2)
+    await third.scheduler.on_alarm()
+    assert third.server.state == "failed" and third.server.retry.attempts == 3
+    assert alarm.at_ms is None
+    # Three retries over three lives: exactly the policy's three, never a new cycle.
+    assert first.connect.attempts + again.connect.attempts + third.connect.attempts == 3
+    third.close()
+
+
+async def test_the_half_open_cool_down_holds_across_a_restart(tmp_path: Path) -> None:
+    clock, alarm = ManualClock(), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    first.scheduler.policy = POLICY.model_copy(update={"attempts": 0})
+    await first.scheduler.begin(first.server)
+    assert first.server.state == "failed"
+    first.close()
+
+    clock.advance(30)
+    again = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert again.scheduler.resume(again.server) and again.server.state == "failed"
+    await again.scheduler.probe_half_open()
+    assert again.connect.attempts == 0  # 30 s of the 60 s cool-down are left
+    clock.advance(30)
+    again.connect.up = True
+    await again.scheduler.probe_half_open()
+    assert again.server.state == "ready"
+    again.close()
+
+    # Up again: nothing left to resume.
+    last = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert not last.scheduler.resume(last.server) and last.server.state == "connecting"
+    last.close()
+
+
+async def test_a_retry_cut_off_by_the_restart_runs_again(tmp_path: Path) -> None:
+    clock, alarm = ManualClock(), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    await first.scheduler.begin(first.server)
+    first.server.retry.next_at = None  # the retry began, and the object died during it
+    first.close()
+
+    again = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert again.scheduler.resume(again.server)
+    assert again.server.retry.attempts == 0 and again.server.retry.next_at is not None
+    clock.advance(1)
+    await again.scheduler.on_alarm()
+    assert again.connect.attempts == 1 and again.server.retry.attempts == 1
+    again.close()
+
+
+async def test_a_replaced_url_or_a_forgotten_server_starts_afresh(tmp_path: Path) -> None:
+    clock, alarm = ManualClock(), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    await first.scheduler.begin(first.server)
+    first.close()
+
+    other = Object(tmp_path / "o.sqlite", clock, alarm, url="http://y/mcp")
+    assert not other.scheduler.resume(other.server)
+    assert other.server.state == "connecting"
+    other.scheduler.forget("s")
+    other.close()
+
+    same = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert not same.scheduler.resume(same.server)
+    same.close()
+
+
+def test_the_log_round_trips_a_state_and_drops_a_reset_one(tmp_path: Path) -> None:
+    storage = SqlStorage(tmp_path / "o.sqlite")
+    log = RetryLog(WorkersSql(storage))
+    log.save("s", URL, RetryState(attempts=2, next_at=12.5), "boom")
+    assert log.load("s", URL) == (RetryState(attempts=2, next_at=12.5), "boom")
+    log.save("s", URL, RetryState(), None)
+    assert log.load("s", URL) is None
+    storage.close()

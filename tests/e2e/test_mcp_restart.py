@@ -1,0 +1,108 @@
+"""The MCP retry schedule across a restart of the local runtime (`kill -9`, then start on
+the same state directory): the object comes back mid-cycle and carries on with the next
+retry, and a server whose retries were spent stays `failed` until its cool-down ends.
+
+Schedule here: 0.5, 1, 2, 4, 4 s (five retries), cool-down 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.asgi_server import AsgiServer
+from tests.support.chat_client import ChatClient
+from tests.support.mcp_test_server import InProcessMcpServer
+from tests.support.ports import free_port
+from tests.support.runtime_process import RuntimeProcess
+from tests.support.scripted_model import Reply, ScriptedModelServer
+from tests.support.tcp_proxy import TcpProxy
+
+SCHEDULE = {
+    "MCP_RETRY_BASE_SECONDS": "0.5",
+    "MCP_RETRY_MAX_SECONDS": "4",
+    "MCP_RETRY_ATTEMPTS": "5",
+    "MCP_HEALTH_CACHE_SECONDS": "0",
+    "MCP_HALF_OPEN_COOLDOWN_SECONDS": "3",
+    "MCP_CONNECT_TIMEOUT_SECONDS": "2",
+    "MCP_CONNECT_WAIT_SECONDS": "4",
+}
+
+
+async def vaults_status(client: ChatClient) -> dict[str, Any]:
+    servers = (await client.http.get("/api/mcp/status")).json()["servers"]
+    return next(s for s in servers if s["name"] == "vaults")
+
+
+async def status_when(client: ChatClient, check: Any, within: float) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    last: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        last = await vaults_status(client)
+        if check(last):
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"vaults never reached the expected state within {within}s: {last}")
+
+
+async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state(
+    tmp_path: Path, model: ScriptedModelServer, platform: AsgiServer
+) -> None:
+    port = free_port()
+    variables = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "PLATFORM_API_URL": platform.url,
+        "MCP_DEFAULT_SERVER_URL": f"http://127.0.0.1:{port}/mcp",
+        "MCP_DEFAULT_SERVER_NAME": "vaults",
+        **SCHEDULE,
+    }
+    with (
+        InProcessMcpServer("vaults") as server,
+        RuntimeProcess(tmp_path, variables) as runtime,
+    ):
+        gate = TcpProxy(server.port, port=port)  # closed: the server is down
+        try:
+            async with ChatClient(runtime.url, runtime.ws_url) as client:
+                await client.connect()
+                thread = await client.new_thread()
+                # The first attempt failed; wait for two retries to have failed too.
+                before = await status_when(
+                    client, lambda s: s["state"] == "reconnecting" and s["attempts"] >= 2, 15
+                )
+                assert before["attempts"] == 2, before
+                token = client.token
+
+            runtime.kill()  # evicted mid-schedule: no goodbye, nothing flushed
+            runtime.start()
+
+            async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
+                after = await vaults_status(client)
+                # The cycle carried on (retry 3 may have run by now); a new one would
+                # show 0 or 1 attempts and a sub-second next retry.
+                assert after["state"] == "reconnecting" and after["attempts"] in (2, 3), after
+                assert after["last_error"], after
+                if after["attempts"] == 3:
+                    assert after["next_retry_in_seconds"] > 1.0, after
+                spent = await status_when(client, lambda s: s["state"] == "failed", 30)
+                assert spent["attempts"] == 5 and spent["next_retry_in_seconds"] is None
+
+            runtime.kill()
+            runtime.start()
+            await gate.start()  # back, but only a message past the cool-down tries it
+
+            async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
+                still = await vaults_status(client)
+                assert still["state"] == "failed" and still["attempts"] == 5, still
+                await client.connect()
+                await asyncio.sleep(3.2)  # the cool-down, counted from the last failure
+                model.script(Reply(text=["ok"]))
+                await client.turn(thread, "What are the best stablecoin yields?")
+                tools = {t["function"]["name"] for t in model.requests[-1].get("tools", [])}
+                assert "search_vaults" in tools
+                ready = await vaults_status(client)
+                assert ready["state"] == "ready" and ready["attempts"] == 0
+        finally:
+            await gate.stop()
