@@ -1,0 +1,171 @@
+"""Sign-in with the host product's JWT, end to end: the local runtime process, a real JWKS
+endpoint on loopback, the scripted model.
+
+A browser chats anonymously, then its user signs in: the thread and MCP server typed
+before are in the user's account, once, and a second device signed in as the same user
+sees the same threads. The anonymous session is left empty, pointing at the account.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from tests.support.asgi_server import AsgiServer
+from tests.support.chat_client import ChatClient, answer_text
+from tests.support.identity_provider import AUDIENCE, ISSUER, IdentityProvider, new_key
+from tests.support.ports import free_port
+from tests.support.runtime_process import RuntimeProcess
+from tests.support.scripted_model import Reply, ScriptedModelServer
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[IdentityProvider]:
+    with IdentityProvider(new_key("RS256", "rsa-1"), new_key("ES256", "ec-1")) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def identity_runtime(
+    tmp_path_factory: pytest.TempPathFactory,
+    model: ScriptedModelServer,
+    platform: AsgiServer,
+    idp: IdentityProvider,
+) -> Iterator[RuntimeProcess]:
+    state: Path = tmp_path_factory.mktemp("identity-runtime")
+    tenants = {
+        "acme": {
+            "name": "Acme Terminal",
+            "jwt_issuer": ISSUER,
+            "jwt_audience": AUDIENCE,
+            "jwks_url": idp.jwks_url,
+        }
+    }
+    variables = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "PLATFORM_API_URL": platform.url,
+        "TENANTS": json.dumps(tenants),
+        "MCP_CONNECT_WAIT_SECONDS": "0",
+    }
+    with RuntimeProcess(state, variables) as process:
+        yield process
+
+
+async def sign_in(runtime: RuntimeProcess, jwt: str, claim_token: str | None) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=runtime.url, timeout=20) as http:
+        body = {"claim_token": claim_token} if claim_token else {}
+        response = await http.post(
+            "/api/session", json=body, headers={"authorization": f"Bearer {jwt}"}
+        )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def thread_ids(client: ChatClient) -> list[str]:
+    response = await client.http.get("/api/threads")
+    assert response.status_code == 200, response.text
+    return [t["id"] for t in response.json()["threads"]]
+
+
+async def test_anonymous_work_follows_the_user_to_every_device(
+    identity_runtime: RuntimeProcess, model: ScriptedModelServer, idp: IdentityProvider
+) -> None:
+    runtime = identity_runtime
+    notes_url = f"http://127.0.0.1:{free_port()}/mcp"
+    # Before signing in: an anonymous session of the tenant, a thread, an MCP server.
+    async with ChatClient(runtime.url, runtime.ws_url, tenant="acme") as anonymous:
+        await anonymous.connect()
+        thread = await anonymous.new_thread("Stablecoin yields")
+        model.script(Reply(text=["USDC ", "pays ", "4%."]))
+        frames = await anonymous.turn(thread, "Where does USDC pay most?")
+        assert answer_text(frames) == "USDC pays 4%."
+        added = await anonymous.http.post(
+            "/api/mcp/servers", json={"name": "notes", "url": notes_url}
+        )
+        assert added.status_code in (200, 201), added.text
+        anonymous_token = anonymous.token
+        assert anonymous_token is not None
+
+    jwt = idp.token("auth0|trader-7")
+    signed = await sign_in(runtime, jwt, anonymous_token)
+    assert signed["user_id"] == "auth0|trader-7" and signed["tenant"]["key"] == "acme"
+    assert signed["claim"] == {"status": "claimed", "threads": 1, "mcp_servers": 1, "detail": None}
+
+    async with ChatClient(runtime.url, runtime.ws_url, token=signed["token"]) as user:
+        assert await thread_ids(user) == [thread]
+        messages = (await user.thread(thread))["messages"]
+        assert [(m["role"], m["content"]) for m in messages] == [
+            ("user", "Where does USDC pay most?"),
+            ("assistant", "USDC pays 4%."),
+        ]
+        servers = (await user.http.get("/api/mcp/servers")).json()["servers"]
+        assert [s["url"] for s in servers if s["name"] == "notes"] == [notes_url]
+        # The conversation goes on in the account, over the socket.
+        await user.connect()
+        model.script(Reply(text=["Aave ", "pays ", "5%."]))
+        frames = await user.turn(thread, "And on Aave?")
+        assert answer_text(frames) == "Aave pays 5%."
+
+    # The anonymous session is empty now and says where its work went.
+    async with httpx.AsyncClient(base_url=runtime.url, timeout=10) as http:
+        gone = await http.get(
+            "/api/threads", headers={"authorization": f"Bearer {anonymous_token}"}
+        )
+    assert gone.status_code == 410 and gone.json()["error"] == "session_claimed"
+
+    # Signing in again with the same claim moves nothing twice.
+    again = await sign_in(runtime, idp.token("auth0|trader-7"), anonymous_token)
+    assert again["claim"]["status"] == "already_claimed"
+
+    # A second device: its own anonymous session first, then the same user's JWT.
+    async with ChatClient(runtime.url, runtime.ws_url, tenant="acme") as phone:
+        assert await thread_ids(phone) == []
+        phone_token = phone.token
+    on_phone = await sign_in(runtime, idp.token("auth0|trader-7"), phone_token)
+    assert on_phone["client_id"] != signed["client_id"]
+    assert on_phone["claim"]["status"] == "claimed" and on_phone["claim"]["threads"] == 0
+    async with ChatClient(runtime.url, runtime.ws_url, token=on_phone["token"]) as phone:
+        assert await thread_ids(phone) == [thread]
+        assert len((await phone.thread(thread))["messages"]) == 4
+        second = await phone.new_thread("From the phone")
+    async with ChatClient(runtime.url, runtime.ws_url, token=signed["token"]) as laptop:
+        assert set(await thread_ids(laptop)) == {thread, second}
+
+    # Another user of the same host never sees them.
+    other = await sign_in(runtime, idp.token("auth0|someone-else"), None)
+    async with ChatClient(runtime.url, runtime.ws_url, token=other["token"]) as stranger:
+        assert await thread_ids(stranger) == []
+
+
+async def test_the_host_jwt_opens_the_socket_and_bad_tokens_are_refused(
+    identity_runtime: RuntimeProcess, model: ScriptedModelServer, idp: IdentityProvider
+) -> None:
+    runtime = identity_runtime
+    jwt = idp.token("ws-user", key=idp.keys["ec-1"])
+    async with ChatClient(runtime.url, runtime.ws_url, token=jwt) as client:
+        thread = await client.new_thread()
+        await client.connect()  # ?token=<the JWT>
+        model.script(Reply(text=["hi"]))
+        assert answer_text(await client.turn(thread, "hello")) == "hi"
+    signed = await sign_in(runtime, idp.token("ws-user"), None)
+    async with ChatClient(runtime.url, runtime.ws_url, token=signed["token"]) as same:
+        assert await thread_ids(same) == [thread]
+
+    forged = idp.token("ws-user", key=new_key("RS256", "rsa-1"))
+    async with httpx.AsyncClient(base_url=runtime.url, timeout=10) as http:
+        refused = await http.post("/api/session", headers={"authorization": f"Bearer {forged}"})
+    assert refused.status_code == 401
+    assert refused.json() == {"error": "unauthorized", "detail": "bad signature"}
+    assert forged.split(".")[1] not in runtime.log_path.read_text()
+    with pytest.raises(InvalidStatus) as caught:
+        async with connect(f"{runtime.ws_url}/api/chat?token={forged}", open_timeout=10):
+            pass
+    assert caught.value.response.status_code == 401
