@@ -9,6 +9,7 @@ learn which secret names exist.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pytest
 
 from albert.mcp.secret_binding import REFUSAL
 from tests.support.asgi_server import AsgiServer
+from tests.support.chat_client import ChatClient
 from tests.support.recorder import RecordingApp, recording_listener
 from tests.support.runtime_process import RuntimeProcess
 
@@ -63,6 +65,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, bound, attacker) -> Iterat
         "MCP_CHANGES_PER_MINUTE": "1000",
         "MCP_CONNECT_TIMEOUT_SECONDS": "2",
         "MCP_RETRY_ATTEMPTS": "0",
+        "MCP_HALF_OPEN_COOLDOWN_SECONDS": "0.5",
     }
     with RuntimeProcess(state, variables) as process:
         yield process
@@ -170,10 +173,14 @@ def test_the_secret_reaches_its_bound_origin_and_stops_when_the_binding_goes(
     runtime.start()
     try:
         with httpx.Client(base_url=runtime.url, headers={"authorization": token}) as http:
+            # The restarted object keeps the server `failed` (its retries were spent
+            # before the restart); the half-open attempt of the next message, past the
+            # cool-down, is what meets the new binding.
+            await_turn(runtime, token.removeprefix("Bearer "))
             status = {}
             for _ in range(100):
                 status = {s["name"]: s for s in http.get("/api/mcp/status").json()["servers"]}
-                if status.get("vaults2", {}).get("last_error"):
+                if status.get("vaults2", {}).get("last_error") == REFUSAL:
                     break
                 time.sleep(0.05)
             assert status["vaults2"]["last_error"] == REFUSAL
@@ -182,6 +189,20 @@ def test_the_secret_reaches_its_bound_origin_and_stops_when_the_binding_goes(
     finally:
         runtime.variables["MCP_SECRETS"] = _bindings(bound[0].url, attacker[0].url)
         runtime.restart()
+
+
+def await_turn(runtime: RuntimeProcess, token: str) -> None:
+    """One chat turn (the demo planner answers) of the client holding `token`."""
+
+    async def turn() -> None:
+        async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
+            await client.connect()
+            thread = await client.new_thread()
+            frames = await client.turn(thread, "hello")
+            assert frames[-1]["type"] == "done", frames[-1]
+
+    time.sleep(0.6)  # past the half-open cool-down
+    asyncio.run(turn())
 
 
 def test_production_refuses_an_unbound_secret_for_a_public_host(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from albert.analytics.service import ANALYTICS_SCHEMA, AnalyticsService
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.configs import MCP_SCHEMA
+from albert.mcp.configs import MCP_MIGRATIONS, MCP_SCHEMA
 from albert.storage.meta import CLIENT_ID, ObjectMeta
 from albert.storage.migrations import MIGRATIONS, THREADS, Migrations, migrate
 from miniflare.storage import SqlStorage
@@ -24,7 +24,7 @@ def tables(sql: WorkersSql) -> set[str]:
 def test_each_namespace_keeps_its_own_record(tmp_path: Path) -> None:
     sql = WorkersSql(SqlStorage(tmp_path / "o.sqlite"))
     assert migrate(sql, THREADS) == len(MIGRATIONS)
-    assert migrate(sql, MCP_SCHEMA) == 1
+    assert migrate(sql, MCP_SCHEMA) == len(MCP_MIGRATIONS)
     extra = Migrations("extra", "extra_schema_migrations", [("CREATE TABLE extra (x INT)",)])
     assert migrate(sql, extra) == 1
     assert migrate(sql, extra) == 1  # recorded: not run again (it would fail)
@@ -34,7 +34,7 @@ def test_each_namespace_keeps_its_own_record(tmp_path: Path) -> None:
     }
     assert counts == {
         "schema_migrations": len(MIGRATIONS),
-        "mcp_schema_migrations": 1,
+        "mcp_schema_migrations": len(MCP_MIGRATIONS),
         "extra_schema_migrations": 1,
     }
 
