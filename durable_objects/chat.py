@@ -30,7 +30,7 @@ from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.sockets import (
     WorkersSocket,
     WorkersSocketHub,
-    accept_websocket,
+    accept_websocket_pair,
     message_payload,
 )
 from albert.cloudflare.sql import WorkersSql
@@ -108,8 +108,8 @@ class ChatDurableObject(DurableObject):
             return to_response(gone)
         if is_websocket_upgrade(request):
             meta = SocketMeta(opened_at_ms=int(time.time() * 1000), expires_at=identity.expires_at)
-            response = accept_websocket(self.ctx, attachment=meta.encode())
-            service.on_socket_opened()
+            response, socket = accept_websocket_pair(self.ctx, attachment=meta.encode())
+            service.on_socket_opened(socket)
             return response
         response = await service.handle_http(core, client_id=identity.client_id or None)
         return to_response(response)

@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from miniflare.process import exit_on_signals
+from miniflare.process import exit_on_signals, require_port
 from miniflare.server import run
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -44,7 +44,13 @@ def _parser() -> argparse.ArgumentParser:
             help="override a var or secret of wrangler.toml/.dev.vars",
         )
         if name == "dev":
-            cmd.add_argument("--data-port", type=int, default=8788, help="data server port")
+            cmd.add_argument(
+                "--data-port",
+                type=int,
+                default=None,
+                help="data server port (default 8788, or any free port if 8788 is taken; "
+                "a port given here is used or the start fails)",
+            )
             cmd.add_argument(
                 "--chains",
                 default="ethereum,base",
@@ -79,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
                 chains=[c.strip().lower() for c in args.chains.split(",") if c.strip()],
             )
             return
+        require_port(args.host, args.port, "--port")
         print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
         run(args.project_dir, args.state_dir, args.host, args.port, overrides)
     except KeyboardInterrupt:

@@ -74,6 +74,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a server could listen on `host:port` now.
+
+    Bound as the servers bind (`SO_REUSEADDR`, as uvicorn and Typesense do), so a port
+    whose last connections still linger in TIME_WAIT after a quick restart counts as
+    free; a port another process listens on does not.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+class PortTaken(SystemExit):
+    """A port given on the command line is in use; the message says which and what to do."""
+
+
+def require_port(host: str, port: int, option: str) -> None:
+    """Fail with a clear message when `host:port`, given as `option`, cannot be listened on."""
+    if not port_is_free(port, host):
+        raise PortTaken(
+            f"{option} {port}: {host}:{port} is already in use by another process; stop it, "
+            f"or pick another port with {option}"
+        )
+
+
 def answers_http(url: str, *, healthy_only: bool = False) -> Callable[[], bool]:
     """A readiness probe: true once `url` answers HTTP (with 200 when `healthy_only`)."""
 

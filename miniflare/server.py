@@ -28,6 +28,11 @@ DRAIN_SECONDS = 1.0
 # What uvicorn may then spend on connections that are still open (e.g. an MCP stream).
 SERVER_GRACE_SECONDS = 0.3
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# The transport's ceiling for one received WebSocket message. The worker answers a frame
+# over MAX_FRAME_BYTES (64 kB by default) with a `too_large` error frame and the socket
+# stays open; only a message over this ceiling ends the socket (1009, "message too big",
+# as the platform does over its own). It stays at least 4 × MAX_FRAME_BYTES.
+WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 class QuietServer(uvicorn.Server):
@@ -48,6 +53,16 @@ def make_runtime(
     return runtime
 
 
+def ws_max_message_bytes(runtime: LocalRuntime) -> int:
+    """The transport's message ceiling: WS_MAX_MESSAGE_BYTES, or 4 × a larger MAX_FRAME_BYTES."""
+    configured = getattr(runtime.env, "MAX_FRAME_BYTES", None)
+    try:
+        frame_bytes = int(configured) if configured is not None else 0
+    except (TypeError, ValueError):
+        frame_bytes = 0  # the worker's own settings refuse it and say why
+    return max(WS_MAX_MESSAGE_BYTES, 4 * frame_bytes)
+
+
 def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server for the runtime, with real WebSockets."""
     config = uvicorn.Config(
@@ -59,7 +74,7 @@ def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Serve
         lifespan="on",
         log_level="warning",
         ws_ping_interval=20,
-        ws_max_size=1 << 20,
+        ws_max_size=ws_max_message_bytes(runtime),
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
     )
     return QuietServer(config)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 from pydantic import BaseModel
 
-from miniflare.process import Children
+from miniflare.process import Children, PortTaken, free_port, port_is_free, require_port
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
     QuietServer,
@@ -48,10 +48,28 @@ class StackPorts(BaseModel):
     typesense: int | None = None
 
 
-def _free_or_any(port: int) -> int:
-    from data_server.typesense.process import free_port, port_is_free
+DEFAULT_DATA_PORT = 8788
 
-    return port if port_is_free(port) else free_port()
+
+def data_server_port(asked: int | None) -> int:
+    """The data server's port: the one asked for, or 8788, or (only then) any free one.
+
+    A port asked for with `--data-port` is used or the start fails, never moved: the
+    worker, the browser and the user's own tools are pointed at it. Ports whose last
+    connections linger in TIME_WAIT after a quick restart are free (see port_is_free).
+    """
+    if asked is not None:
+        if not port_is_free(asked):
+            raise PortTaken(
+                f"--data-port {asked}: 127.0.0.1:{asked} is already in use by another "
+                "process; stop it, or pick another port (omit --data-port to take any free one)"
+            )
+        return asked
+    if port_is_free(DEFAULT_DATA_PORT):
+        return DEFAULT_DATA_PORT
+    port = free_port()
+    print(f"  port {DEFAULT_DATA_PORT} is in use: the data server takes {port}", flush=True)
+    return port
 
 
 def _start_chains(state_dir: Path, chains: Sequence[str], children: Children) -> list[AnvilProcess]:
@@ -131,7 +149,7 @@ def run_stack(
     port: int,
     overrides: dict[str, str],
     *,
-    data_port: int = 8788,
+    data_port: int | None = None,
     chains: Sequence[str] = LOCAL_CHAINS,
 ) -> None:
     """Start every part of the local stack and serve the browser chat until stopped.
@@ -149,7 +167,9 @@ def run_stack(
         stop_began.append(time.monotonic())
         children.send_stop()
 
-    data_port = _free_or_any(data_port)
+    # Before anything starts: a port that cannot be had ends the start here, clearly.
+    data_port = data_server_port(data_port)
+    require_port(host, port, "--port")
     typesense = TypesenseProcess(state_dir / "typesense", LOCAL_TYPESENSE_KEY)
     try:
         print("Starting Typesense…", flush=True)

@@ -16,6 +16,7 @@ from types import TracebackType
 import httpx
 
 from miniflare.process import ChildProcess
+from miniflare.process import port_is_free as _port_is_free
 
 LOG_FILE_NAME = "typesense.log"
 # Typesense remembers its raft peer address (peering host:port:api port) in the data dir; a
@@ -36,13 +37,8 @@ def free_port(host: str = HOST) -> int:
 
 
 def port_is_free(port: int, host: str = HOST) -> bool:
-    """True when nothing listens on `host:port`, so a server can bind it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-        return True
+    """True when Typesense could listen on `host:port` now (it binds with SO_REUSEADDR)."""
+    return _port_is_free(port, host)
 
 
 def binary_path() -> Path:

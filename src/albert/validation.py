@@ -16,3 +16,24 @@ def validation_message(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         lines.append(f"{where}: {err['msg']}")
     return "; ".join(lines)
+
+
+def frame_error_message(exc: ValidationError) -> str:
+    """What is wrong with a WebSocket frame, worded as a frame error (not as arguments)."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        kind, loc, msg = err["type"], err["loc"], err["msg"]
+        ctx = err.get("ctx") or {}
+        if kind == "json_invalid":
+            return f"frame is not valid JSON ({ctx.get('error') or msg})"
+        if kind == "union_tag_not_found":
+            lines.append(f"frame has no {ctx.get('discriminator', 'type')} field")
+        elif kind == "union_tag_invalid":
+            expected = ctx.get("expected_tags", "")
+            lines.append(f"unknown frame type {ctx.get('tag')!r}; expected one of {expected}")
+        elif not loc:
+            lines.append(f"frame: {msg}")
+        else:
+            tag, *field = (str(p) for p in loc)
+            lines.append(f"{tag} frame: {'.'.join(field) or 'frame'}: {msg}")
+    return "; ".join(lines)

@@ -111,14 +111,6 @@ function renderMcpStatus(servers) {
   box.hidden = servers.length === 0;
 }
 
-async function loadMcpStatus() {
-  try {
-    renderMcpStatus((await state.api.mcpStatus()).servers || []);
-  } catch (e) {
-    // Status is a convenience: the chat works without it.
-  }
-}
-
 function setConnState(connState) {
   const badge = $("conn");
   badge.dataset.state = connState;
@@ -503,6 +495,22 @@ function onFrame(frame) {
     }
     return;
   }
+  if (frame.type === "error" && frame.code === "nothing_running") {
+    // A stop that reached the server after the turn had ended: its done frame says how.
+    return;
+  }
+  const pending = [...state.outbox.values()].some((f) => f.thread_id === frame.thread_id);
+  if (frame.type === "error" && frame.code === "unknown_thread" && conv && !pending) {
+    // Resumed a thread that is gone (deleted in another tab): stop waiting for its turn.
+    const waiting = conv.runningTurn;
+    if (waiting) {
+      waiting.state = "partial";
+      if (frame.thread_id === state.currentId) renderTurn(waiting);
+    }
+    showBanner("This conversation no longer exists.");
+    loadThreads().catch(() => {});
+    return;
+  }
   if (frame.type === "error" && !frame.turn_id) {
     // A refused message (busy, too large, unknown thread): it belongs to the question waiting for its ack.
     const waiting = [...state.outbox.values()].filter((f) => f.thread_id === frame.thread_id).pop();
@@ -533,8 +541,7 @@ function onFrame(frame) {
 
 function onOpen(again) {
   for (const frame of state.outbox.values()) state.conn.send(frame);
-  // A new socket is not told the current state, only later changes: ask once.
-  loadMcpStatus();
+  // The MCP servers' state needs no request: a new socket's first frame carries it.
   if (again) {
     // Whatever happened while we were away is on the server: reload, de-duplicated by id.
     loadThreads().catch(() => {});

@@ -26,7 +26,7 @@ from albert.protocol.frames import (
 from albert.protocol.http import Thread
 from albert.settings import Settings
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
-from albert.validation import validation_message
+from albert.validation import frame_error_message
 
 # Endings that answered a message: its resend is a duplicate, not a retry.
 ANSWERED = ("stop", "step_limit", "length", "cancelled")
@@ -50,7 +50,7 @@ def read_frame(raw: str | bytes, max_bytes: int) -> ClientFrames | ErrorFrame:
     try:
         return client_frame_adapter.validate_json(raw)
     except ValidationError as exc:
-        return refusal("bad_frame", validation_message(exc))
+        return refusal("bad_frame", frame_error_message(exc))
 
 
 def refusal(
@@ -83,6 +83,10 @@ class Admission:
         self._store = store
         self._settings = settings
         self._limit = limit
+
+    def known_thread(self, thread_id: str) -> bool:
+        """True when this client has the thread."""
+        return self._store.has_thread(thread_id)
 
     def admit(self, frame: ChatFrame, *, busy: bool) -> Verdict:
         """The verdict on one chat message; `busy` when a turn runs in its thread."""

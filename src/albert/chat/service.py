@@ -138,9 +138,12 @@ class ChatService:
             return
         await self.turns.on_frame(socket, raw)
 
-    def on_socket_opened(self) -> None:
-        """A socket was just accepted: keep the client within its socket cap."""
+    def on_socket_opened(self, socket: ChatSocket | None = None) -> None:
+        """A socket was just accepted: keep the client within its socket cap, and tell it
+        the MCP servers' current state as its first frame (later frames carry changes)."""
         self.sockets.admit_newest()
+        if socket is not None and self.mcp is not None:
+            self.mcp.manager.socket_opened(socket)
 
     def start_background(self) -> None:
         """Begin background work of a starting object (MCP connections); never blocks."""

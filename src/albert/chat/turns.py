@@ -77,18 +77,26 @@ class ChatTurns:
 
     def _cancel(self, socket: ChatSocket, frame: CancelFrame) -> None:
         task = self._running.get(frame.thread_id)
-        if task is None:
+        if task is not None:
+            task.cancel()
+        elif not self._admission.known_thread(frame.thread_id):
+            _send(socket, _unknown_thread(frame.thread_id))
+        else:
             _send(
                 socket,
                 refusal(
-                    "bad_frame", "no turn is running in this thread", thread_id=frame.thread_id
+                    "nothing_running",
+                    "nothing to cancel: no turn is running in this thread",
+                    thread_id=frame.thread_id,
                 ),
             )
-            return
-        task.cancel()
 
     def _resume(self, socket: ChatSocket, frame: ResumeFrame) -> None:
         live = self._live.get(frame.thread_id)
+        if live is None and not self._admission.known_thread(frame.thread_id):
+            # Deleted, or never this client's: there is nothing to resume or reload.
+            _send(socket, _unknown_thread(frame.thread_id))
+            return
         if live is None or (frame.turn_id is not None and frame.turn_id != live.turn_id):
             if frame.turn_id is not None and self.journal.interrupted(
                 frame.thread_id, frame.turn_id
@@ -138,6 +146,10 @@ class ChatTurns:
             await self._driver.run(live)
         finally:
             self._live.pop(thread_id, None)
+
+
+def _unknown_thread(thread_id: str) -> ErrorFrame:
+    return refusal("unknown_thread", "no such thread", thread_id=thread_id)
 
 
 def _send(socket: ChatSocket, frame: BaseModel) -> None:

@@ -97,6 +97,18 @@ def accept_websocket(ctx: Any, tags: Sequence[str] = (), attachment: str | None 
     `attachment` (text) is kept with the socket across hibernation; see
     WorkersSocket.attachment.
     """
+    response, _socket = accept_websocket_pair(ctx, tags, attachment)
+    return response
+
+
+def accept_websocket_pair(
+    ctx: Any, tags: Sequence[str] = (), attachment: str | None = None
+) -> tuple[Any, WorkersSocket]:
+    """Like `accept_websocket`, and the accepted server end too.
+
+    Frames sent on it before the response is returned are queued and reach the
+    browser first, ahead of anything sent later.
+    """
     from js import WebSocketPair
     from workers import Response
 
@@ -107,7 +119,7 @@ def accept_websocket(ctx: Any, tags: Sequence[str] = (), attachment: str | None 
         ctx.acceptWebSocket(server, list(tags))
     else:
         ctx.acceptWebSocket(server)
-    return Response(None, status=101, web_socket=client)
+    return Response(None, status=101, web_socket=client), WorkersSocket(server)
 
 
 def message_payload(message: Any) -> str | bytes:

@@ -9,10 +9,13 @@ server is actually connected.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import logging
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Coroutine
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock
 from albert.mcp.configs import McpConfigStore, McpServerConfig, MissingSecret, SecretLookup
@@ -23,31 +26,53 @@ from albert.settings import Settings
 if TYPE_CHECKING:
     from albert.mcp.connection import McpConnection
 
+log = logging.getLogger(__name__)
+
 CONNECTION_MODULE = "albert.mcp.connection"
+
+# The module once it is fully imported. `sys.modules` cannot tell that: it holds a
+# module from the moment its import *starts*, so another object reading it there while
+# a thread is still importing gets a half-built module.
+_loaded: ModuleType | None = None
+_import_lock = threading.Lock()
 
 
 def _import_connection() -> ModuleType:
-    from albert.mcp import connection
-
-    return connection
+    """Import the connection module once; every other caller waits for that import."""
+    global _loaded
+    with _import_lock:
+        if _loaded is None:
+            # import_module returns the module only when its import has finished.
+            _loaded = importlib.import_module(CONNECTION_MODULE)
+        return _loaded
 
 
 async def connection_module() -> ModuleType:
     """The SDK-backed connection module, imported off the event loop where threads exist.
 
     Importing `mcp` takes about a second; on a thread it does not hold up chat
-    frames of the same object. Pyodide has no threads, so there it imports inline.
+    frames of the same object (or of other objects on the same loop). Any number of
+    objects may ask at once: one thread imports, the others wait for it on threads
+    of their own. Pyodide has no threads, so there it imports inline.
     """
-    if CONNECTION_MODULE not in sys.modules:
-        try:
-            return await asyncio.to_thread(_import_connection)
-        except RuntimeError:
-            pass
-    return _import_connection()
+    if _loaded is not None:
+        return _loaded
+    if sys.platform == "emscripten":
+        return _import_connection()
+    return await asyncio.to_thread(_import_connection)
+
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 class Connector:
-    """Opens a server's connection; the server's state machine records the outcome."""
+    """Opens a server's connection; the server's state machine records the outcome.
+
+    An attempt never raises and never outlasts its bound (`attempt_seconds`: the
+    connect timeout plus one retry delay), whatever it waits for: the URL check, the
+    SDK import, the server, or another attempt on the same server. Whatever went
+    wrong becomes the server's `last_error`.
+    """
 
     def __init__(
         self,
@@ -59,6 +84,8 @@ class Connector:
         clock: Clock,
         on_lost: Callable[[ServerState, McpConnection], None],
         on_ready: Callable[[ServerState], None],
+        spawn: Spawn,
+        attempt_seconds: float,
     ) -> None:
         self._store = store
         self._settings = settings
@@ -67,9 +94,34 @@ class Connector:
         self._clock = clock
         self._on_lost = on_lost
         self._on_ready = on_ready
+        self._spawn = spawn
+        self.attempt_seconds = attempt_seconds
 
     async def connect(self, server: ServerState) -> bool:
         """One attempt from the persisted config; True when the server is ready."""
+        step = ["waiting for another attempt"]
+        try:
+            async with asyncio.timeout(self.attempt_seconds):
+                ready = await self._attempt(server, step)
+        except TimeoutError:
+            server.connect_failed(f"timed out after {self.attempt_seconds:g} s while {step[0]}")
+            log.warning(
+                "MCP server %s: attempt timed out after %g s while %s",
+                server.name,
+                self.attempt_seconds,
+                step[0],
+            )
+            return False
+        except Exception as exc:
+            # A defect, not the server's doing: say so, and let recovery carry on.
+            log.exception("MCP server %s: connection attempt failed unexpectedly", server.name)
+            server.connect_failed(f"internal error while {step[0]} ({type(exc).__name__})")
+            return False
+        if ready:
+            self._on_ready(server)
+        return ready
+
+    async def _attempt(self, server: ServerState, step: list[str]) -> bool:
         async with server.lock:
             if server.conn is not None and server.conn.alive:
                 return True
@@ -78,11 +130,14 @@ class Connector:
                 server.disabled()
                 return False
             server.config = config
+            step[0] = "checking the URL"
             headers = await self._vetted_headers(server, config)
-            if headers is None or not await self._open(server, config, headers):
+            if headers is None:
                 return False
-        self._on_ready(server)
-        return True
+            step[0] = "loading the MCP client"
+            connection = await connection_module()
+            step[0] = "connecting"
+            return await self._open(server, config, headers, connection)
 
     async def _vetted_headers(
         self, server: ServerState, config: McpServerConfig
@@ -96,9 +151,12 @@ class Connector:
             return None
 
     async def _open(
-        self, server: ServerState, config: McpServerConfig, headers: dict[str, str]
+        self,
+        server: ServerState,
+        config: McpServerConfig,
+        headers: dict[str, str],
+        connection: ModuleType,
     ) -> bool:
-        connection = await connection_module()
         timeout = self._settings.mcp_connect_timeout_seconds
         conn = connection.McpConnection(
             config.name,
@@ -114,6 +172,15 @@ class Connector:
             specs = await conn.list_tools(timeout)
         except Exception as exc:
             server.connect_failed(connection.describe_error(exc))
+            await conn.close()
+            return False
+        except BaseException:
+            # Cancelled (the attempt's bound, or the server was dropped): close in the
+            # background, so the cancel is not held up by a goodbye to the server.
+            self._spawn(conn.close())
+            raise
+        if not server.current or server.state == "disabled":
+            # Removed or switched off while this attempt ran: nobody wants it any more.
             await conn.close()
             return False
         server.connected(conn, specs, self._clock.monotonic())

@@ -6,8 +6,12 @@
   which logs and broadcasts every change (`StatusBroadcast`).
 - Recovery: a dropped connection (seen by exception type and MCP error code) is
   retried by the `RecoveryScheduler` on the object's alarm, from the persisted
-  config; when the retries are spent the server is `failed` until a message after
-  the cool-down tries once more (half-open).
+  config; when the retries are spent the server is `failed` until, after the
+  cool-down, a message or (while a socket is open) the alarm tries once more
+  (half-open).
+- Nothing dies silently: every background task of a server has a done-callback;
+  one that ends in an exception is logged, its exception becomes the server's
+  `last_error` and the server goes on along the retry schedule.
 - Tools: `HealthCheck` keeps each ready server's tool list fresh, `ToolCatalogue`
   builds a turn's tools and `RemoteInvoker` runs the remote ones.
 """
@@ -15,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +36,15 @@ from albert.mcp.retry_log import RetryLog
 from albert.mcp.server_state import ServerState
 from albert.mcp.ssrf import Resolver, system_resolver
 from albert.mcp.status import StatusBroadcast
-from albert.ports import SocketHub, TurnTools
+from albert.ports import ChatSocket, SocketHub, TurnTools
 from albert.protocol.frames import McpServerStatus
 from albert.settings import Settings
 from albert.tools.base import Tool
 
 if TYPE_CHECKING:
     from albert.mcp.connection import McpConnection
+
+log = logging.getLogger(__name__)
 
 
 class McpManager:
@@ -63,7 +70,9 @@ class McpManager:
         self._servers: dict[str, ServerState] = {}
         self._started = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._hub = hub
         self._status = StatusBroadcast(self._servers, clock, hub)
+        policy = ReconnectPolicy.from_settings(settings)
         self._connector = Connector(
             store=store,
             settings=settings,
@@ -72,14 +81,18 @@ class McpManager:
             clock=clock,
             on_lost=self._on_lost,
             on_ready=self._on_ready,
+            spawn=self._spawn,
+            # The bound of one attempt, so a server is never `connecting` for longer.
+            attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
         )
         self.recovery = RecoveryScheduler(
             self._servers,
-            policy=ReconnectPolicy.from_settings(settings),
+            policy=policy,
             alarms=alarms,
             clock=clock,
             connect=self._connector.connect,
             log=retry_log,
+            watched=self._watched,
         )
         self._health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
         invoker = RemoteInvoker(
@@ -114,7 +127,7 @@ class McpManager:
             # A cycle from before a restart: its alarm (kept by the platform) or this one.
             self._spawn(self.recovery.arm())
         else:
-            server.first_attempt = self._spawn(self._initial_connect(server))
+            server.first_attempt = self._spawn(self._initial_connect(server), server=server)
 
     async def reload(self, name: str) -> None:
         """A config was added, changed or removed: drop the old connection, start afresh."""
@@ -145,11 +158,36 @@ class McpManager:
         if conn is not None:
             await conn.close()
 
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def _spawn(
+        self, work: Coroutine[Any, Any, Any], *, server: ServerState | None = None
+    ) -> asyncio.Task[Any]:
+        """Run `work` in the background; an exception it ends with is never lost.
+
+        With `server`, the task is part of that server's connecting or recovery, and
+        an exception it dies of sends the server on along the retry schedule.
+        """
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: self._task_done(done, server))
         return task
+
+    def _task_done(self, task: asyncio.Task[Any], server: ServerState | None) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        name = server.name if server is not None else "-"
+        log.error(
+            "MCP background task of server %s died: %s",
+            name,
+            type(exc).__name__,
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+        if server is not None and server.current:
+            server.connect_failed(f"internal error ({type(exc).__name__}: {exc})"[:300])
+            self._spawn(self.recovery.crashed(server))
 
     async def _initial_connect(self, server: ServerState) -> None:
         if not await self._connector.connect(server):
@@ -170,7 +208,7 @@ class McpManager:
             return
         if conn is not None:
             self._spawn(conn.close())
-        self._spawn(self.recovery.begin(server))
+        self._spawn(self.recovery.begin(server), server=server)
 
     async def on_alarm(self) -> None:
         """The object's alarm rang: run every retry that is due, then plan the next."""
@@ -201,3 +239,17 @@ class McpManager:
         """Every configured server's state, in configuration order."""
         self.start()
         return self._status.status()
+
+    def socket_opened(self, socket: ChatSocket) -> None:
+        """A new socket: tell it every server's state now, and plan alarm retries for it.
+
+        Failed servers are retried on the alarm only while someone watches (see
+        `RecoveryScheduler`), so a socket opening may bring their next try forward.
+        """
+        self.start()
+        self._status.send_to(socket)
+        if any(s.state == "failed" for s in self._servers.values()):
+            self._spawn(self.recovery.arm())
+
+    def _watched(self) -> bool:
+        return self._hub is not None and bool(self._hub.sockets())

@@ -3,8 +3,8 @@
 A dropped or unreachable server is retried `attempts` times, waiting base,
 2·base, 4·base … (capped at `max_delay`) between tries: 1, 2, 4, 8, 16 s by
 default. When every retry failed the server is `failed`; after a cool-down
-the next user message makes one more attempt (half-open), which either brings
-it back or starts the cool-down again.
+one more attempt is made (half-open: by the next user message, or by the alarm
+while a socket is open), which either brings it back or starts the cool-down again.
 """
 
 from __future__ import annotations
@@ -51,11 +51,13 @@ class RetryState(BaseModel):
     attempts: int = 0
     next_at: float | None = None
     failed_at: float | None = None
+    half_open_at: float | None = None  # when the cool-down after `failed_at` ends
 
     def begin(self, policy: ReconnectPolicy, now: float) -> None:
         """Start a recovery cycle: the first retry after the first delay."""
         self.attempts = 0
         self.failed_at = None
+        self.half_open_at = None
         self._plan(policy, now)
 
     def record_failure(self, policy: ReconnectPolicy, now: float) -> None:
@@ -66,15 +68,21 @@ class RetryState(BaseModel):
     def _plan(self, policy: ReconnectPolicy, now: float) -> None:
         if self.attempts >= policy.attempts:
             self.next_at = None
-            self.failed_at = now
+            self.give_up(policy, now)
         else:
             self.next_at = now + policy.delay(self.attempts + 1)
+
+    def give_up(self, policy: ReconnectPolicy, now: float) -> None:
+        """Retries spent (or the half-open try failed): the cool-down starts now."""
+        self.failed_at = now
+        self.half_open_at = now + policy.cooldown_seconds
 
     def reset(self) -> None:
         """Connected again."""
         self.attempts = 0
         self.next_at = None
         self.failed_at = None
+        self.half_open_at = None
 
     @property
     def exhausted(self) -> bool:

@@ -3,19 +3,23 @@
 Retries follow the ReconnectPolicy schedule (`albert.mcp.reconnect`) and ride
 the object's single alarm (`AlarmPort`), never a sleeping request: the platform
 wakes the object at the earliest planned retry and `on_alarm` runs every retry
-that is due. When a cycle's retries are spent the server is `failed` until a
-turn after the cool-down tries once more (`probe_half_open`). Times are Unix
-seconds from the Clock port. Each server's place in its cycle is its `retry`
-(`RetryState`); this scheduler is the only code that plans or counts retries, and
-it records each plan in the object's SQLite (`RetryLog`), so a restarted object
-resumes the cycle (`resume`) instead of beginning a new one.
+that is due. When a cycle's retries are spent the server is `failed` until,
+after the cool-down, one more attempt is made (`probe_half_open`): before the
+next turn, and on the alarm while the client watches (a socket is open), so a
+server that came back is picked up within one cool-down without a message. The
+alarm is not kept ringing for failed servers nobody watches: an abandoned client
+with a dead server would otherwise wake its object once per cool-down for ever.
+Times are Unix seconds from the Clock port. Each server's place in its cycle is
+its `retry` (`RetryState`); this scheduler is the only code that plans or counts
+retries, and it records each plan in the object's SQLite (`RetryLog`), so a
+restarted object resumes the cycle (`resume`) instead of beginning a new one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from albert.clock import Clock
 from albert.mcp.alarms import AlarmPort
@@ -43,6 +47,7 @@ class RecoveryScheduler:
         clock: Clock,
         connect: Connect,
         log: RetryLog | None = None,
+        watched: Callable[[], bool] = lambda: False,
     ) -> None:
         self._servers = servers
         self.policy = policy
@@ -50,6 +55,7 @@ class RecoveryScheduler:
         self._clock = clock
         self._connect = connect
         self._log = log
+        self._watched = watched
 
     def _now(self) -> float:
         return self._clock.now_ms() / 1000
@@ -75,6 +81,8 @@ class RecoveryScheduler:
         if found is None:
             return False
         server.retry, error = found
+        if server.retry.failed_at is not None and server.retry.half_open_at is None:
+            server.retry.give_up(self.policy, server.retry.failed_at)
         server.connect_failed(error or "not reachable before the restart")
         server.recovery_planned()
         log.info(
@@ -98,9 +106,40 @@ class RecoveryScheduler:
             # Retries still run from memory; only a restart would begin the cycle anew.
             log.exception("could not record the retry state of MCP server %s", server.name)
 
+    async def crashed(self, server: ServerState) -> None:
+        """An attempt for this server died of an exception: carry on along the schedule.
+
+        Its `last_error` was set by whoever saw the exception. A first attempt starts
+        the recovery cycle, a retry counts as failed, a half-open try restarts the
+        cool-down; a server that is up (or gone) is left alone.
+        """
+        if not server.current or server.state in ("ready", "disabled"):
+            return
+        if server.state == "connecting":
+            await self.begin(server)
+            return
+        if server.state == "reconnecting":
+            if server.retry.next_at is not None:
+                return  # its next retry is planned already
+            server.retry.record_failure(self.policy, self._now())
+            server.retry_failed()
+        else:
+            server.retry.give_up(self.policy, self._now())
+            server.half_open_failed()
+        self._record(server)
+        await self.arm()
+
+    def _planned(self) -> Iterable[float]:
+        watched = self._watched()
+        for server in self._servers.values():
+            if server.retry.next_at is not None:
+                yield server.retry.next_at
+            elif watched and server.state == "failed" and server.retry.half_open_at is not None:
+                yield server.retry.half_open_at
+
     async def arm(self) -> None:
         """Set the alarm to the earliest planned retry, or clear it when none is planned."""
-        due = [s.retry.next_at for s in self._servers.values() if s.retry.next_at is not None]
+        due = list(self._planned())
         try:
             if due:
                 await self._alarms.set_alarm(int(min(due) * 1000))
@@ -113,8 +152,13 @@ class RecoveryScheduler:
         """The alarm rang: run every retry that is due, then plan the next."""
         now = self._now() + DUE_MARGIN_SECONDS
         due = [s for s in self._servers.values() if s.retry.due(now)]
-        await asyncio.gather(*(self._retry(s) for s in due))
-        await self.arm()
+        half_open = self._half_open_due(now) if self._watched() else []
+        try:
+            await asyncio.gather(
+                *(self._retry(s) for s in due), *(self._half_open(s) for s in half_open)
+            )
+        finally:
+            await self.arm()
 
     async def _retry(self, server: ServerState) -> None:
         # Only in memory: should the object die during the attempt, the stored plan
@@ -129,20 +173,25 @@ class RecoveryScheduler:
 
     async def probe_half_open(self) -> None:
         """Before a turn: one more attempt for each failed server past its cool-down."""
-        now = self._now()
-        probes = [
+        probes = self._half_open_due(self._now())
+        if probes:
+            try:
+                await asyncio.gather(*(self._half_open(s) for s in probes))
+            finally:
+                await self.arm()
+
+    def _half_open_due(self, now: float) -> list[ServerState]:
+        return [
             s
             for s in self._servers.values()
             if s.state == "failed" and s.retry.half_open_ready(self.policy, now)
         ]
-        if probes:
-            await asyncio.gather(*(self._half_open(s) for s in probes))
 
     async def _half_open(self, server: ServerState) -> None:
         # Failing it restarts the cool-down.
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
-        server.retry.failed_at = self._now()
+        server.retry.give_up(self.policy, self._now())
         server.half_open_failed()
         self._record(server)

@@ -1,4 +1,5 @@
-"""What the browser sees of the MCP servers: their status, sent to every socket on a change."""
+"""What the browser sees of the MCP servers: their status, sent to every socket on a change
+and to each new socket as its first frame."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping
 
 from albert.clock import Clock
 from albert.mcp.server_state import ServerState
-from albert.ports import SocketHub
+from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import McpServerStatus, McpStatusFrame
 
 
@@ -25,18 +26,29 @@ class StatusBroadcast:
         now = self._clock.now_ms() / 1000
         return [_status_of(server, now) for server in self._servers.values()]
 
+    def frame(self) -> str:
+        """The current status as an `mcp_status` frame."""
+        return McpStatusFrame(servers=self.status()).model_dump_json()
+
     def notify(self) -> None:
         """Send the current status to every socket of this client."""
         if self._hub is None:
             return
-        text = McpStatusFrame(servers=self.status()).model_dump_json()
+        text = self.frame()
         for socket in self._hub.sockets():
             socket.send(text)
+
+    def send_to(self, socket: ChatSocket) -> None:
+        """Send the current status to one (new) socket."""
+        socket.send(self.frame())
 
 
 def _status_of(server: ServerState, now: float) -> McpServerStatus:
     ready = server.state == "ready"
     next_at = server.retry.next_at
+    if server.state == "failed":
+        # The half-open try: after the cool-down (on the alarm while a socket is open).
+        next_at = server.retry.half_open_at
     return McpServerStatus(
         name=server.name,
         state=server.state,

@@ -139,6 +139,7 @@ ErrorCode = Literal[
     "bad_frame",
     "too_large",
     "unknown_thread",
+    "nothing_running",
     "busy",
     "duplicate_id",
     "model_error",

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.alarms import LoopAlarm
 from albert.mcp.configs import McpConfigStore, McpServerIn
+from albert.mcp.connector import connection_module
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import REFUSAL, SecretBinding, SecretRule, origin_of
 from albert.settings import Settings
@@ -57,9 +58,10 @@ class RecordingSocket:
 @dataclass
 class Hub:
     socket: RecordingSocket = field(default_factory=RecordingSocket)
+    open: bool = True  # False: the client has no socket open (nobody watches)
 
     def sockets(self) -> Sequence[RecordingSocket]:
-        return [self.socket]
+        return [self.socket] if self.open else []
 
 
 @dataclass
@@ -199,12 +201,16 @@ async def test_killed_between_messages_and_mid_call_then_back_without_restarting
     assert "slow_tool" in turn.registry.names()
 
 
-async def test_retries_exhausted_then_the_server_is_picked_up_after_the_cool_down(
+async def test_retries_exhausted_then_the_alarm_picks_the_server_up_after_the_cool_down(
     sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
 ) -> None:
     gate = await TcpProxy(vaults.port).start()
     h = await harness(
-        sql, harness_factory, f"http://127.0.0.1:{gate.port}/mcp", MCP_RETRY_ATTEMPTS="3"
+        sql,
+        harness_factory,
+        f"http://127.0.0.1:{gate.port}/mcp",
+        MCP_RETRY_ATTEMPTS="3",
+        MCP_HALF_OPEN_COOLDOWN_SECONDS="1.5",
     )
     try:
         await h.manager.tools_for_turn()
@@ -212,12 +218,37 @@ async def test_retries_exhausted_then_the_server_is_picked_up_after_the_cool_dow
         await h.manager.tools_for_turn()
         await wait_state(h.manager, "vaults", "failed")
         [status] = h.manager.status()
-        assert status.attempts == 3 and status.next_retry_in_seconds is None
-        await gate.start()  # ... and comes back
-        await asyncio.sleep(0.15)  # no retries are planned any more: still failed
-        assert h.manager.status()[0].state == "failed"
-        await asyncio.sleep(0.3)  # past the cool-down
+        # The half-open try is planned, and shown: a socket is open.
+        assert status.attempts == 3 and status.next_retry_in_seconds is not None
+        assert 0 < status.next_retry_in_seconds <= 1.5
+        assert await h.alarm.get_alarm() is not None
+        await gate.start()  # ... and comes back; no message is sent from here on
+        await wait_state(h.manager, "vaults", "ready", within=10)
+        assert h.hub.socket.frames[-1]["servers"][0]["state"] == "ready"
         turn = await h.manager.tools_for_turn()
+        assert "search_vaults" in turn.registry.names()
+    finally:
+        await gate.stop()
+
+
+async def test_with_no_socket_open_a_failed_server_waits_for_the_next_message(
+    sql: WorkersSql, harness_factory: list[Harness], vaults: InProcessMcpServer
+) -> None:
+    gate = await TcpProxy(vaults.port).start()
+    h = await harness(
+        sql, harness_factory, f"http://127.0.0.1:{gate.port}/mcp", MCP_RETRY_ATTEMPTS="3"
+    )
+    h.hub.open = False  # nobody watches: no alarm keeps waking the object for this server
+    try:
+        await h.manager.tools_for_turn()
+        await gate.stop()
+        await h.manager.tools_for_turn()
+        await wait_state(h.manager, "vaults", "failed")
+        assert await h.alarm.get_alarm() is None
+        await gate.start()
+        await asyncio.sleep(0.6)  # twice the cool-down: still nothing tries
+        assert h.manager.status()[0].state == "failed"
+        turn = await h.manager.tools_for_turn()  # the next message makes the half-open try
         assert "search_vaults" in turn.registry.names()
         assert h.manager.status()[0].state == "ready"
     finally:
@@ -314,7 +345,12 @@ async def test_a_server_that_accepts_but_never_answers_costs_a_bounded_wait(
             f"http://127.0.0.1:{port}/mcp",
             MCP_CONNECT_TIMEOUT_SECONDS="0.5",
             MCP_CONNECT_WAIT_SECONDS="0.2",
+            # The attempt's own bound (0.5 s + one 1 s retry delay) stays clear of the
+            # connect timeout, which is what this test is about.
+            MCP_RETRY_BASE_SECONDS="1",
+            MCP_RETRY_MAX_SECONDS="1",
         )
+        await connection_module()  # loaded already, as in a warm object
         started = time.monotonic()
         turn = await h.manager.tools_for_turn()
         assert time.monotonic() - started < 1.5
