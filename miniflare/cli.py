@@ -14,6 +14,18 @@ from miniflare.server import run
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
+# Libraries that log a line per request or per MCP session at INFO: noise in a chat
+# server's log (their warnings and errors still show). httpx carries the worker's
+# outbound requests, httpx2 the MCP SDK's, `mcp` is the SDK on both ends.
+QUIET_LOGGERS = ("httpx", "httpx2", "mcp")
+
+
+def quiet_library_logs() -> None:
+    """Raise the per-request loggers of the HTTP clients and the MCP SDK to WARNING."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _overrides(pairs: list[str]) -> dict[str, str]:
     out = {}
     for pair in pairs:
@@ -63,8 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the `albert` command."""
     args = _parser().parse_args(argv if argv is not None else sys.argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # One line per outbound request is noise in a chat server's log.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    quiet_library_logs()
     if not (args.project_dir / "wrangler.toml").exists():
         raise SystemExit(f"no wrangler.toml in {args.project_dir}")
     overrides = _overrides(args.var)

@@ -99,8 +99,8 @@ def require_port(host: str, port: int, option: str) -> None:
     """Fail with a clear message when `host:port`, given as `option`, cannot be listened on."""
     if not port_is_free(port, host):
         raise PortTaken(
-            f"{option} {port}: {host}:{port} is already in use by another process; stop it, "
-            f"or pick another port with {option}"
+            f"{option} {port}: address already in use ({host}:{port} is taken by another "
+            f"process); stop it, or pick another port with {option}"
         )
 
 
@@ -478,8 +478,10 @@ class LocalProcess:
         command: str = "serve",
         log_name: str = "albert.log",
         grace: float = 10.0,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.state_dir = state_dir
+        self.env = dict(env or {})
         self.command = command
         self.variables = dict(variables or {})
         self.port = port or free_port()
@@ -532,7 +534,7 @@ class LocalProcess:
         self.child = ChildProcess(
             self.args(),
             name=f"albert {self.command}",
-            env={"PYTHONUNBUFFERED": "1"},
+            env={"PYTHONUNBUFFERED": "1", **self.env},
             log_path=self.log_path,
             grace=self.grace,
         ).start()

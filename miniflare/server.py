@@ -3,7 +3,10 @@
 SIGTERM or SIGINT (Ctrl-C) stops `albert serve` and `albert dev` within about 2 s:
 running turns are cancelled and recorded as `cancelled` (their done frame still reaches
 the browser), every WebSocket is closed with 1001 (going away), storage is closed, the
-servers stop, and the process exits 0. A second signal skips what is left of the grace.
+servers stop, and the process exits 0. A second signal skips what is left of the grace,
+unless it comes within DUPLICATE_SIGNAL_SECONDS of the first: one Ctrl-C reaches the
+process twice under `uv run` (the terminal signals the whole foreground group, and uv
+forwards its own copy), and that must not turn a clean stop into a forced one.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from types import FrameType
@@ -28,6 +32,7 @@ DRAIN_SECONDS = 1.0
 # What uvicorn may then spend on connections that are still open (e.g. an MCP stream).
 SERVER_GRACE_SECONDS = 0.3
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DUPLICATE_SIGNAL_SECONDS = 0.5
 # The transport's ceiling for one received WebSocket message. The worker answers a frame
 # over MAX_FRAME_BYTES (64 kB by default) with a `too_large` error frame and the socket
 # stays open; only a message over this ceiling ends the socket (1009, "message too big",
@@ -93,18 +98,24 @@ async def serve_until_stopped(
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    first_signal: list[float] = []
 
-    def request_stop() -> None:
-        if stop.is_set():
-            # A second signal: no more waiting for anything.
-            for server in servers:
-                server.should_exit = True
-                server.force_exit = True
+    def request_stop(at: float) -> None:
+        if not stop.is_set():
+            first_signal.append(at)
+            stop.set()
             return
-        stop.set()
+        if first_signal and at - first_signal[0] < DUPLICATE_SIGNAL_SECONDS:
+            log.debug("the same stop signal again (e.g. forwarded by uv run): ignored")
+            return
+        # A second signal: no more waiting for anything.
+        log.info("second stop signal: not waiting any longer")
+        for server in servers:
+            server.should_exit = True
+            server.force_exit = True
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        loop.call_soon_threadsafe(request_stop)
+        loop.call_soon_threadsafe(request_stop, time.monotonic())
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     tasks = [asyncio.ensure_future(server.serve()) for server in servers]

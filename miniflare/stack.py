@@ -61,8 +61,9 @@ def data_server_port(asked: int | None) -> int:
     if asked is not None:
         if not port_is_free(asked):
             raise PortTaken(
-                f"--data-port {asked}: 127.0.0.1:{asked} is already in use by another "
-                "process; stop it, or pick another port (omit --data-port to take any free one)"
+                f"--data-port {asked}: address already in use (127.0.0.1:{asked} is taken by "
+                "another process); stop it, or pick another port (without --data-port any "
+                "free one is taken)"
             )
         return asked
     if port_is_free(DEFAULT_DATA_PORT):

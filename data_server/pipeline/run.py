@@ -9,6 +9,7 @@ succeeded; the run's status is ``ok`` (all sources and the publish succeeded), `
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 
@@ -206,5 +207,34 @@ def _describe(outcome: SourceRun) -> str:
     return (
         f"{outcome.source}: {outcome.vaults} vaults "
         f"(+{outcome.inserted} new, {outcome.updated} updated), "
-        f"{outcome.history_points} history points, {len(outcome.warnings)} warnings"
+        f"{outcome.history_points} history points, {summarize_warnings(outcome.warnings)}"
     )
+
+
+_HTTP_STATUS = re.compile(r"HTTPStatusError: \w+ error '(\d{3}[^']*)' for url '[^']*'")
+MAX_WARNING_GROUPS = 3
+
+
+def summarize_warnings(warnings: Sequence[str]) -> str:
+    """`N warnings`, followed by what they were: labels grouped by their reason.
+
+    A count alone says nothing: `3 warnings (apy_breakdown, apy, tvl: HTTP 404 Not
+    Recorded)` says which parts of a source were missing and why. Every warning is in
+    the run log (`source_runs`) in full.
+    """
+    count = f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
+    if not warnings:
+        return count
+    groups: dict[str, list[str]] = {}
+    for warning in warnings:
+        label, _, reason = warning.partition(": ")
+        reason = _HTTP_STATUS.sub(lambda m: f"HTTP {m.group(1)}", reason)
+        groups.setdefault(reason, []).append(label)
+    parts = []
+    for reason, labels in list(groups.items())[:MAX_WARNING_GROUPS]:
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        parts.append(f"{shown}: {reason}" if reason else shown)
+    if len(groups) > MAX_WARNING_GROUPS:
+        more = len(groups) - MAX_WARNING_GROUPS
+        parts.append(f"{more} more kind{'' if more == 1 else 's'}")
+    return f"{count} ({'; '.join(parts)})"

@@ -21,6 +21,7 @@ class RuntimeProcess(LocalProcess):
         port: int | None = None,
         *,
         command: str = "serve",
+        env: dict[str, str] | None = None,
     ) -> None:
         super().__init__(
             state_dir,
@@ -28,4 +29,5 @@ class RuntimeProcess(LocalProcess):
             port,
             command=command,
             log_name="runtime.log",
+            env=env,
         )

@@ -69,6 +69,7 @@ class McpManager:
         self._settings = settings
         self._servers: dict[str, ServerState] = {}
         self._started = False
+        self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._hub = hub
         self._status = StatusBroadcast(self._servers, clock, hub)
@@ -144,11 +145,15 @@ class McpManager:
         await self.recovery.arm()
 
     async def close(self) -> None:
-        """Close every connection and stop background work."""
-        for server in list(self._servers.values()):
-            await self._drop(server)
+        """Close every connection and stop background work.
+
+        From here on a connection ending is the close itself, not a server lost: no
+        warning, no recovery (the host is stopping, or the object going away).
+        """
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
+        await asyncio.gather(*(self._drop(s) for s in list(self._servers.values())))
 
     async def _drop(self, server: ServerState) -> None:
         server.retry.reset()
@@ -185,7 +190,7 @@ class McpManager:
             type(exc).__name__,
             exc_info=(type(exc), exc, exc.__traceback__),
         )
-        if server is not None and server.current:
+        if server is not None and server.current and not self._closed:
             server.connect_failed(f"internal error ({type(exc).__name__}: {exc})"[:300])
             self._spawn(self.recovery.crashed(server))
 
@@ -203,6 +208,8 @@ class McpManager:
 
     def _broken(self, server: ServerState, reason: str) -> None:
         """The connection is gone: close it and start the recovery cycle (once)."""
+        if self._closed:
+            return
         conn = server.conn
         if not server.lost(reason):
             return
@@ -212,6 +219,8 @@ class McpManager:
 
     async def on_alarm(self) -> None:
         """The object's alarm rang: run every retry that is due, then plan the next."""
+        if self._closed:
+            return
         self.start()
         await self.recovery.on_alarm()
 

@@ -119,10 +119,10 @@ class RecoveryScheduler:
             await self.begin(server)
             return
         if server.state == "reconnecting":
-            if server.retry.next_at is not None:
-                return  # its next retry is planned already
-            server.retry.record_failure(self.policy, self._now())
-            server.retry_failed()
+            # Planned already when it died after planning (e.g. while arming): keep that.
+            if server.retry.next_at is None:
+                server.retry.record_failure(self.policy, self._now())
+                server.retry_failed()
         else:
             server.retry.give_up(self.policy, self._now())
             server.half_open_failed()

@@ -3,12 +3,15 @@ and to each new socket as its first frame."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from albert.clock import Clock
 from albert.mcp.server_state import ServerState
 from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import McpServerStatus, McpStatusFrame
+
+log = logging.getLogger(__name__)
 
 
 class StatusBroadcast:
@@ -31,12 +34,18 @@ class StatusBroadcast:
         return McpStatusFrame(servers=self.status()).model_dump_json()
 
     def notify(self) -> None:
-        """Send the current status to every socket of this client."""
+        """Send the current status to every socket of this client (never raises).
+
+        Called on every state change: a failing socket list must not undo the change.
+        """
         if self._hub is None:
             return
-        text = self.frame()
-        for socket in self._hub.sockets():
-            socket.send(text)
+        try:
+            text = self.frame()
+            for socket in self._hub.sockets():
+                socket.send(text)
+        except Exception:
+            log.exception("could not send the MCP status")
 
     def send_to(self, socket: ChatSocket) -> None:
         """Send the current status to one (new) socket."""
