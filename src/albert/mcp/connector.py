@@ -99,7 +99,7 @@ class Connector:
 
     async def connect(self, server: ServerState) -> bool:
         """One attempt from the persisted config; True when the server is ready."""
-        step = ["waiting for another attempt"]
+        step = ["waiting for another attempt on this server"]
         try:
             async with asyncio.timeout(self.attempt_seconds):
                 ready = await self._attempt(server, step)
@@ -125,6 +125,7 @@ class Connector:
         async with server.lock:
             if server.conn is not None and server.conn.alive:
                 return True
+            step[0] = "reading the config"
             config = self._store.get(server.name)
             if config is None or not config.enabled:
                 server.disabled()

@@ -69,8 +69,8 @@ print(json.dumps({"agent": agent, "mcp_path": mcp_path, "mcp_loaded_by_agent": l
 """
 
 
-def _python(code: str, *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{PROJECT_DIR / 'src'}:{PROJECT_DIR}"}
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{PROJECT_DIR / 'src'}:{PROJECT_DIR}", **(env or {})}
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=PROJECT_DIR,
@@ -103,3 +103,59 @@ def test_import_cost_of_the_mcp_path() -> None:
         f"\nimport albert.agent: {out['agent'] * 1000:.0f} ms; "
         f"then the MCP path (albert.mcp.connection + mcp SDK): {out['mcp_path'] * 1000:.0f} ms"
     )
+
+
+CONCURRENT_IMPORT = """
+import asyncio, json, sys, threading
+from albert.mcp.connector import connection_module
+
+async def main():
+    ticks = 0
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+    beat = asyncio.ensure_future(ticker())
+    modules = await asyncio.gather(*(connection_module() for _ in range(20)))
+    beat.cancel()
+    return modules, ticks
+
+others = []
+def other_loop():
+    others.append(asyncio.run(connection_module()))
+threads = [threading.Thread(target=other_loop) for _ in range(3)]
+for t in threads:
+    t.start()
+modules, ticks = asyncio.run(main())
+for t in threads:
+    t.join()
+everything = [*modules, *others]
+print(json.dumps({
+    "complete": all(hasattr(m, "McpConnection") for m in everything),
+    "one_module": len({id(m) for m in everything}) == 1,
+    "count": len(everything),
+    "ticks": ticks,
+}))
+"""
+
+
+def test_concurrent_first_imports_share_one_slow_import_and_never_block_the_loop(
+    tmp_path: Path,
+) -> None:
+    """Twenty objects on one loop and three other loops ask while `mcp` imports slowly."""
+    log = tmp_path / "imports.log"
+    slow = PROJECT_DIR / "tests" / "support" / "slow_mcp_import"
+    out = _python(
+        CONCURRENT_IMPORT,
+        env={
+            "PYTHONPATH": f"{slow}:{PROJECT_DIR / 'src'}:{PROJECT_DIR}",
+            "ALBERT_TEST_SLOW_IMPORT_SECONDS": "1.5",
+            "ALBERT_TEST_IMPORT_LOG": str(log),
+        },
+    )
+    assert out["complete"] and out["one_module"] and out["count"] == 23, out
+    assert len(log.read_text().splitlines()) == 1  # imported once
+    # The loop kept running through the 1.5 s import (about 150 ticks; far fewer if the
+    # import had run on it). A loose bound: the machine may be loaded.
+    assert out["ticks"] >= 30, out

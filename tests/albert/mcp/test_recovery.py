@@ -130,3 +130,51 @@ async def test_a_ready_or_replaced_server_gets_no_recovery() -> None:
     server.retired = True
     await scheduler.begin(server)
     assert server.retry.next_at is None and alarm.history == []
+
+
+async def test_while_watched_the_alarm_makes_the_half_open_try_after_the_cool_down() -> None:
+    scheduler, server, clock, alarm, connect = setup()
+    watching = [True]
+    scheduler._watched = lambda: watching[0]
+    scheduler.policy = POLICY.model_copy(update={"attempts": 0})
+    await scheduler.begin(server)
+    assert server.state == "failed" and seconds_ahead(alarm) == 60
+    clock.advance(60)
+    await scheduler.on_alarm()  # the try fails: the cool-down starts again, re-armed
+    assert connect.attempts == 1 and server.state == "failed" and seconds_ahead(alarm) == 120
+    connect.up = True  # the server came back
+    clock.advance(60)
+    await scheduler.on_alarm()  # within one cool-down of coming back, without a message
+    assert server.state == "ready" and alarm.at_ms is None
+    # Nobody watching: a failed server plans no alarm (an abandoned client's object
+    # is not woken once per cool-down for ever); the next message still tries.
+    watching[0] = False
+    connect.up = False
+    server.lost("connection closed")
+    await scheduler.begin(server)
+    assert server.state == "failed" and alarm.at_ms is None
+    clock.advance(60)
+    await scheduler.on_alarm()
+    assert connect.attempts == 2  # nothing tried
+    connect.up = True
+    await scheduler.probe_half_open()
+    assert server.state == "ready" and connect.attempts == 3
+
+
+async def test_an_attempt_that_died_goes_on_along_the_schedule() -> None:
+    scheduler, server, clock, alarm, connect = setup()
+    await scheduler.crashed(server)  # the first attempt died: the cycle begins
+    assert server.state == "reconnecting" and seconds_ahead(alarm) == 1
+    clock.advance(1)
+    server.retry.next_at = None  # its retry was running ...
+    await scheduler.crashed(server)  # ... and died: counted as failed, the next planned
+    assert server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    await scheduler.crashed(server)  # died after planning: the plan stands
+    assert server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    server.retry.give_up(POLICY, clock.now_ms() / 1000)
+    server.retry_failed()
+    assert server.state == "failed"
+    clock.advance(60)
+    await scheduler.crashed(server)  # a half-open try died: the cool-down starts again
+    assert server.state == "failed" and server.retry.failed_at == clock.now_ms() / 1000
+    assert connect.attempts == 0
