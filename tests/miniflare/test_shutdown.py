@@ -20,6 +20,7 @@ from tests.support.chat_client import ChatClient, answer_text
 from tests.support.process_guard import descendants, read_process, wait_gone
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
+from tests.support.time_wait import in_time_wait
 
 STOP_SECONDS = 2.0
 
@@ -116,6 +117,76 @@ async def test_dev_stops_within_2s_on_sigterm_and_leaves_no_process(dev_state: P
         assert took < STOP_SECONDS, f"stopped after {took:.2f} s\n{stack.log_tail()}"
         # The children were stopped before it exited, not left to the kernel.
         assert [pid for pid in children if read_process(pid) is not None] == []
+
+
+VAULT_TOOLS = {"search_vaults", "top_yields", "analyze_yield", "search_protocols"}
+# What a Ctrl-C must not print (the issue's probe saw each of them).
+SHUTDOWN_NOISE = ("Traceback", "Exception in", "lost:", "httpx2", "INFO mcp.")
+
+
+def ctrl_c_under_uv_run(process: RuntimeProcess) -> tuple[int, float]:
+    """Ctrl-C as `scripts/dev` delivers it: SIGINT from the terminal, and uv's copy just after."""
+    assert process.child is not None
+    popen = process.child.popen
+    started = time.monotonic()
+    os.kill(popen.pid, signal.SIGINT)
+    time.sleep(0.02)
+    os.kill(popen.pid, signal.SIGINT)
+    code = popen.wait(timeout=15)
+    return code, time.monotonic() - started
+
+
+def closed_by_the_server(port: int) -> None:
+    """One HTTP exchange the server ends (Connection: close): its side keeps TIME_WAIT."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"GET /platform/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        while conn.recv(65536):
+            pass
+
+
+async def vault_turn(stack: RuntimeProcess) -> None:
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        frames = await client.turn(await client.new_thread(), "What are the best USDC yields?")
+        assert frames[-1]["finish_reason"] == "stop", frames[-3:]
+        called = {f["name"] for f in frames if f["type"] == "tool_call"}
+        assert called & VAULT_TOOLS, called  # the vault server answered over MCP
+
+
+async def test_dev_ctrl_c_is_quiet_and_a_quick_restart_keeps_the_data_port(
+    dev_state: Path,
+) -> None:
+    stack = RuntimeProcess(dev_state, command="dev")  # --data-port given explicitly
+    with stack.start(timeout=120):
+        await vault_turn(stack)
+        closed_by_the_server(stack.data_port)
+        code, took = await asyncio.to_thread(ctrl_c_under_uv_run, stack)
+        assert code == 0, stack.log_tail()
+        assert took < STOP_SECONDS, f"stopped after {took:.2f} s"
+        log = stack.log_path.read_text(errors="replace")
+        for noise in SHUTDOWN_NOISE:
+            assert noise not in log, (noise, stack.log_tail(80))
+
+        # Restarted at once: the port still has a connection in TIME_WAIT, and is kept.
+        assert in_time_wait(stack.data_port)
+        stack.start(timeout=120)
+        log = stack.log_path.read_text(errors="replace")
+        assert f"data server (MCP + platform services) on {stack.data_url}" in log
+        await vault_turn(stack)
+
+
+async def test_dev_on_a_taken_data_port_fails_before_starting_anything(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        stack = RuntimeProcess(tmp_path, command="dev")
+        stack.data_port = busy.getsockname()[1]
+        with pytest.raises(RuntimeError, match=r"exited with code 1[\s\S]*address already in use"):
+            stack.start(timeout=60)
+        log = stack.log_path.read_text(errors="replace")
+        assert f"--data-port {stack.data_port}: address already in use" in log
+        assert "Starting Typesense" not in log and "Traceback" not in log
+        assert not stack.running
 
 
 def test_sigkill_of_the_stack_takes_typesense_and_every_child_with_it(dev_state: Path) -> None:

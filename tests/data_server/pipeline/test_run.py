@@ -165,3 +165,30 @@ async def test_a_crash_mid_run_is_logged_as_failed(store: VaultStore) -> None:
             await run_pipeline(_subset(), store, None, BrokenProgress(), http=http)
     (run,) = store.runs()
     assert run.status == "failed" and run.finished_at is not None
+
+
+async def test_a_sources_warnings_say_what_they_were_not_just_how_many(store: VaultStore) -> None:
+    """The local stack's `beefy: … 3 warnings` line: which parts were missing, and why."""
+    out = StringIO()
+    progress = RichProgress(Console(file=out, width=400, force_terminal=False))
+    async with http_client() as http:
+        report = await run_pipeline([BeefyProcessor()], store, None, progress, http=http)
+    [beefy] = report.run.sources
+    assert len(beefy.warnings) == 3  # /apy/breakdown, /apy and /tvl have no recording
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("beefy:"))
+    assert line.endswith("3 warnings (apy_breakdown, apy, tvl: HTTP 404 Not Recorded)"), line
+
+
+def test_warning_summaries_group_labels_by_reason() -> None:
+    from data_server.pipeline.run import summarize_warnings
+
+    assert summarize_warnings([]) == "0 warnings"
+    assert summarize_warnings(["duplicate vault v1, first kept"]) == (
+        "1 warning (duplicate vault v1, first kept)"
+    )
+    many = [f"vault config {n}: ValidationError" for n in range(5)]
+    kinds = ["a: x", "b: y", "c: z"]
+    assert summarize_warnings(many + kinds) == (
+        "8 warnings (vault config 0, vault config 1, vault config 2 and 2 more: "
+        "ValidationError; a: x; b: y; 1 more kind)"
+    )
