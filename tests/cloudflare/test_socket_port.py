@@ -13,6 +13,7 @@ from albert.cloudflare.sockets import (
     WorkersSocket,
     WorkersSocketHub,
     accept_websocket,
+    accept_websocket_pair,
     message_payload,
 )
 from tests.cloudflare.conftest import Platform
@@ -34,6 +35,22 @@ async def test_accept_returns_the_client_end_and_the_hub_holds_the_server_end(
     assert len(WorkersSocketHub(platform.ctx).sockets()) == 1
     accept_websocket(platform.ctx)
     assert len(WorkersSocketHub(platform.ctx).sockets()) == 2
+
+
+async def test_the_accepted_end_can_send_before_the_response_is_returned(
+    platform: Platform,
+) -> None:
+    # How a new socket gets the MCP status as its first frame.
+    response, socket = accept_websocket_pair(platform.ctx, attachment="meta")
+    socket.send('{"type": "mcp_status", "servers": []}')
+    assert response.status == 101 and response.web_socket is not socket.raw
+    [listed] = WorkersSocketHub(platform.ctx).sockets()
+    assert listed.raw is socket.raw and socket.attachment() == "meta"
+    listed.send('{"type": "pong"}')
+    assert platform.frames(socket.raw) == [
+        ("text", '{"type": "mcp_status", "servers": []}'),
+        ("text", '{"type": "pong"}'),
+    ]
 
 
 async def test_text_frames_go_out_in_order(platform: Platform) -> None:

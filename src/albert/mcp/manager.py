@@ -31,7 +31,7 @@ from albert.mcp.connector import Connector
 from albert.mcp.health import HealthCheck
 from albert.mcp.invoker import RemoteInvoker
 from albert.mcp.reconnect import ReconnectPolicy
-from albert.mcp.recovery import RecoveryScheduler
+from albert.mcp.recovery import RecoveryScheduler, internal_error
 from albert.mcp.retry_log import RetryLog
 from albert.mcp.server_state import ServerState
 from albert.mcp.ssrf import Resolver, system_resolver
@@ -191,7 +191,7 @@ class McpManager:
             exc_info=(type(exc), exc, exc.__traceback__),
         )
         if server is not None and server.current and not self._closed:
-            server.connect_failed(f"internal error ({type(exc).__name__}: {exc})"[:300])
+            server.connect_failed(internal_error(exc))
             self._spawn(self.recovery.crashed(server))
 
     async def _initial_connect(self, server: ServerState) -> None:

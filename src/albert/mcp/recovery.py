@@ -33,6 +33,12 @@ log = logging.getLogger(__name__)
 DUE_MARGIN_SECONDS = 0.05
 
 Connect = Callable[[ServerState], Awaitable[bool]]
+Attempt = Callable[[ServerState], Awaitable[None]]
+
+
+def internal_error(exc: BaseException) -> str:
+    """The `last_error` of a server whose attempt died of a defect (not the server's doing)."""
+    return f"internal error ({type(exc).__name__}: {exc})"[:300]
 
 
 class RecoveryScheduler:
@@ -155,7 +161,8 @@ class RecoveryScheduler:
         half_open = self._half_open_due(now) if self._watched() else []
         try:
             await asyncio.gather(
-                *(self._retry(s) for s in due), *(self._half_open(s) for s in half_open)
+                *(self._guarded(self._retry, s) for s in due),
+                *(self._guarded(self._half_open, s) for s in half_open),
             )
         finally:
             await self.arm()
@@ -176,9 +183,18 @@ class RecoveryScheduler:
         probes = self._half_open_due(self._now())
         if probes:
             try:
-                await asyncio.gather(*(self._half_open(s) for s in probes))
+                await asyncio.gather(*(self._guarded(self._half_open, s) for s in probes))
             finally:
                 await self.arm()
+
+    async def _guarded(self, attempt: Attempt, server: ServerState) -> None:
+        """Run one attempt; one that dies of an exception is logged and goes on as failed."""
+        try:
+            await attempt(server)
+        except Exception as exc:
+            log.exception("MCP server %s: an attempt died", server.name)
+            server.connect_failed(internal_error(exc))
+            await self.crashed(server)
 
     def _half_open_due(self, now: float) -> list[ServerState]:
         return [

@@ -178,3 +178,23 @@ async def test_an_attempt_that_died_goes_on_along_the_schedule() -> None:
     await scheduler.crashed(server)  # a half-open try died: the cool-down starts again
     assert server.state == "failed" and server.retry.failed_at == clock.now_ms() / 1000
     assert connect.attempts == 0
+
+
+async def test_a_retry_that_raises_on_the_alarm_counts_as_failed_and_the_alarm_stays_set() -> None:
+    scheduler, server, clock, alarm, connect = setup()
+
+    async def broken(_server: ServerState) -> bool:
+        raise KeyError("a defect")
+
+    await scheduler.begin(server)
+    scheduler._connect = broken
+    clock.advance(1)
+    await scheduler.on_alarm()  # does not raise into the platform's alarm handler
+    assert server.state == "reconnecting" and server.retry.attempts == 1
+    assert server.last_error == "internal error (KeyError: 'a defect')"
+    assert seconds_ahead(alarm) == 3  # the next retry is planned and armed
+    scheduler._connect = connect
+    connect.up = True
+    clock.advance(2)
+    await scheduler.on_alarm()
+    assert server.state == "ready" and alarm.at_ms is None
