@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How long `close` waits for connections still closing in the background.
+CLOSE_WAIT_SECONDS = 2.5
+
 
 class McpManager:
     """The ToolProvider of a client's object, with remote MCP servers behind it."""
@@ -71,6 +74,9 @@ class McpManager:
         self._started = False
         self._closed = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Connections being closed in the background: awaited by `close`, never cancelled
+        # (a close cut short leaves the SDK's session half torn down).
+        self._closing: set[asyncio.Task[Any]] = set()
         self._hub = hub
         self._status = StatusBroadcast(self._servers, clock, hub)
         policy = ReconnectPolicy.from_settings(settings)
@@ -82,7 +88,7 @@ class McpManager:
             clock=clock,
             on_lost=self._on_lost,
             on_ready=self._on_ready,
-            spawn=self._spawn,
+            spawn=self._spawn_close,
             # The bound of one attempt, so a server is never `connecting` for longer.
             attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
         )
@@ -154,6 +160,9 @@ class McpManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*(self._drop(s) for s in list(self._servers.values())))
+        if self._closing:
+            # Each close is bounded (McpConnection.close); the host's stop bounds this too.
+            await asyncio.wait(list(self._closing), timeout=CLOSE_WAIT_SECONDS)
 
     async def _drop(self, server: ServerState) -> None:
         server.retry.reset()
@@ -176,8 +185,20 @@ class McpManager:
         task.add_done_callback(lambda done: self._task_done(done, server))
         return task
 
-    def _task_done(self, task: asyncio.Task[Any], server: ServerState | None) -> None:
-        self._tasks.discard(task)
+    def _spawn_close(self, closing: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Close a connection in the background; `close` waits for it."""
+        task = asyncio.ensure_future(closing)
+        self._closing.add(task)
+        task.add_done_callback(lambda done: self._task_done(done, None, self._closing))
+        return task
+
+    def _task_done(
+        self,
+        task: asyncio.Task[Any],
+        server: ServerState | None,
+        group: set[asyncio.Task[Any]] | None = None,
+    ) -> None:
+        (self._tasks if group is None else group).discard(task)
         if task.cancelled():
             return
         exc = task.exception()
@@ -214,7 +235,7 @@ class McpManager:
         if not server.lost(reason):
             return
         if conn is not None:
-            self._spawn(conn.close())
+            self._spawn_close(conn.close())
         self._spawn(self.recovery.begin(server), server=server)
 
     async def on_alarm(self) -> None:
