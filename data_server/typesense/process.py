@@ -135,6 +135,12 @@ class TypesenseProcess:
                         f"Typesense exited with code {code} during start-up "
                         f"(port {self.port}).\n{self.log_tail()}"
                     )
+                # The deadline is checked before each probe, so a timeout of 0 never waits.
+                if time.monotonic() >= deadline:
+                    raise TypesenseStartError(
+                        f"Typesense was not healthy after {timeout:.0f}s at {self.url}.\n"
+                        f"{self.log_tail()}"
+                    )
                 try:
                     resp = client.get(f"{self.url}/health")
                     if resp.status_code == 200 and resp.json().get("ok") is True:
@@ -143,11 +149,6 @@ class TypesenseProcess:
                             return
                 except (httpx.HTTPError, ValueError):
                     pass
-                if time.monotonic() >= deadline:
-                    raise TypesenseStartError(
-                        f"Typesense was not healthy after {timeout:.0f}s at {self.url}.\n"
-                        f"{self.log_tail()}"
-                    )
                 time.sleep(0.1)
 
     def _recorded_ports(self) -> tuple[int, int] | None:
