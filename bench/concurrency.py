@@ -31,6 +31,7 @@ from bench.stack import running_runtime, runtime_pid, runtime_vars, state_dir
 from tests.support.chat_client import ChatClient
 
 P99_TARGET_MS = 50.0
+RSS_PER_CLIENT_TARGET_MIB = 0.5
 TURN_TIMEOUT_S = 120.0
 SETUP_TIMEOUT_S = 60.0
 
@@ -73,7 +74,7 @@ class ClientRun:
 
 class Gate:
     """Setup is throttled and finished by every client before any turn starts, so the
-    measurement is of turns, not of 200 objects being created at once."""
+    measurement is of turns, not of a thousand objects being created at once."""
 
     def __init__(self, clients: int, setup_concurrency: int = 20) -> None:
         self.setup = asyncio.Semaphore(setup_concurrency)
@@ -150,8 +151,8 @@ async def _single(url: str, ws_url: str, turns: int) -> list[float]:
 
 async def run(sizes: BenchSizes) -> list[Row]:
     """Single-client latency, then all clients at once."""
-    clients = sizes.pick(30, 200)
-    turns = sizes.pick(5, 10)
+    clients = sizes.pick(100, 1000)
+    turns = 5
     # Every user sends a message every few seconds: far busier than people are.
     pause_s = sizes.pick(1, 5)
     with (
@@ -174,12 +175,14 @@ async def run(sizes: BenchSizes) -> list[Row]:
             await asyncio.wait_for(gate.start.wait(), clients * SETUP_TIMEOUT_S)
             began = time.monotonic()
             runtime_cpu, own_cpu = cpu_seconds(pid), time.process_time()
+            model_cpu = cpu_seconds(model.pid)
             done, pending = await asyncio.wait(tasks, timeout=turns * TURN_TIMEOUT_S)
             for task in pending:
                 task.cancel()
             failures = [t.exception() for t in done if t.exception() is not None]
             wall_s = time.monotonic() - began
             runtime_cpu = cpu_seconds(pid) - runtime_cpu
+            model_cpu = cpu_seconds(model.pid) - model_cpu
             own_cpu = time.process_time() - own_cpu
         peak_kib = rss.peak_kib
     latencies = [ms for r in runs for ms in r.latencies_ms]
@@ -194,6 +197,7 @@ async def run(sizes: BenchSizes) -> list[Row]:
         # A lost turn must be explainable from the run's own output.
         print(f"  lost or failed: {error}", flush=True)
     p50, p99 = percentile(added, 50), percentile(added, 99)
+    per_client_mib = (peak_kib - idle_kib) / 1024 / clients
     note = (
         f"{clients} clients × {turns} turns, {pause_s:g} s mean pause; {wall_s:.0f} s wall, "
         f"{len(latencies) / wall_s:.0f} turns/s; "
@@ -203,7 +207,7 @@ async def run(sizes: BenchSizes) -> list[Row]:
     )
     note += (
         f"; CPU during the turns: runtime {runtime_cpu / wall_s:.0%} of a core, "
-        f"clients {own_cpu / wall_s:.0%}"
+        f"model {model_cpu / wall_s:.0%}, clients {own_cpu / wall_s:.0%}"
     )
     if failures:
         note += f"; {len(failures)} clients failed: {failures[0]!r}"[:200]
@@ -243,6 +247,14 @@ async def run(sizes: BenchSizes) -> list[Row]:
             figure=Spread.of([peak_kib / 1024]),
             baseline=Spread.of([idle_kib / 1024]),
             baseline_label="after the single-client turns",
-            note=f"{(peak_kib - idle_kib) / 1024 / clients:.2f} MiB per client over idle",
+        ),
+        Row(
+            bench="concurrency",
+            metric="runtime RSS per connected client (peak over idle)",
+            unit="MiB",
+            figure=Spread.of([per_client_mib]),
+            target=f"≤ {RSS_PER_CLIENT_TARGET_MIB:g} MiB",
+            met=per_client_mib <= RSS_PER_CLIENT_TARGET_MIB,
+            note=f"{clients} clients connected at once, each with its own object and thread",
         ),
     ]

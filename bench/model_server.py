@@ -98,6 +98,13 @@ class ModelProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def pid(self) -> int:
+        """The process id of the running server (for /proc readings)."""
+        if self._child is None or self._child.pid is None:
+            raise RuntimeError("model server not running")
+        return self._child.pid
+
     def start(self, timeout: float = 20.0) -> ModelProcess:
         """Launch and wait until it answers."""
         self._child = ChildProcess(

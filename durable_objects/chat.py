@@ -24,7 +24,7 @@ from albert.cloudflare.ai import platform_model
 from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
 from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping
-from albert.cloudflare.fetch import outbound_transport
+from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.sockets import (
@@ -84,7 +84,7 @@ class ChatDurableObject(DurableObject):
     def _outbound(self) -> httpx.AsyncClient:
         # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
         if self._http is None:
-            self._http = httpx.AsyncClient(transport=outbound_transport())
+            self._http = outbound_client()
         return self._http
 
     def _authenticator(self) -> Authenticator:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from albert.cloudflare.fetch import FetchTransport
+from albert.cloudflare.fetch import FetchTransport, outbound_client
 from tests.cloudflare import fakes
 from tests.cloudflare.test_ai_binding import FakeReadableStream
 
@@ -307,3 +307,19 @@ async def test_a_body_stream_that_errors_is_a_read_error() -> None:
             fetch.reader.fail_with = "TypeError: Network connection lost."
             with pytest.raises(httpx.ReadError, match="Network connection lost"):
                 await stream.__anext__()
+
+
+async def test_objects_share_one_tls_context_under_cpython() -> None:
+    # One context per object loaded the CA bundle each time (~0.8 MiB per client).
+    first, second = outbound_client(), outbound_client()
+    try:
+        contexts = [
+            c._transport._pool._ssl_context  # type: ignore[attr-defined]
+            for c in (first, second)
+        ]
+        assert contexts[0] is contexts[1]
+        assert contexts[0].verify_mode.name == "CERT_REQUIRED"
+        assert contexts[0].check_hostname
+    finally:
+        await first.aclose()
+        await second.aclose()
