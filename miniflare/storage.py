@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ class SqlCursor:
 
     def __init__(self, cursor: sqlite3.Cursor) -> None:
         self.columnNames = [d[0] for d in cursor.description or []]
-        self._rows = [dict(zip(self.columnNames, row, strict=True)) for row in cursor.fetchall()]
+        names = self.columnNames
+        self._rows = [dict(zip(names, row)) for row in cursor.fetchall()] if names else []
         self.rowsRead = len(self._rows)
         self.rowsWritten = max(cursor.rowcount, 0) if not self.columnNames else 0
 
@@ -40,6 +42,12 @@ class SqlCursor:
         return iter(self._rows)
 
 
+@lru_cache(maxsize=1024)
+def _opens_transaction(query: str) -> bool:
+    # A handful of constant statements run over and over: classify each text once.
+    return query.strip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT"))
+
+
 class SqlStorage:
     """`ctx.storage.sql`: synchronous, autocommit, one statement per call."""
 
@@ -53,7 +61,7 @@ class SqlStorage:
         self._db.execute("PRAGMA foreign_keys=ON")
 
     def exec(self, query: str, *bindings: Any) -> SqlCursor:
-        if query.strip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT")):
+        if _opens_transaction(query):
             # The platform refuses explicit transactions (it makes each event atomic itself).
             raise NotImplementedError("explicit transactions are not allowed in ctx.storage.sql")
         return SqlCursor(self._db.execute(query, bindings))

@@ -48,6 +48,11 @@ class HttpResponse(BaseModel):
         )
 
     @classmethod
+    def json_text(cls, text: str, status: int = 200) -> HttpResponse:
+        """A JSON response from text already serialised (e.g. by SQLite)."""
+        return cls(status=status, body=text.encode(), headers={"content-type": "application/json"})
+
+    @classmethod
     def error(
         cls,
         status: int,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
 from albert.analytics.catalog import ThreadCreated, ThreadLoaded
 from albert.analytics.service import AnalyticsService
 from albert.protocol.display_text import clean_label, has_visible_text
-from albert.protocol.http import ThreadCreate, ThreadDetail, ThreadPage, ThreadUpdate
+from albert.protocol.http import ThreadCreate, ThreadUpdate
 from albert.settings import Settings
 from albert.storage.threads import InvalidCursor, NotFound, ThreadStore
 from albert.web import BadRequest, HttpRequest, HttpResponse, int_param, parse_body
@@ -59,8 +60,11 @@ class ThreadsApi:
         """/api/threads: a page of threads, or a new one."""
         if request.method == "GET":
             limit = int_param(request, "limit", 50, low=1, high=self._settings.max_page_size)
-            threads, cursor = self._store.list_threads(limit, request.query.get("cursor"))
-            return HttpResponse.json(ThreadPage(threads=threads, next_cursor=cursor))
+            threads, cursor = self._store.threads_page_json(limit, request.query.get("cursor"))
+            # The ThreadPage shape, its array serialised by SQLite (rows validated on write).
+            return HttpResponse.json_text(
+                f'{{"threads":{threads},"next_cursor":{json.dumps(cursor)}}}'
+            )
         if request.method == "POST":
             body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
             if self._store.count_threads() >= self._settings.max_threads_per_client:
@@ -81,12 +85,14 @@ class ThreadsApi:
         if request.method == "GET":
             limit = int_param(request, "limit", 100, low=1, high=self._settings.max_page_size)
             thread = self._store.get_thread(thread_id)
-            messages, cursor = self._store.list_messages(
+            messages, count, cursor = self._store.messages_page_json(
                 thread_id, limit, request.query.get("cursor")
             )
-            self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=len(messages)))
-            return HttpResponse.json(
-                ThreadDetail(thread=thread, messages=messages, next_cursor=cursor)
+            self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
+            # The ThreadDetail shape, its messages serialised by SQLite.
+            return HttpResponse.json_text(
+                f'{{"thread":{thread.model_dump_json()},"messages":{messages},'
+                f'"next_cursor":{json.dumps(cursor)}}}'
             )
         if request.method == "PATCH":
             body = parse_body(request, ThreadUpdate, MAX_BODY_BYTES)

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 _NOT_AVAILABLE = (ImportError, NotImplementedError, AttributeError)
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 def _ffi_attr(name: str) -> Any:
@@ -89,7 +90,16 @@ def py_value(value: Any) -> Any:
     """
     # Primitives first: they are nearly every value of a result set, and the
     # null check below looks up the FFI module.
-    if value is None or isinstance(value, str | bool | int | float | bytes):
+    kind = type(value)
+    if value is None or kind in _PLAIN:
+        return value
+    # Exactly dict or list (not a subclass, not a proxy): already Python, only the values
+    # may need converting. Rows of the local runtime's SQL arrive like this.
+    if kind is dict:
+        return {str(k): v if type(v) in _PLAIN else py_value(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _PLAIN else py_value(v) for v in value]
+    if isinstance(value, str | bool | int | float | bytes):
         return value
     if is_js_nullish(value):
         return None

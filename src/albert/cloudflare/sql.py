@@ -13,6 +13,7 @@ The contract both runtimes are held to (tests/cloudflare/test_storage_port.py):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from albert.cloudflare.ffi import js_null, py_value, to_js_bytes
@@ -41,6 +42,13 @@ def sql_binding(value: Any, null: Any = None) -> Any:
     return value
 
 
+@lru_cache(maxsize=1024)
+def _manages_transaction(sql: str) -> bool:
+    # Statements are a few constant strings: classify each once.
+    first = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+    return first in _TRANSACTION_WORDS
+
+
 def _rows(cursor: Any) -> list[Any]:
     to_array = getattr(cursor, "toArray", None)
     if to_array is not None:
@@ -58,8 +66,7 @@ class WorkersSql:
 
     def execute(self, sql: str, *params: Any) -> list[Row]:
         """Run one statement with `?` bindings and return its rows as plain dicts."""
-        first = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-        if first in _TRANSACTION_WORDS:
+        if _manages_transaction(sql):
             raise TransactionRefused(
                 "explicit transactions are not allowed on ctx.storage.sql; "
                 "each event handler's writes are already atomic"
@@ -67,7 +74,8 @@ class WorkersSql:
         null = js_null()
         try:
             cursor = self._sql.exec(sql, *(sql_binding(p, null) for p in params))
-            rows = [dict(row) for row in _rows(cursor)]
+            # py_value already made each row a fresh dict; anything else is copied into one.
+            rows = [row if type(row) is dict else dict(row) for row in _rows(cursor)]
         except SqlError:
             raise
         except Exception as exc:

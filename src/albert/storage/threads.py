@@ -289,6 +289,41 @@ class ThreadStore:
         )
         return messages, next_cursor
 
+    def messages_page_json(
+        self, thread_id: str, limit: int, cursor: str | None = None
+    ) -> tuple[str, int, str | None]:
+        """Like `list_messages`, as the JSON array the API sends, made by SQLite itself.
+
+        Rows were validated when written, so they are not built into models again: the
+        array comes out of one statement, in `Message`'s field order and shape. Returns
+        (JSON array, how many messages, next cursor).
+        """
+        after = decode_cursor(cursor, MessageCursor).seq if cursor else 0
+        row = self._sql.execute(
+            _MESSAGES_PAGE_SQL, thread_id, after, limit + 1, thread_id, after, limit
+        )[0]
+        next_cursor = (
+            MessageCursor(seq=int(row["last_seq"])).encode() if row["available"] > limit else None
+        )
+        return str(row["page"]), int(row["n"]), next_cursor
+
+    def threads_page_json(self, limit: int, cursor: str | None = None) -> tuple[str, str | None]:
+        """Like `list_threads`, as the JSON array the API sends (see `messages_page_json`)."""
+        if cursor:
+            after = decode_cursor(cursor, ThreadCursor)
+            bounds: tuple[Any, ...] = (after.updated_at, after.thread_id)
+            sql = _THREADS_AFTER_PAGE_SQL
+        else:
+            bounds = ()
+            sql = _THREADS_PAGE_SQL
+        row = self._sql.execute(sql, *bounds, limit + 1, *bounds, limit)[0]
+        next_cursor = None
+        if row["available"] > limit:
+            next_cursor = ThreadCursor(
+                updated_at=int(row["last_updated"]), thread_id=str(row["last_id"])
+            ).encode()
+        return str(row["page"]), next_cursor
+
     def turn_messages(self, thread_id: str, turn_id: str) -> list[Message]:
         """The messages of one turn (every run of it), in order."""
         rows = self._sql.execute(
@@ -343,6 +378,47 @@ class ToolOutputs:
         if not rows:
             return None
         return str(rows[0]["part"]), int(rows[0]["total"])
+
+
+# --- JSON straight from SQLite -------------------------------------------------------
+# One json_object per row, its keys in the model's field order; columns that hold JSON
+# text are embedded as JSON, empty ones as the model's default. A field added to the
+# model without a column here fails the statement (and tests/albert/storage).
+_JSON_COLUMNS = {
+    "tool_calls": "json(CASE WHEN tool_calls IS NULL OR tool_calls = '' THEN '[]' "
+    "ELSE tool_calls END)",
+    "meta": "json(CASE WHEN meta IS NULL OR meta = '' THEN '{}' ELSE meta END)",
+}
+
+
+def _json_object_sql(model: type[BaseModel]) -> str:
+    parts = [f"'{name}', {_JSON_COLUMNS.get(name, name)}" for name in model.model_fields]
+    return f"json_object({', '.join(parts)})"
+
+
+# The aggregate keeps the order of the sub-select it reads (ORDER BY ... LIMIT there);
+# `available` counts up to limit + 1 rows to tell whether a next page exists.
+_MESSAGES_PAGE_SQL = (
+    "SELECT coalesce(json_group_array(" + _json_object_sql(Message) + "), '[]') AS page, "
+    "count(*) AS n, max(seq) AS last_seq, "
+    "(SELECT count(*) FROM (SELECT 1 FROM messages WHERE thread_id = ? AND seq > ? "
+    "LIMIT ?)) AS available "
+    "FROM (SELECT * FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?)"
+)
+
+
+def _threads_page_sql(where: str) -> str:
+    return (
+        "SELECT page, json_extract(page, '$[#-1].updated_at') AS last_updated, "
+        "json_extract(page, '$[#-1].id') AS last_id, available FROM ("
+        "SELECT coalesce(json_group_array(" + _json_object_sql(Thread) + "), '[]') AS page, "
+        f"(SELECT count(*) FROM (SELECT 1 FROM threads {where} LIMIT ?)) AS available "
+        f"FROM (SELECT * FROM threads {where} ORDER BY updated_at DESC, id DESC LIMIT ?))"
+    )
+
+
+_THREADS_PAGE_SQL = _threads_page_sql("")
+_THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
 
 
 def _message_from_row(row: Row) -> Message:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from albert.cloudflare.sql import WorkersSql
-from albert.protocol.http import ToolCallRecord
+from albert.protocol.http import Message, Thread, ToolCallRecord
 from albert.storage.migrations import MIGRATIONS, THREADS, migrate
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from miniflare import install_shims
@@ -98,3 +99,99 @@ def test_delete_removes_messages_and_unknown_threads_raise(store: ThreadStore) -
 def test_malformed_cursors_are_rejected(store: ThreadStore) -> None:
     with pytest.raises(ValueError):
         store.list_threads(5, "%%%")
+
+
+# --- pages as JSON straight from SQLite --------------------------------------------------
+
+TRICKY_TEXTS = [
+    "",
+    "plain",
+    'quotes " and \\ backslash',
+    "lines\nand\ttabs\r\x00\x01\x1f\x7f",
+    "unicode é ü 中文 🚀 \u2028\u2029 \u202e",
+    "</script><b>html</b>",
+    "x" * 5000,
+]
+
+
+def _fill(store: ThreadStore, thread_id: str, count: int) -> None:
+    store.create_thread(thread_id, "chat")
+    for i in range(count):
+        text = TRICKY_TEXTS[i % len(TRICKY_TEXTS)]
+        role = ("user", "assistant", "tool", "assistant")[i % 4]
+        calls = (
+            [ToolCallRecord(id=f"c{i}", name="search", arguments='{"q": "é\\n\\"x\\""}')]
+            if i % 4 == 1
+            else None
+        )
+        store.add_message(
+            message_id=f"m{i}",
+            thread_id=thread_id,
+            turn_id=f"turn{i // 4}",
+            role=role,
+            content=text,
+            tool_calls=calls,
+            tool_call_id=f"c{i - 1}" if role == "tool" else None,
+            name="search" if role == "tool" else None,
+            status=("complete", "incomplete", "error", "cancelled")[i % 4],  # type: ignore[arg-type]
+            finish_reason="stop" if i % 4 == 3 else None,
+            meta={"model": "m", "note": text[:20], "n": i} if i % 3 == 0 else None,
+        )
+
+
+def _model_page(store: ThreadStore, thread_id: str, limit: int, cursor: str | None) -> str:
+    messages, next_cursor = store.list_messages(thread_id, limit, cursor)
+    return json.dumps([m.model_dump(mode="json") for m in messages]), next_cursor
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7, 50])
+def test_message_pages_as_json_equal_the_models(store: ThreadStore, limit: int) -> None:
+    _fill(store, "t", 23)
+    cursor_json = cursor_model = None
+    for _ in range(30):
+        page, count, cursor_json = store.messages_page_json("t", limit, cursor_json)
+        expected, cursor_model = _model_page(store, "t", limit, cursor_model)
+        # Same values, same key order (the wire is the models' serialisation).
+        assert list(json.loads(page)) == json.loads(expected)
+        assert [list(m) for m in json.loads(page)] == [list(m) for m in json.loads(expected)]
+        assert count == len(json.loads(page)) and cursor_json == cursor_model
+        assert all(Message.model_validate(m) for m in json.loads(page))
+        if cursor_json is None:
+            break
+    assert cursor_json is None
+
+
+def test_a_thousand_messages_come_back_in_order(store: ThreadStore) -> None:
+    _fill(store, "t", 1000)
+    page, count, cursor = store.messages_page_json("t", 1000)
+    assert count == 1000 and cursor is None
+    assert [m["id"] for m in json.loads(page)] == [f"m{i}" for i in range(1000)]
+
+
+def test_an_empty_thread_is_an_empty_json_page(store: ThreadStore) -> None:
+    store.create_thread("t", None)
+    assert store.messages_page_json("t", 10) == ("[]", 0, None)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5, 40])
+def test_thread_pages_as_json_equal_the_models(store: ThreadStore, limit: int) -> None:
+    for i in range(12):
+        store.create_thread(f"t{i}", TRICKY_TEXTS[i % len(TRICKY_TEXTS)][:100] or None)
+    store.add_message(message_id="m", thread_id="t3", turn_id="m", role="user", content="bump")
+    cursor_json = cursor_model = None
+    for _ in range(30):
+        page, cursor_json = store.threads_page_json(limit, cursor_json)
+        threads, cursor_model = store.list_threads(limit, cursor_model)
+        assert json.loads(page) == [t.model_dump(mode="json") for t in threads]
+        assert [list(t) for t in json.loads(page)] == [list(Thread.model_fields)] * len(threads)
+        assert cursor_json == cursor_model
+        if cursor_json is None:
+            break
+    assert cursor_json is None
+
+
+def test_json_pages_reject_malformed_cursors(store: ThreadStore) -> None:
+    with pytest.raises(ValueError):
+        store.threads_page_json(5, "%%%")
+    with pytest.raises(ValueError):
+        store.messages_page_json("t", 5, "%%%")
