@@ -23,7 +23,7 @@ class SqlCursor:
     def __init__(self, cursor: sqlite3.Cursor) -> None:
         self.columnNames = [d[0] for d in cursor.description or []]
         names = self.columnNames
-        self._rows = [dict(zip(names, row)) for row in cursor.fetchall()] if names else []
+        self._rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         self.rowsRead = len(self._rows)
         self.rowsWritten = max(cursor.rowcount, 0) if not self.columnNames else 0
 

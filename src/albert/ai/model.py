@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,11 +38,12 @@ class ModelRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
 
 
-class TextDelta(BaseModel):
-    """A piece of answer text."""
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of answer text (a plain slotted object: one is made per streamed token)."""
 
-    kind: Literal["text"] = "text"
     text: str
+    kind: Literal["text"] = "text"
 
 
 class ToolCallRequest(BaseModel):

@@ -14,7 +14,7 @@ import httpx
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
 from albert.ai.model import ModelError, ModelEvent, ModelRequest
 from albert.ai.openai_wire import StreamedStep, conversation_payload, decode_chunk
-from albert.ai.sse import parse_sse
+from albert.ai.sse import parse_sse_bytes
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -96,8 +96,8 @@ class OpenAICompatibleClient:
 
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
         step = StreamedStep()
-        lines = parse_sse(response.aiter_lines())
-        async for chunk in step.chunks(lines, lambda data: _chunk(data, self._secrets), drain=True):
+        sse = parse_sse_bytes(response.aiter_bytes())
+        async for chunk in step.chunks(sse, lambda data: _chunk(data, self._secrets), drain=True):
             for event in step.read_choices(chunk):
                 yield event
         step.check_finished("the model stream")

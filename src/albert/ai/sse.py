@@ -1,38 +1,95 @@
-"""Server-sent events parsing (the subset chat-completion streams use)."""
+"""Server-sent events parsing (the subset chat-completion streams use).
+
+A streamed answer is hundreds of events per second, so this is a hot path: events are
+plain slotted objects (no model built per event), and `parse_sse_bytes` splits the raw
+body itself (C-level `bytes.splitlines`) rather than going through a text decoder and a
+line iterator per line.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 
-from pydantic import BaseModel
 
-
-class SseEvent(BaseModel):
+@dataclass(frozen=True, slots=True)
+class SseEvent:
     """One dispatched event."""
 
     event: str = "message"
     data: str = ""
 
 
-async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
-    """Turn a stream of lines into events, per the WHATWG event-stream rules."""
-    event_type = ""
-    data_lines: list[str] = []
-    async for raw in lines:
-        line = raw.rstrip("\r\n")
-        if line == "":
-            if data_lines:
-                yield SseEvent(event=event_type or "message", data="\n".join(data_lines))
-            event_type, data_lines = "", []
-            continue
-        if line.startswith(":"):
-            continue
+class _EventBuilder:
+    """The WHATWG event-stream field rules, one line at a time."""
+
+    __slots__ = ("data_lines", "event_type")
+
+    def __init__(self) -> None:
+        self.event_type = ""
+        self.data_lines: list[str] = []
+
+    def feed(self, line: str) -> SseEvent | None:
+        """Take one line (without its ending); a blank line dispatches the event."""
+        if not line:
+            event = None
+            if self.data_lines:
+                event = SseEvent(self.event_type or "message", "\n".join(self.data_lines))
+            self.event_type, self.data_lines = "", []
+            return event
+        if line[0] == ":":
+            return None
         field, _, value = line.partition(":")
-        if value.startswith(" "):
+        if value[:1] == " ":
             value = value[1:]
         if field == "data":
-            data_lines.append(value)
+            self.data_lines.append(value)
         elif field == "event":
-            event_type = value
+            self.event_type = value
+        return None
+
+
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
+    """Turn a stream of lines into events, per the WHATWG event-stream rules."""
+    builder = _EventBuilder()
+    async for raw in lines:
+        event = builder.feed(raw.rstrip("\r\n"))
+        if event is not None:
+            yield event
     # A final event without its blank line is discarded, as the spec says: the
     # stream was cut before the event was complete.
+
+
+async def parse_sse_bytes(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEvent]:
+    """Events from the raw body (any chunking; CRLF, LF or CR line endings; UTF-8).
+
+    Same rules and result as `parse_sse` over the body's lines.
+    """
+    builder = _EventBuilder()
+    held = b""
+    async for chunk in chunks:
+        if not chunk:
+            continue
+        buffer = held + chunk if held else chunk
+        lines = buffer.splitlines(keepends=True)
+        last = lines[-1]
+        # An unfinished last line waits for more; so does a lone CR, whose LF may follow.
+        if last[-1:] == b"\r" or last[-1:] != b"\n":
+            held = lines.pop()
+        else:
+            held = b""
+        for event in _events_of(builder, lines):
+            yield event
+    if held.endswith(b"\r"):
+        for event in _events_of(builder, [held]):
+            yield event
+
+
+def _events_of(builder: _EventBuilder, lines: Iterable[bytes]) -> list[SseEvent]:
+    out = []
+    for raw in lines:
+        # A line break never falls inside a UTF-8 sequence, so each line decodes alone.
+        event = builder.feed(raw.rstrip(b"\r\n").decode("utf-8", "replace"))
+        if event is not None:
+            out.append(event)
+    return out

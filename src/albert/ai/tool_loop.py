@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -186,12 +187,21 @@ class ToolLoop:
         stream = self._model.stream(request)
         loop = asyncio.get_running_loop()
         started = False
+        bound = self._stall.chunk_seconds
+        # One deadline per step. Moving it cancels a timer and arms another, a few µs per
+        # token at streaming rates, so it moves at most every `slack` seconds and lands
+        # `slack` further out: a stall is still reported no sooner than `bound` after the
+        # last event, and at most `slack` later.
+        slack = bound / 50
+        armed = -math.inf
         try:
-            # One deadline per step, moved on every event: cheaper than a timer per chunk.
             async with asyncio.timeout(self._stall.first_chunk_seconds) as deadline:
                 async for event in stream:
                     started = True
-                    deadline.reschedule(loop.time() + self._stall.chunk_seconds)
+                    now = loop.time()
+                    if now - armed >= slack:
+                        deadline.reschedule(now + bound + slack)
+                        armed = now
                     if isinstance(event, TextDelta):
                         self._state.text.append(event.text)
                         await observer.on_text(step, event.text)

@@ -39,7 +39,9 @@ from albert.storage.turn_journal import TurnJournal
 from albert.tools.guard import GuardedResult
 
 TOOL_PREVIEW_CHARS = 4_000
-DELTA_FLUSH_CHARS = 64
+# Each piece sent is one WebSocket frame and one journal write; 20 ms of text is still
+# far below what a reader notices, and a fast stream fills fewer, larger frames.
+DELTA_FLUSH_CHARS = 256
 DELTA_FLUSH_SECONDS = 0.02
 
 

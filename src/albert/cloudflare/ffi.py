@@ -99,6 +99,11 @@ def py_value(value: Any) -> Any:
         return {str(k): v if type(v) in _PLAIN else py_value(v) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _PLAIN else py_value(v) for v in value]
+    return _js_value(value)
+
+
+def _js_value(value: Any) -> Any:
+    """`py_value` of anything but a primitive or a plain dict/list."""
     if isinstance(value, str | bool | int | float | bytes):
         return value
     if is_js_nullish(value):
