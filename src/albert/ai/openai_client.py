@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
-from albert.ai.model import ModelError, ModelEvent, ModelRequest
+from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
 from albert.ai.openai_wire import StreamedStep, conversation_payload, decode_chunk
-from albert.ai.sse import parse_sse_bytes
+from albert.ai.sse import parse_sse_batches
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -94,12 +94,29 @@ class OpenAICompatibleClient:
             retry_after=_retry_after(response),
         )
 
+    def _decode(self, data: str) -> dict[str, Any]:
+        return _chunk(data, self._secrets)
+
     async def _events(self, response: httpx.Response) -> AsyncIterator[ModelEvent]:
         step = StreamedStep()
-        sse = parse_sse_bytes(response.aiter_bytes())
-        async for chunk in step.chunks(sse, lambda data: _chunk(data, self._secrets), drain=True):
-            for event in step.read_choices(chunk):
-                yield event
+        # The stream is read to its end (after [DONE] too) so the connection can go back
+        # to the pool. The text of the events one read brought is one delta: a burst
+        # costs the rest of the turn one step, not one per token.
+        async for batch in parse_sse_batches(response.aiter_bytes()):
+            text: list[str] = []
+            try:
+                for sse in batch:
+                    chunk = step.accept(sse, self._decode)
+                    if chunk is not None:
+                        text.append(step.choices_text(chunk))
+            except ModelError:
+                # Text before a chunk that fails (an error event) is still the answer's.
+                if any(text):
+                    yield TextDelta(text="".join(text))
+                raise
+            joined = "".join(text)
+            if joined:
+                yield TextDelta(text=joined)
         step.check_finished("the model stream")
         for event in step.closing_events(
             step.finish_reason or ("tool_calls" if step.calls else "stop")

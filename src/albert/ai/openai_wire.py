@@ -156,14 +156,29 @@ class StreamedStep:
         async for sse in events:
             if self.done:
                 continue
-            if sse.data.strip() == "[DONE]":
-                self.done = True
-                if drain:
-                    continue
+            chunk = self.accept(sse, decode)
+            if chunk is not None:
+                yield chunk
+            elif self.done and not drain:
                 break
-            chunk = decode(sse.data)
-            self.note_usage(chunk)
-            yield chunk
+
+    def accept(
+        self, sse: SseEvent, decode: Callable[[str], dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """One event of the stream: its decoded chunk (usage noted), or None for `[DONE]`
+        and for anything after it."""
+        if self.done:
+            return None
+        if sse.data.strip() == "[DONE]":
+            self.done = True
+            return None
+        chunk = decode(sse.data)
+        self.note_usage(chunk)
+        return chunk
+
+    def choices_text(self, chunk: dict[str, Any]) -> str:
+        """`read_choices` as one string: the chunk's text, its tool calls kept."""
+        return "".join(delta.text for delta in self.read_choices(chunk))
 
     def check_finished(self, stream: str) -> None:
         """A stream that stopped with neither `[DONE]` nor a finish reason was cut."""

@@ -65,6 +65,14 @@ async def parse_sse_bytes(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEven
 
     Same rules and result as `parse_sse` over the body's lines.
     """
+    async for batch in parse_sse_batches(chunks):
+        for event in batch:
+            yield event
+
+
+async def parse_sse_batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[SseEvent]]:
+    """Like `parse_sse_bytes`, the events completed by each piece of the body together
+    (never an empty list): a reader that lags behind gets a burst in one step."""
     builder = _EventBuilder()
     held = b""
     async for chunk in chunks:
@@ -78,11 +86,13 @@ async def parse_sse_bytes(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEven
             held = lines.pop()
         else:
             held = b""
-        for event in _events_of(builder, lines):
-            yield event
+        batch = _events_of(builder, lines)
+        if batch:
+            yield batch
     if held.endswith(b"\r"):
-        for event in _events_of(builder, [held]):
-            yield event
+        batch = _events_of(builder, [held])
+        if batch:
+            yield batch
 
 
 def _events_of(builder: _EventBuilder, lines: Iterable[bytes]) -> list[SseEvent]:
