@@ -21,7 +21,8 @@ ToolSource = Literal["local", "remote", "unknown"]
 class CatalogEvent(BaseModel):
     """Base of every event: a fixed name, a side, and typed properties."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use: most events are never sent by a given request.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: ClassVar[str]
     side: ClassVar[EventSide]

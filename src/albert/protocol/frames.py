@@ -16,7 +16,8 @@ Id = Annotated[str, Field(pattern=ID_PATTERN)]
 
 
 class _Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use: a cold start pays only for the frames it handles.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class _TurnFrame(_Frame):
@@ -61,7 +62,9 @@ class ResumeFrame(_Frame):
 
 ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame
 ClientFrame = Annotated[ClientFrames, Field(discriminator="type")]
-client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(ClientFrame)
+client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(
+    ClientFrame, config=ConfigDict(defer_build=True)
+)
 
 
 # --- server → client -------------------------------------------------------------------
@@ -241,4 +244,6 @@ ServerFrame = Annotated[
     | McpStatusFrame,
     Field(discriminator="type"),
 ]
-server_frame_adapter: TypeAdapter[Any] = TypeAdapter(ServerFrame)
+server_frame_adapter: TypeAdapter[Any] = TypeAdapter(
+    ServerFrame, config=ConfigDict(defer_build=True)
+)

@@ -10,7 +10,8 @@ from albert.auth.tenants import PublicTenant
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use: a cold start pays only for the bodies it handles.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class SessionRequest(_Body):
