@@ -10,6 +10,7 @@ of the worker's imports, in the same subprocess.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,10 +52,18 @@ print(json.dumps({"ms": worker_ms, "mcp_ms": mcp_ms, "mcp_loaded": mcp_loaded}))
 )
 
 
+def _env() -> dict[str, str]:
+    # Both sides are timed with bytecode caches in place (a deployed worker does not
+    # compile its sources on every start): with PYTHONDONTWRITEBYTECODE set in the
+    # environment the warm-up would write none, and every sample would compile.
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _sample(script: str) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=PROJECT_DIR,
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -71,6 +80,7 @@ def importtime_top(script: str, count: int = 15) -> list[tuple[str, int, int]]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", script],
         cwd=PROJECT_DIR,
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=60,

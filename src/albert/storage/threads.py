@@ -422,14 +422,15 @@ _THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
 
 
 def _message_from_row(row: Row) -> Message:
+    # Rows were validated when written (add_message builds the model): not again on read.
     calls = json.loads(row["tool_calls"]) if row.get("tool_calls") else []
-    return Message(
+    return Message.model_construct(
         id=row["id"],
         thread_id=row["thread_id"],
         turn_id=row["turn_id"],
         role=row["role"],
         content=row["content"],
-        tool_calls=[ToolCallRecord(**c) for c in calls],
+        tool_calls=[ToolCallRecord.model_construct(**c) for c in calls],
         tool_call_id=row.get("tool_call_id"),
         name=row.get("name"),
         status=row["status"],
