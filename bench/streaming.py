@@ -15,7 +15,7 @@ from bench.stack import running_runtime, runtime_vars, state_dir
 from tests.support.chat_client import ChatClient, answer_text
 
 RATIO_TARGET = 1.10
-PER_TOKEN_TARGET_US = 50.0
+PER_TOKEN_TARGET_US = 10.0
 
 
 async def direct_read(http: httpx.AsyncClient, model: ModelProcess) -> int:
