@@ -104,6 +104,15 @@ def require_port(host: str, port: int, option: str) -> None:
         )
 
 
+def read_log_tail(path: Path, lines: int, missing: str = "") -> str:
+    """The last `lines` lines of a log file, for error messages; `missing` if it can't be read."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return missing
+    return "\n".join(text.splitlines()[-lines:])
+
+
 def answers_http(url: str, *, healthy_only: bool = False) -> Callable[[], bool]:
     """A readiness probe: true once `url` answers HTTP (with 200 when `healthy_only`)."""
 
@@ -228,13 +237,7 @@ class ChildProcess:
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the child's log, for error messages."""
-        if self.log_path is None:
-            return ""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return read_log_tail(self.log_path, lines) if self.log_path is not None else ""
 
     # --- start ---
 
@@ -300,15 +303,16 @@ class ChildProcess:
                 raise ChildStartError(
                     f"{self.name} exited with code {code} before it was {what}\n{self.log_tail()}"
                 )
-            if probe() and (port is None or self.listens_on(port)):
-                if self.running:
-                    return self
-                continue  # another process answered: ours is gone, report that above
+            # The deadline is checked before each probe, so a timeout of 0 never waits.
             if time.monotonic() >= deadline:
                 self.stop()
                 raise ChildStartError(
                     f"{self.name} was not {what} after {timeout:g} s\n{self.log_tail()}"
                 )
+            if probe() and (port is None or self.listens_on(port)):
+                if self.running:
+                    return self
+                continue  # another process answered: ours is gone, report that above
             time.sleep(POLL_SECONDS)
 
     # --- stop ---
@@ -586,10 +590,7 @@ class LocalProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the process log."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
+        return read_log_tail(self.log_path, lines)
 
     def __enter__(self) -> LocalProcess:
         return self.start()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import time
 from pathlib import Path
 from types import TracebackType
 
@@ -19,7 +18,7 @@ import httpx
 
 from data_server.typesense.process import HOST, free_port, port_is_free
 from data_server.wallets.chain_ids import chain_id as known_chain_id
-from miniflare.process import ChildProcess
+from miniflare.process import ChildProcess, ChildStartError, read_log_tail
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 ANVIL_VERSION = "1.7.1"  # package.json pins the same
@@ -130,37 +129,26 @@ class AnvilProcess:
         return self
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        assert self.child is not None
         body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
         with httpx.Client(timeout=1.0) as client:
-            while True:
-                assert self.child is not None
-                code = self.child.popen.poll()
-                if code is not None:
-                    raise AnvilStartError(
-                        f"anvil ({self.chain}) exited with code {code} during start-up.\n"
-                        f"{self.log_tail()}"
-                    )
+
+            def answers_chain_id() -> bool:
                 try:
                     answer = client.post(self.url, json=body).json()
-                    ours = self.child.listens_on(self.port)  # not another node on the port
-                    if int(answer["result"], 16) == self.chain_id and ours:
-                        return
+                    return int(answer["result"], 16) == self.chain_id
                 except (httpx.HTTPError, ValueError, KeyError, TypeError):
-                    pass
-                if time.monotonic() >= deadline:
-                    raise AnvilStartError(
-                        f"anvil ({self.chain}) did not answer within {timeout:.0f}s at "
-                        f"{self.url}.\n{self.log_tail()}"
-                    )
-                time.sleep(0.05)
+                    return False
+
+            try:
+                self.child.wait_ready(answers_chain_id, timeout, "answering", port=self.port)
+            except ChildStartError as exc:
+                head, _, log = str(exc).partition("\n")
+                raise AnvilStartError(f"{head} at {self.url}.\n{log}") from exc
 
     def log_tail(self, lines: int = 20) -> str:
         """The last lines of the node's log."""
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return read_log_tail(self.log_path, lines, missing="(no log)")
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM the node's group, wait up to `timeout` seconds, then SIGKILL it."""

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from pathlib import Path
 from types import TracebackType
 
 import httpx
 
-from miniflare.process import ChildProcess
+from miniflare.process import ChildProcess, ChildStartError, read_log_tail
 from miniflare.process import port_is_free as _port_is_free
 
 LOG_FILE_NAME = "typesense.log"
@@ -125,31 +124,21 @@ class TypesenseProcess:
             raise
 
     def _wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        assert self.child is not None
         with httpx.Client(timeout=1.0) as client:
-            while True:
-                assert self.child is not None
-                code = self.child.popen.poll()
-                if code is not None:
-                    raise TypesenseStartError(
-                        f"Typesense exited with code {code} during start-up "
-                        f"(port {self.port}).\n{self.log_tail()}"
-                    )
-                # The deadline is checked before each probe, so a timeout of 0 never waits.
-                if time.monotonic() >= deadline:
-                    raise TypesenseStartError(
-                        f"Typesense was not healthy after {timeout:.0f}s at {self.url}.\n"
-                        f"{self.log_tail()}"
-                    )
+
+            def healthy() -> bool:
                 try:
                     resp = client.get(f"{self.url}/health")
-                    if resp.status_code == 200 and resp.json().get("ok") is True:
-                        # Another server might hold the port; only ours counts as healthy.
-                        if self.child.running and self.child.listens_on(self.port):
-                            return
+                    return resp.status_code == 200 and resp.json().get("ok") is True
                 except (httpx.HTTPError, ValueError):
-                    pass
-                time.sleep(0.1)
+                    return False
+
+            try:
+                self.child.wait_ready(healthy, timeout, "healthy", port=self.port)
+            except ChildStartError as exc:
+                head, _, log = str(exc).partition("\n")
+                raise TypesenseStartError(f"{head} at {self.url}.\n{log}") from exc
 
     def _recorded_ports(self) -> tuple[int, int] | None:
         try:
@@ -165,11 +154,7 @@ class TypesenseProcess:
 
     def log_tail(self, lines: int = 30) -> str:
         """The last `lines` lines of the server log, for error messages."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return read_log_tail(self.log_path, lines, missing="(no log)")
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, wait up to `timeout` seconds, then SIGKILL (its writes are durable by then)."""
