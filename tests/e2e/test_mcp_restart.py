@@ -99,7 +99,9 @@ async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state
                 still = await vaults_status(client)
                 assert still["state"] == "failed" and still["attempts"] == 5, still
                 await client.connect()
-                await asyncio.sleep(3.2)  # the cool-down, counted from the last failure
+                # The cool-down counts from the last failure; the half-open try follows it
+                # (waited for by state, not by a sleep: on a loaded machine it runs late).
+                await status_when(client, lambda s: s["state"] == "ready", 30)
                 model.script(Reply(text=["ok"]))
                 await client.turn(thread, "What are the best stablecoin yields?")
                 tools = {t["function"]["name"] for t in model.requests[-1].get("tools", [])}

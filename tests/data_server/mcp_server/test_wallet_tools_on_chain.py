@@ -235,10 +235,11 @@ async def test_a_node_that_is_down_is_reported_per_chain(local_chains: LocalChai
 async def test_a_node_that_hangs_times_out_per_chain(local_chains: LocalChains) -> None:
     with HangingServer() as hanging:
         urls = {"ethereum": local_chains.urls["ethereum"], "base": hanging.url}
-        async with tools(local_chains, urls, timeout=1) as c:
+        # Long enough for the live node to answer on a loaded machine.
+        async with tools(local_chains, urls, timeout=5) as c:
             result = data(await call(c, "wallet_positions", {"address": FARMER}))
     assert result["chains_read"] == ["ethereum"]
-    assert "timed out after 1 s" in result["chain_errors"][0]["error"]
+    assert "timed out after 5 s" in result["chain_errors"][0]["error"]
 
 
 async def test_a_node_serving_another_chain_is_not_trusted(local_chains: LocalChains) -> None:
