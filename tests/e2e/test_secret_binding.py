@@ -63,7 +63,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, bound, attacker) -> Iterat
         "MCP_SECRETS": _bindings(bound[0].url, attacker[0].url),
         "TENANTS": json.dumps({"acme": {"name": "Acme"}}),
         "MCP_CHANGES_PER_MINUTE": "1000",
-        "MCP_CONNECT_TIMEOUT_SECONDS": "2",
+        "MCP_CONNECT_TIMEOUT_SECONDS": "15",  # the first connect also imports the mcp SDK
         "MCP_RETRY_ATTEMPTS": "0",
         "MCP_HALF_OPEN_COOLDOWN_SECONDS": "0.5",
     }
