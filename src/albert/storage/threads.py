@@ -213,27 +213,7 @@ class ThreadStore:
         meta: dict[str, Any] | None = None,
     ) -> Message:
         """Store one message and bump its thread."""
-        now = self._clock.now_ms()
-        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
-        self._sql.execute(
-            "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
-            "tool_call_id, name, status, finish_reason, meta, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            message_id,
-            thread_id,
-            turn_id,
-            role,
-            content,
-            calls_json,
-            tool_call_id,
-            name,
-            status,
-            finish_reason,
-            json.dumps(meta) if meta else None,
-            now,
-        )
-        self.touch(thread_id)
-        return Message(
+        message = Message(
             id=message_id,
             thread_id=thread_id,
             turn_id=turn_id,
@@ -245,8 +225,29 @@ class ThreadStore:
             status=status,
             finish_reason=finish_reason,
             meta=meta or {},
-            created_at=now,
+            created_at=self._clock.now_ms(),
         )
+        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
+        self._sql.execute(
+            "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
+            "tool_call_id, name, status, finish_reason, meta, created_at, wire) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            message_id,
+            thread_id,
+            turn_id,
+            role,
+            content,
+            calls_json,
+            tool_call_id,
+            name,
+            status,
+            finish_reason,
+            json.dumps(meta) if meta else None,
+            message.created_at,
+            message.model_dump_json(),
+        )
+        self.touch(thread_id)
+        return message
 
     def update_message(
         self,
@@ -259,15 +260,31 @@ class ThreadStore:
         meta: dict[str, Any] | None = None,
     ) -> None:
         """Rewrite an assistant message as its stream progresses or ends."""
+        rows = self._sql.execute("SELECT * FROM messages WHERE id = ?", message_id)
+        if not rows:
+            return
+        # The whole message is validated again with its new fields, and its wire JSON
+        # rewritten from it (albert.storage.migrations: MESSAGE_WIRE_BACKFILL).
+        message = Message(
+            **{
+                **_message_from_row(rows[0]).model_dump(),
+                "content": content,
+                "status": status,
+                "finish_reason": finish_reason,
+                "tool_calls": tool_calls or [],
+                "meta": meta or {},
+            }
+        )
         calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
         self._sql.execute(
             "UPDATE messages SET content = ?, status = ?, finish_reason = ?, tool_calls = ?, "
-            "meta = ? WHERE id = ?",
+            "meta = ?, wire = ? WHERE id = ?",
             content,
             status,
             finish_reason,
             calls_json,
             json.dumps(meta) if meta else None,
+            message.model_dump_json(),
             message_id,
         )
 
@@ -294,9 +311,10 @@ class ThreadStore:
     ) -> tuple[str, int, str | None]:
         """Like `list_messages`, as the JSON array the API sends, made by SQLite itself.
 
-        Rows were validated when written, so they are not built into models again: the
-        array comes out of one statement, in `Message`'s field order and shape. Returns
-        (JSON array, how many messages, next cursor).
+        Each message's JSON was made by its model when it was written (the `wire`
+        column), so a page is those texts joined by one statement, in order: nothing is
+        validated or escaped again on a read. Returns (JSON array, how many messages,
+        next cursor).
         """
         after = decode_cursor(cursor, MessageCursor).seq if cursor else 0
         row = self._sql.execute(
@@ -397,13 +415,16 @@ def _json_object_sql(model: type[BaseModel]) -> str:
 
 
 # The aggregate keeps the order of the sub-select it reads (ORDER BY ... LIMIT there);
-# `available` counts up to limit + 1 rows to tell whether a next page exists.
+# `available` counts up to limit + 1 rows to tell whether a next page exists. A row
+# without stored JSON (none is: every write and the migration store it) would still be
+# sent, made from its columns.
 _MESSAGES_PAGE_SQL = (
-    "SELECT coalesce(json_group_array(" + _json_object_sql(Message) + "), '[]') AS page, "
+    "SELECT '[' || coalesce(group_concat(wire, ','), '') || ']' AS page, "
     "count(*) AS n, max(seq) AS last_seq, "
     "(SELECT count(*) FROM (SELECT 1 FROM messages WHERE thread_id = ? AND seq > ? "
     "LIMIT ?)) AS available "
-    "FROM (SELECT * FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?)"
+    "FROM (SELECT seq, coalesce(wire, " + _json_object_sql(Message) + ") AS wire "
+    "FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?)"
 )
 
 
@@ -419,6 +440,11 @@ def _threads_page_sql(where: str) -> str:
 
 _THREADS_PAGE_SQL = _threads_page_sql("")
 _THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
+
+
+def stored_message_wire(row: Row) -> str:
+    """The wire JSON of a message row written before (its columns were validated then)."""
+    return _message_from_row(row).model_dump_json()
 
 
 def _message_from_row(row: Row) -> Message:

@@ -21,6 +21,7 @@ import json
 from pydantic import BaseModel, ConfigDict
 
 from albert.storage.ports import SqlStorage
+from albert.storage.threads import stored_message_wire
 
 
 class ThreadRow(BaseModel):
@@ -129,13 +130,14 @@ def import_threads(sql: SqlStorage, data: ThreadsExport, source: str) -> ImportC
         if thread_id is None:
             continue  # a message of no exported thread: nothing to attach it to
         message_id = _message_id_here(sql, message.id, thread_id, source)
+        row = {**message.model_dump(), "id": message_id, "thread_id": thread_id}
         sql.execute(
             "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
-            "tool_call_id, name, status, finish_reason, meta, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "tool_call_id, name, status, finish_reason, meta, created_at, wire) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
             "tool_calls = excluded.tool_calls, status = excluded.status, "
-            "finish_reason = excluded.finish_reason, meta = excluded.meta",
+            "finish_reason = excluded.finish_reason, meta = excluded.meta, wire = excluded.wire",
             message_id,
             thread_id,
             message.turn_id,
@@ -148,6 +150,8 @@ def import_threads(sql: SqlStorage, data: ThreadsExport, source: str) -> ImportC
             message.finish_reason,
             message.meta,
             message.created_at,
+            # Its JSON as sent, with the ids it has here (albert.storage.threads).
+            stored_message_wire(row),
         )
         messages += 1
     outputs = 0
