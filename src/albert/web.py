@@ -50,7 +50,16 @@ class HttpResponse(BaseModel):
     @classmethod
     def json_text(cls, text: str, status: int = 200) -> HttpResponse:
         """A JSON response from text already serialised (e.g. by SQLite)."""
-        return cls(status=status, body=text.encode(), headers={"content-type": "application/json"})
+        return cls.json_bytes(text.encode(), status=status)
+
+    @classmethod
+    def json_bytes(cls, *parts: bytes, status: int = 200) -> HttpResponse:
+        """A JSON response from UTF-8 pieces already serialised, joined in one copy."""
+        return cls.model_construct(
+            status=status,
+            body=b"".join(parts),
+            headers={"content-type": "application/json"},
+        )
 
     @classmethod
     def error(

@@ -62,8 +62,8 @@ class ThreadsApi:
             limit = int_param(request, "limit", 50, low=1, high=self._settings.max_page_size)
             threads, cursor = self._store.threads_page_json(limit, request.query.get("cursor"))
             # The ThreadPage shape, its array serialised by SQLite (rows validated on write).
-            return HttpResponse.json_text(
-                f'{{"threads":{threads},"next_cursor":{json.dumps(cursor)}}}'
+            return HttpResponse.json_bytes(
+                b'{"threads":', threads, b',"next_cursor":', json.dumps(cursor).encode(), b"}"
             )
         if request.method == "POST":
             body = parse_body(request, ThreadCreate, MAX_BODY_BYTES)
@@ -89,10 +89,15 @@ class ThreadsApi:
                 thread_id, limit, request.query.get("cursor")
             )
             self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
-            # The ThreadDetail shape, its messages serialised by SQLite.
-            return HttpResponse.json_text(
-                f'{{"thread":{thread.model_dump_json()},"messages":{messages},'
-                f'"next_cursor":{json.dumps(cursor)}}}'
+            # The ThreadDetail shape; its messages are the JSON each one stored when written.
+            return HttpResponse.json_bytes(
+                b'{"thread":',
+                thread.model_dump_json().encode(),
+                b',"messages":',
+                messages,
+                b',"next_cursor":',
+                json.dumps(cursor).encode(),
+                b"}",
             )
         if request.method == "PATCH":
             body = parse_body(request, ThreadUpdate, MAX_BODY_BYTES)

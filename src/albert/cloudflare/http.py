@@ -40,11 +40,18 @@ async def request_bytes(request: Any) -> bytes:
 
 
 def to_response(response: HttpResponse) -> Any:
-    """A platform response from the core's."""
+    """A platform response from the core's.
+
+    The body goes as the bytes it is: a large JSON page is not decoded into a string to
+    be encoded again (or, on Cloudflare, transcoded to UTF-16 and back on its way out).
+    """
     from workers import Response
 
-    body = response.body.decode() if response.body else None
-    return Response(body, status=response.status, headers=with_api_headers(response.headers))
+    headers = with_api_headers(response.headers)
+    if response.body and not any(k.lower() == "content-type" for k in headers):
+        # What the platform would have said of the text body this used to send.
+        headers["content-type"] = "text/plain;charset=UTF-8"
+    return Response(response.body or None, status=response.status, headers=headers)
 
 
 async def forward(stub: Any, request: Any) -> Any:

@@ -308,13 +308,13 @@ class ThreadStore:
 
     def messages_page_json(
         self, thread_id: str, limit: int, cursor: str | None = None
-    ) -> tuple[str, int, str | None]:
+    ) -> tuple[bytes, int, str | None]:
         """Like `list_messages`, as the JSON array the API sends, made by SQLite itself.
 
         Each message's JSON was made by its model when it was written (the `wire`
         column), so a page is those texts joined by one statement, in order: nothing is
-        validated or escaped again on a read. Returns (JSON array, how many messages,
-        next cursor).
+        validated or escaped again on a read. Returns (JSON array as UTF-8 bytes, how
+        many messages, next cursor).
         """
         after = decode_cursor(cursor, MessageCursor).seq if cursor else 0
         row = self._sql.execute(
@@ -323,9 +323,9 @@ class ThreadStore:
         next_cursor = (
             MessageCursor(seq=int(row["last_seq"])).encode() if row["available"] > limit else None
         )
-        return str(row["page"]), int(row["n"]), next_cursor
+        return bytes(row["page"]), int(row["n"]), next_cursor
 
-    def threads_page_json(self, limit: int, cursor: str | None = None) -> tuple[str, str | None]:
+    def threads_page_json(self, limit: int, cursor: str | None = None) -> tuple[bytes, str | None]:
         """Like `list_threads`, as the JSON array the API sends (see `messages_page_json`)."""
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
@@ -340,7 +340,7 @@ class ThreadStore:
             next_cursor = ThreadCursor(
                 updated_at=int(row["last_updated"]), thread_id=str(row["last_id"])
             ).encode()
-        return str(row["page"]), next_cursor
+        return bytes(row["page"]), next_cursor
 
     def turn_messages(self, thread_id: str, turn_id: str) -> list[Message]:
         """The messages of one turn (every run of it), in order."""
@@ -415,11 +415,14 @@ def _json_object_sql(model: type[BaseModel]) -> str:
 
 
 # The aggregate keeps the order of the sub-select it reads (ORDER BY ... LIMIT there);
-# `available` counts up to limit + 1 rows to tell whether a next page exists. A row
+# `available` counts up to limit + 1 rows to tell whether a next page exists. The page
+# comes out as a BLOB: its UTF-8 bytes go to the response as they are, never decoded
+# into a string and encoded again (on Cloudflare, a string would also cross into Python
+# as UTF-16). A row
 # without stored JSON (none is: every write and the migration store it) would still be
 # sent, made from its columns.
 _MESSAGES_PAGE_SQL = (
-    "SELECT '[' || coalesce(group_concat(wire, ','), '') || ']' AS page, "
+    "SELECT CAST('[' || coalesce(group_concat(wire, ','), '') || ']' AS BLOB) AS page, "
     "count(*) AS n, max(seq) AS last_seq, "
     "(SELECT count(*) FROM (SELECT 1 FROM messages WHERE thread_id = ? AND seq > ? "
     "LIMIT ?)) AS available "
@@ -430,7 +433,8 @@ _MESSAGES_PAGE_SQL = (
 
 def _threads_page_sql(where: str) -> str:
     return (
-        "SELECT page, json_extract(page, '$[#-1].updated_at') AS last_updated, "
+        "SELECT CAST(page AS BLOB) AS page, "
+        "json_extract(page, '$[#-1].updated_at') AS last_updated, "
         "json_extract(page, '$[#-1].id') AS last_id, available FROM ("
         "SELECT coalesce(json_group_array(" + _json_object_sql(Thread) + "), '[]') AS page, "
         f"(SELECT count(*) FROM (SELECT 1 FROM threads {where} LIMIT ?)) AS available "

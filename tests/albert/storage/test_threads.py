@@ -170,7 +170,7 @@ def test_a_thousand_messages_come_back_in_order(store: ThreadStore) -> None:
 
 def test_an_empty_thread_is_an_empty_json_page(store: ThreadStore) -> None:
     store.create_thread("t", None)
-    assert store.messages_page_json("t", 10) == ("[]", 0, None)
+    assert store.messages_page_json("t", 10) == (b"[]", 0, None)
 
 
 @pytest.mark.parametrize("limit", [1, 2, 5, 40])
