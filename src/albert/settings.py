@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -150,16 +151,14 @@ class Settings(BaseModel):
 
     def signing_keys(self) -> list[SigningKey]:
         """Keys that verify tokens, current first; a fixed key only in local mode."""
-        keys = []
-        current = self.auth_signing_key.get_secret_value()
-        if current:
-            keys.append(parse_key(current))
-        elif self.mode == "local":
-            keys.append(parse_key(f"local:{LOCAL_DEV_SIGNING_KEY}"))
-        previous = self.auth_previous_signing_key.get_secret_value()
-        if previous:
-            keys.append(parse_key(previous, valid_until=self.auth_previous_key_valid_until))
-        return keys
+        return list(
+            _signing_keys(
+                self.auth_signing_key.get_secret_value(),
+                self.mode == "local",
+                self.auth_previous_signing_key.get_secret_value(),
+                self.auth_previous_key_valid_until,
+            )
+        )
 
     def for_tenant(self, key: str) -> Settings:
         """These settings with a tenant's overrides applied (unknown keys: the default)."""
@@ -215,3 +214,18 @@ def _limit(value: int | None, mode: str, *, production_default: int) -> int | No
     if value is None:
         return production_default if mode == "production" else None
     return value or None
+
+
+@lru_cache(maxsize=16)
+def _signing_keys(
+    current: str, local: bool, previous: str, previous_valid_until: int | None
+) -> tuple[SigningKey, ...]:
+    # Parsed once per key setting, not on every request that checks a token.
+    keys = []
+    if current:
+        keys.append(parse_key(current))
+    elif local:
+        keys.append(parse_key(f"local:{LOCAL_DEV_SIGNING_KEY}"))
+    if previous:
+        keys.append(parse_key(previous, valid_until=previous_valid_until))
+    return tuple(keys)

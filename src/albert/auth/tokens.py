@@ -17,6 +17,7 @@ import hmac
 import json
 import re
 import secrets
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -138,6 +139,27 @@ def verify_token(token: str, keys: list[SigningKey], *, now: int) -> Identity:
     """The identity in a token, or TokenError; constant-time on the signature."""
     if not token:
         raise TokenError("missing token")
+    identity, key, version = _signed(token, tuple(keys))
+    if key.valid_until is not None and now >= key.valid_until:
+        raise TokenError("token signed with a retired key")
+    if version != TOKEN_VERSION:
+        raise TokenError("unsupported token version")
+    if now >= identity.expires_at:
+        raise TokenError("token expired")
+    return identity
+
+
+# Every request of a session carries the same token, and both the router and the object
+# check it: what does not depend on the time (shape, payload, signature) is worked out
+# once per token and key set. Only answers are kept (lru_cache keeps no exception), so a
+# token that fails is checked in full every time; expiry and key retirement are checked
+# on every call, against its `now`.
+VERIFIED_TOKENS_KEPT = 256
+
+
+@lru_cache(maxsize=VERIFIED_TOKENS_KEPT)
+def _signed(token: str, keys: tuple[SigningKey, ...]) -> tuple[Identity, SigningKey, int]:
+    """The identity a token names, the key that signed it and its version; TokenError."""
     if len(token) > MAX_TOKEN_CHARS or not _TOKEN_SHAPE.fullmatch(token):
         raise TokenError("malformed token")
     body, _, signature = token.partition(".")
@@ -153,16 +175,10 @@ def verify_token(token: str, keys: list[SigningKey], *, now: int) -> Identity:
     matches = [k for k in candidates if hmac.compare_digest(_sign(k.secret, body).encode(), given)]
     if not matches:
         raise TokenError("bad signature")
-    key = matches[0]
-    if key.valid_until is not None and now >= key.valid_until:
-        raise TokenError("token signed with a retired key")
-    if payload.v != TOKEN_VERSION:
-        raise TokenError("unsupported token version")
-    if now >= payload.exp:
-        raise TokenError("token expired")
-    return Identity(
+    identity = Identity(
         client_id=payload.sub, tenant=payload.ten, expires_at=payload.exp, user_id=payload.usr
     )
+    return identity, matches[0], payload.v
 
 
 def derived_kid(secret: bytes) -> str:

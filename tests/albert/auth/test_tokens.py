@@ -112,3 +112,23 @@ def test_any_payload_under_a_valid_signature_is_an_identity_or_a_token_error(raw
         verify_token(f"{body}.{signature.rstrip('=')}", [key], now=NOW)
     except TokenError:
         pass
+
+
+def test_a_token_checked_before_is_still_checked_against_the_time_and_the_keys() -> None:
+    """Signatures are worked out once per token and key set; nothing else is remembered."""
+    key = parse_key(A)
+    token = issue_token(key, client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    for _ in range(3):  # the second and third answers come from what the first worked out
+        assert verify_token(token, [key], now=NOW).client_id == CLIENT
+    with pytest.raises(TokenError, match="expired"):
+        verify_token(token, [key], now=NOW + 60)
+    with pytest.raises(TokenError, match="retired"):
+        verify_token(token, [parse_key(A, valid_until=NOW + 10)], now=NOW + 10)
+    with pytest.raises(TokenError, match="unknown key"):
+        verify_token(token, [parse_key(B)], now=NOW)
+    body, _, signature = token.partition(".")
+    forged = f"{body}.{signature[:-2]}{'AA' if signature[-2:] != 'AA' else 'BB'}"
+    for _ in range(2):  # a refusal is not remembered as anything: refused each time
+        with pytest.raises(TokenError, match="bad signature"):
+            verify_token(forged, [key], now=NOW)
+    assert verify_token(token, [key], now=NOW + 59).expires_at == NOW + 60
