@@ -93,11 +93,12 @@ def py_value(value: Any) -> Any:
     kind = type(value)
     if value is None or kind in _PLAIN:
         return value
-    # Exactly dict or list (not a subclass, not a proxy): already Python, only the values
-    # may need converting. Rows of the local runtime's SQL arrive like this.
-    if kind is dict:
+    # A dict or list (a proxy never is one): already Python, only the values may need
+    # converting. Rows of the local runtime's SQL arrive like this, in a list subclass
+    # that also has the `to_py()` of a JS array.
+    if kind is dict or isinstance(value, dict):
         return {str(k): v if type(v) in _PLAIN else py_value(v) for k, v in value.items()}
-    if kind is list:
+    if kind is list or isinstance(value, list):
         return [v if type(v) in _PLAIN else py_value(v) for v in value]
     return _js_value(value)
 

@@ -321,7 +321,9 @@ class ThreadStore:
             _MESSAGES_PAGE_SQL, thread_id, after, limit + 1, thread_id, after, limit
         )[0]
         next_cursor = (
-            MessageCursor(seq=int(row["last_seq"])).encode() if row["available"] > limit else None
+            MessageCursor.model_construct(seq=int(row["last_seq"])).encode()
+            if row["available"] > limit
+            else None
         )
         return bytes(row["page"]), int(row["n"]), next_cursor
 
@@ -335,12 +337,16 @@ class ThreadStore:
             bounds = ()
             sql = _THREADS_PAGE_SQL
         row = self._sql.execute(sql, *bounds, limit + 1, *bounds, limit)[0]
+        page = bytes(row["page"])
         next_cursor = None
         if row["available"] > limit:
-            next_cursor = ThreadCursor(
-                updated_at=int(row["last_updated"]), thread_id=str(row["last_id"])
+            # The page's last thread, read from its tail: inside a JSON string a quote is
+            # escaped, so `{"id":` only ever starts an object of the array.
+            last = json.loads(page[page.rindex(b'{"id":') : -1])
+            next_cursor = ThreadCursor.model_construct(
+                updated_at=int(last["updated_at"]), thread_id=str(last["id"])
             ).encode()
-        return bytes(row["page"]), next_cursor
+        return page, next_cursor
 
     def turn_messages(self, thread_id: str, turn_id: str) -> list[Message]:
         """The messages of one turn (every run of it), in order."""
@@ -433,12 +439,11 @@ _MESSAGES_PAGE_SQL = (
 
 def _threads_page_sql(where: str) -> str:
     return (
-        "SELECT CAST(page AS BLOB) AS page, "
-        "json_extract(page, '$[#-1].updated_at') AS last_updated, "
-        "json_extract(page, '$[#-1].id') AS last_id, available FROM ("
-        "SELECT coalesce(json_group_array(" + _json_object_sql(Thread) + "), '[]') AS page, "
+        "SELECT CAST(coalesce(json_group_array("
+        + _json_object_sql(Thread)
+        + "), '[]') AS BLOB) AS page, "
         f"(SELECT count(*) FROM (SELECT 1 FROM threads {where} LIMIT ?)) AS available "
-        f"FROM (SELECT * FROM threads {where} ORDER BY updated_at DESC, id DESC LIMIT ?))"
+        f"FROM (SELECT * FROM threads {where} ORDER BY updated_at DESC, id DESC LIMIT ?)"
     )
 
 
