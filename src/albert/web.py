@@ -55,7 +55,7 @@ class HttpResponse(BaseModel):
     @classmethod
     def json_bytes(cls, *parts: bytes, status: int = 200) -> HttpResponse:
         """A JSON response from UTF-8 pieces already serialised, joined in one copy."""
-        return cls.model_construct(
+        return cls(
             status=status,
             body=b"".join(parts),
             headers={"content-type": "application/json"},

@@ -16,28 +16,9 @@ from dataclasses import dataclass
 
 from albert.storage.ports import SqlStorage
 
+Migration = Sequence[str]
+
 _TABLE_NAME = re.compile(r"^[a-z_]{1,64}$")
-
-
-@dataclass(frozen=True)
-class AddColumn:
-    """`ALTER TABLE table ADD COLUMN column declaration`, skipped when the column exists.
-
-    Every other step is safe to run twice (CREATE ... IF NOT EXISTS, UPDATE ... WHERE
-    not done yet); this makes adding a column so too, so a migration that stopped
-    half-way (a kill between two statements, locally) completes when run again.
-    """
-
-    table: str
-    column: str
-    declaration: str
-
-    def __post_init__(self) -> None:
-        if not (_TABLE_NAME.match(self.table) and _TABLE_NAME.match(self.column)):
-            raise ValueError(f"not a table/column name: {self.table!r}.{self.column!r}")
-
-
-Migration = Sequence[str | AddColumn]
 
 
 @dataclass(frozen=True)
@@ -54,13 +35,14 @@ class Migrations:
 
 
 # A message's JSON as the API sends it (albert.protocol.http.Message, in its field order),
-# stored when the message is written, so a page is read by joining stored text instead
-# of escaping every message again on every load. New rows get the model's own
+# kept in its own table when the message is written, so a page is read by joining stored
+# text instead of escaping every message again on every load. The messages table itself
+# is unchanged (a read of its columns costs what it did). New rows get the model's own
 # serialisation (albert.storage.threads); rows written before this step get the very
 # text the page statement made from their columns until then (a JSON column SQLite
 # cannot parse, which failed that statement, becomes the field's default rather than
 # failing the migration). This text is frozen with the step: a change to Message's
-# fields needs a step that rewrites `wire` (tests/albert/storage compare the two).
+# fields needs a step that rewrites message_wire (tests/albert/storage compare the two).
 MESSAGE_WIRE_BACKFILL = (
     "json_object('id', id, 'thread_id', thread_id, 'turn_id', turn_id, 'role', role, "
     "'content', content, 'tool_calls', json(CASE WHEN tool_calls IS NULL OR tool_calls = '' "
@@ -131,8 +113,14 @@ MIGRATIONS: list[Migration] = [
         )""",
     ),
     (
-        AddColumn("messages", "wire", "TEXT"),
-        f"UPDATE messages SET wire = {MESSAGE_WIRE_BACKFILL} WHERE wire IS NULL",
+        # Deleting a message deletes its JSON (and a read joins from messages, so JSON
+        # without a message is never sent). Both statements are safe to run again.
+        """CREATE TABLE IF NOT EXISTS message_wire (
+            seq INTEGER PRIMARY KEY REFERENCES messages(seq) ON DELETE CASCADE,
+            wire TEXT NOT NULL
+        )""",
+        f"INSERT INTO message_wire (seq, wire) SELECT seq, {MESSAGE_WIRE_BACKFILL} "
+        "FROM messages WHERE seq NOT IN (SELECT seq FROM message_wire)",
     ),
 ]
 
@@ -152,10 +140,7 @@ def migrate(sql: SqlStorage, migrations: Migrations) -> int:
         if version <= current:
             continue
         for statement in statements:
-            if isinstance(statement, AddColumn):
-                _add_column(sql, statement)
-            else:
-                sql.execute(statement)
+            sql.execute(statement)
         sql.execute(
             f"INSERT INTO {table} (version, applied_at) "
             "VALUES (?, CAST(strftime('%s','now') AS INTEGER))",
@@ -163,14 +148,3 @@ def migrate(sql: SqlStorage, migrations: Migrations) -> int:
         )
         current = version
     return current
-
-
-def _add_column(sql: SqlStorage, step: AddColumn) -> None:
-    try:
-        # The plainest probe every SQLite build answers (no pragma): it fails without the
-        # column, and changes nothing either way.
-        sql.execute(f"SELECT {step.column} FROM {step.table} LIMIT 0")
-        return
-    except Exception:
-        pass  # no such column yet (the adapter's error type is the adapter's own)
-    sql.execute(f"ALTER TABLE {step.table} ADD COLUMN {step.column} {step.declaration}")

@@ -163,6 +163,10 @@ class ThreadStore:
         self.get_thread(thread_id)
         self._sql.execute("DELETE FROM tool_outputs WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM turn_journal WHERE thread_id = ?", thread_id)
+        self._sql.execute(
+            "DELETE FROM message_wire WHERE seq IN (SELECT seq FROM messages WHERE thread_id = ?)",
+            thread_id,
+        )
         self._sql.execute("DELETE FROM messages WHERE thread_id = ?", thread_id)
         self._sql.execute("DELETE FROM threads WHERE id = ?", thread_id)
 
@@ -230,8 +234,8 @@ class ThreadStore:
         calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
         self._sql.execute(
             "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
-            "tool_call_id, name, status, finish_reason, meta, created_at, wire) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "tool_call_id, name, status, finish_reason, meta, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             message_id,
             thread_id,
             turn_id,
@@ -244,8 +248,8 @@ class ThreadStore:
             finish_reason,
             json.dumps(meta) if meta else None,
             message.created_at,
-            message.model_dump_json(),
         )
+        store_message_wire(self._sql, message_id, message.model_dump_json())
         self.touch(thread_id)
         return message
 
@@ -263,8 +267,8 @@ class ThreadStore:
         rows = self._sql.execute("SELECT * FROM messages WHERE id = ?", message_id)
         if not rows:
             return
-        # The whole message is validated again with its new fields, and its wire JSON
-        # rewritten from it (albert.storage.migrations: MESSAGE_WIRE_BACKFILL).
+        # The whole message is validated again with its new fields, and its stored JSON
+        # rewritten from it (albert.storage.migrations: message_wire).
         message = Message(
             **{
                 **_message_from_row(rows[0]).model_dump(),
@@ -278,15 +282,15 @@ class ThreadStore:
         calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
         self._sql.execute(
             "UPDATE messages SET content = ?, status = ?, finish_reason = ?, tool_calls = ?, "
-            "meta = ?, wire = ? WHERE id = ?",
+            "meta = ? WHERE id = ?",
             content,
             status,
             finish_reason,
             calls_json,
             json.dumps(meta) if meta else None,
-            message.model_dump_json(),
             message_id,
         )
+        store_message_wire(self._sql, message_id, message.model_dump_json())
 
     def list_messages(
         self, thread_id: str, limit: int, cursor: str | None = None
@@ -311,8 +315,8 @@ class ThreadStore:
     ) -> tuple[bytes, int, str | None]:
         """Like `list_messages`, as the JSON array the API sends, made by SQLite itself.
 
-        Each message's JSON was made by its model when it was written (the `wire`
-        column), so a page is those texts joined by one statement, in order: nothing is
+        Each message's JSON was made by its model when it was written (message_wire),
+        so a page is those texts joined by one statement, in order: nothing is
         validated or escaped again on a read. Returns (JSON array as UTF-8 bytes, how
         many messages, next cursor).
         """
@@ -321,9 +325,7 @@ class ThreadStore:
             _MESSAGES_PAGE_SQL, thread_id, after, limit + 1, thread_id, after, limit
         )[0]
         next_cursor = (
-            MessageCursor.model_construct(seq=int(row["last_seq"])).encode()
-            if row["available"] > limit
-            else None
+            MessageCursor(seq=int(row["last_seq"])).encode() if row["available"] > limit else None
         )
         return bytes(row["page"]), int(row["n"]), next_cursor
 
@@ -343,7 +345,7 @@ class ThreadStore:
             # The page's last thread, read from its tail: inside a JSON string a quote is
             # escaped, so `{"id":` only ever starts an object of the array.
             last = json.loads(page[page.rindex(b'{"id":') : -1])
-            next_cursor = ThreadCursor.model_construct(
+            next_cursor = ThreadCursor(
                 updated_at=int(last["updated_at"]), thread_id=str(last["id"])
             ).encode()
         return page, next_cursor
@@ -409,14 +411,17 @@ class ToolOutputs:
 # text are embedded as JSON, empty ones as the model's default. A field added to the
 # model without a column here fails the statement (and tests/albert/storage).
 _JSON_COLUMNS = {
-    "tool_calls": "json(CASE WHEN tool_calls IS NULL OR tool_calls = '' THEN '[]' "
-    "ELSE tool_calls END)",
-    "meta": "json(CASE WHEN meta IS NULL OR meta = '' THEN '{}' ELSE meta END)",
+    "tool_calls": "json(CASE WHEN {t}tool_calls IS NULL OR {t}tool_calls = '' THEN '[]' "
+    "ELSE {t}tool_calls END)",
+    "meta": "json(CASE WHEN {t}meta IS NULL OR {t}meta = '' THEN '{{}}' ELSE {t}meta END)",
 }
 
 
-def _json_object_sql(model: type[BaseModel]) -> str:
-    parts = [f"'{name}', {_JSON_COLUMNS.get(name, name)}" for name in model.model_fields]
+def _json_object_sql(model: type[BaseModel], table: str = "") -> str:
+    parts = [
+        f"'{name}', {_JSON_COLUMNS.get(name, '{t}' + name).format(t=table)}"
+        for name in model.model_fields
+    ]
     return f"json_object({', '.join(parts)})"
 
 
@@ -424,16 +429,23 @@ def _json_object_sql(model: type[BaseModel]) -> str:
 # `available` counts up to limit + 1 rows to tell whether a next page exists. The page
 # comes out as a BLOB: its UTF-8 bytes go to the response as they are, never decoded
 # into a string and encoded again (on Cloudflare, a string would also cross into Python
-# as UTF-16). A row
-# without stored JSON (none is: every write and the migration store it) would still be
-# sent, made from its columns.
+# as UTF-16). The page is driven by the messages index, so only stored JSON of a
+# message that exists is sent; a message without it (none is: every write and the
+# migration store it) would still be sent, made from its columns.
 _MESSAGES_PAGE_SQL = (
     "SELECT CAST('[' || coalesce(group_concat(wire, ','), '') || ']' AS BLOB) AS page, "
     "count(*) AS n, max(seq) AS last_seq, "
     "(SELECT count(*) FROM (SELECT 1 FROM messages WHERE thread_id = ? AND seq > ? "
     "LIMIT ?)) AS available "
-    "FROM (SELECT seq, coalesce(wire, " + _json_object_sql(Message) + ") AS wire "
-    "FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?)"
+    "FROM (SELECT m.seq AS seq, coalesce(w.wire, "
+    + _json_object_sql(Message, "m.")
+    + ") AS wire FROM messages AS m LEFT JOIN message_wire AS w ON w.seq = m.seq "
+    "WHERE m.thread_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?)"
+)
+# A message's JSON, made by its model, kept (or replaced) for the message with this id.
+_STORE_WIRE_SQL = (
+    "INSERT INTO message_wire (seq, wire) SELECT seq, ? FROM messages WHERE id = ? "
+    "ON CONFLICT (seq) DO UPDATE SET wire = excluded.wire"
 )
 
 
@@ -449,6 +461,11 @@ def _threads_page_sql(where: str) -> str:
 
 _THREADS_PAGE_SQL = _threads_page_sql("")
 _THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
+
+
+def store_message_wire(sql: SqlStorage, message_id: str, wire: str) -> None:
+    """Keep (or replace) the JSON of the stored message with this id."""
+    sql.execute(_STORE_WIRE_SQL, wire, message_id)
 
 
 def stored_message_wire(row: Row) -> str:

@@ -21,7 +21,7 @@ import json
 from pydantic import BaseModel, ConfigDict
 
 from albert.storage.ports import SqlStorage
-from albert.storage.threads import stored_message_wire
+from albert.storage.threads import store_message_wire, stored_message_wire
 
 
 class ThreadRow(BaseModel):
@@ -133,11 +133,11 @@ def import_threads(sql: SqlStorage, data: ThreadsExport, source: str) -> ImportC
         row = {**message.model_dump(), "id": message_id, "thread_id": thread_id}
         sql.execute(
             "INSERT INTO messages (id, thread_id, turn_id, role, content, tool_calls, "
-            "tool_call_id, name, status, finish_reason, meta, created_at, wire) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "tool_call_id, name, status, finish_reason, meta, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
             "tool_calls = excluded.tool_calls, status = excluded.status, "
-            "finish_reason = excluded.finish_reason, meta = excluded.meta, wire = excluded.wire",
+            "finish_reason = excluded.finish_reason, meta = excluded.meta",
             message_id,
             thread_id,
             message.turn_id,
@@ -150,9 +150,9 @@ def import_threads(sql: SqlStorage, data: ThreadsExport, source: str) -> ImportC
             message.finish_reason,
             message.meta,
             message.created_at,
-            # Its JSON as sent, with the ids it has here (albert.storage.threads).
-            stored_message_wire(row),
         )
+        # Its JSON as sent, with the ids it has here (albert.storage.threads).
+        store_message_wire(sql, message_id, stored_message_wire(row))
         messages += 1
     outputs = 0
     for output in data.tool_outputs:
@@ -204,5 +204,5 @@ def running_turns(sql: SqlStorage) -> int:
 
 def delete_threads(sql: SqlStorage) -> None:
     """Remove every thread with its messages, tool outputs and journal entries."""
-    for table in ("tool_outputs", "turn_journal", "messages", "threads"):
+    for table in ("tool_outputs", "turn_journal", "message_wire", "messages", "threads"):
         sql.execute(f"DELETE FROM {table}")
