@@ -85,7 +85,7 @@ class ThreadsApi:
         if request.method == "GET":
             limit = int_param(request, "limit", 100, low=1, high=self._settings.max_page_size)
             thread = self._store.get_thread(thread_id)
-            messages, count, cursor = self._store.messages_page_json(
+            messages, count, cursor = self._store.messages_page_items(
                 thread_id, limit, request.query.get("cursor")
             )
             self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
@@ -93,9 +93,9 @@ class ThreadsApi:
             return HttpResponse.json_bytes(
                 b'{"thread":',
                 thread.model_dump_json().encode(),
-                b',"messages":',
+                b',"messages":[',
                 messages,
-                b',"next_cursor":',
+                b'],"next_cursor":',
                 json.dumps(cursor).encode(),
                 b"}",
             )

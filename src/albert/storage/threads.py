@@ -310,15 +310,17 @@ class ThreadStore:
         )
         return messages, next_cursor
 
-    def messages_page_json(
+    def messages_page_items(
         self, thread_id: str, limit: int, cursor: str | None = None
     ) -> tuple[bytes, int, str | None]:
-        """Like `list_messages`, as the JSON array the API sends, made by SQLite itself.
+        """Like `list_messages`, as the JSON the API sends, made by SQLite itself.
 
         Each message's JSON was made by its model when it was written (message_wire),
         so a page is those texts joined by one statement, in order: nothing is
-        validated or escaped again on a read. Returns (JSON array as UTF-8 bytes, how
-        many messages, next cursor).
+        validated or escaped again on a read. Returns (the messages' JSON objects
+        joined by commas, as UTF-8 bytes: the inside of the array, whose brackets the
+        caller adds where it assembles the body, so the page is not copied once more
+        for them; how many messages; next cursor).
         """
         after = decode_cursor(cursor, MessageCursor).seq if cursor else 0
         row = self._sql.execute(
@@ -327,10 +329,10 @@ class ThreadStore:
         next_cursor = (
             MessageCursor(seq=int(row["last_seq"])).encode() if row["available"] > limit else None
         )
-        return bytes(row["page"]), int(row["n"]), next_cursor
+        return bytes(row["items"] or b""), int(row["n"]), next_cursor
 
     def threads_page_json(self, limit: int, cursor: str | None = None) -> tuple[bytes, str | None]:
-        """Like `list_threads`, as the JSON array the API sends (see `messages_page_json`)."""
+        """Like `list_threads`, as the JSON array the API sends (see `messages_page_items`)."""
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
             bounds: tuple[Any, ...] = (after.updated_at, after.thread_id)
@@ -429,11 +431,12 @@ def _json_object_sql(model: type[BaseModel], table: str = "") -> str:
 # `available` counts up to limit + 1 rows to tell whether a next page exists. The page
 # comes out as a BLOB: its UTF-8 bytes go to the response as they are, never decoded
 # into a string and encoded again (on Cloudflare, a string would also cross into Python
-# as UTF-16). The page is driven by the messages index, so only stored JSON of a
+# as UTF-16); nothing is concatenated to it here (`'[' || ... || ']'` copied the whole
+# page twice more). The page is driven by the messages index, so only stored JSON of a
 # message that exists is sent; a message without it (none is: every write and the
 # migration store it) would still be sent, made from its columns.
 _MESSAGES_PAGE_SQL = (
-    "SELECT CAST('[' || coalesce(group_concat(wire, ','), '') || ']' AS BLOB) AS page, "
+    "SELECT CAST(group_concat(wire, ',') AS BLOB) AS items, "
     "count(*) AS n, max(seq) AS last_seq, "
     "(SELECT count(*) FROM (SELECT 1 FROM messages WHERE thread_id = ? AND seq > ? "
     "LIMIT ?)) AS available "

@@ -22,6 +22,7 @@ from albert.storage.threads import ThreadStore
 from albert.storage.transfer import delete_threads, export_threads, import_threads
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
+from tests.albert.storage.test_threads import page_json
 
 install_shims()
 
@@ -67,7 +68,7 @@ def sql(tmp_path: Path) -> WorkersSql:
 
 
 def _page(store: ThreadStore, thread_id: str) -> list[dict[str, Any]]:
-    text, count, cursor = store.messages_page_json(thread_id, 1000)
+    text, count, cursor = page_json(store, thread_id, 1000)
     assert cursor is None
     page = json.loads(text)
     assert count == len(page)
@@ -135,7 +136,7 @@ def test_a_written_message_stores_the_models_own_json(sql: WorkersSql) -> None:
     stored = [r["wire"] for r in sql.execute("SELECT wire FROM message_wire ORDER BY seq")]
     # Byte for byte what the model serialises: the API sends the model's own JSON.
     assert stored == [m.model_dump_json() for m in written]
-    assert json.loads(store.messages_page_json("t", 1000)[0]) == [
+    assert json.loads(page_json(store, "t", 1000)[0]) == [
         m.model_dump(mode="json") for m in written
     ]
     assert_page_is_the_models(store, "t")

@@ -59,6 +59,14 @@ def test_threads_list_newest_activity_first_with_stable_pages(store: ThreadStore
     assert store.get_thread("t0").title == DEFAULT_TITLE
 
 
+def page_json(
+    store: ThreadStore, thread_id: str, limit: int, cursor: str | None = None
+) -> tuple[bytes, int, str | None]:
+    """The API's array of a page of messages (the store gives its inside)."""
+    items, count, next_cursor = store.messages_page_items(thread_id, limit, cursor)
+    return b"[" + items + b"]", count, next_cursor
+
+
 def test_messages_page_in_order_and_keep_tool_calls(store: ThreadStore) -> None:
     store.create_thread("t", "chat")
     calls = [ToolCallRecord(id="c1", name="analyze_token", arguments='{"symbol":"PEPE"}')]
@@ -149,7 +157,7 @@ def test_message_pages_as_json_equal_the_models(store: ThreadStore, limit: int) 
     _fill(store, "t", 23)
     cursor_json = cursor_model = None
     for _ in range(30):
-        page, count, cursor_json = store.messages_page_json("t", limit, cursor_json)
+        page, count, cursor_json = page_json(store, "t", limit, cursor_json)
         expected, cursor_model = _model_page(store, "t", limit, cursor_model)
         # Same values, same key order (the wire is the models' serialisation).
         assert list(json.loads(page)) == json.loads(expected)
@@ -163,14 +171,14 @@ def test_message_pages_as_json_equal_the_models(store: ThreadStore, limit: int) 
 
 def test_a_thousand_messages_come_back_in_order(store: ThreadStore) -> None:
     _fill(store, "t", 1000)
-    page, count, cursor = store.messages_page_json("t", 1000)
+    page, count, cursor = page_json(store, "t", 1000)
     assert count == 1000 and cursor is None
     assert [m["id"] for m in json.loads(page)] == [f"m{i}" for i in range(1000)]
 
 
 def test_an_empty_thread_is_an_empty_json_page(store: ThreadStore) -> None:
     store.create_thread("t", None)
-    assert store.messages_page_json("t", 10) == (b"[]", 0, None)
+    assert store.messages_page_items("t", 10) == (b"", 0, None)
 
 
 @pytest.mark.parametrize("limit", [1, 2, 5, 40])
@@ -194,4 +202,4 @@ def test_json_pages_reject_malformed_cursors(store: ThreadStore) -> None:
     with pytest.raises(ValueError):
         store.threads_page_json(5, "%%%")
     with pytest.raises(ValueError):
-        store.messages_page_json("t", 5, "%%%")
+        store.messages_page_items("t", 5, "%%%")
