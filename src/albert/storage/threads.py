@@ -471,7 +471,7 @@ def store_message_wire(sql: SqlStorage, message_id: str, wire: str) -> None:
     sql.execute(_STORE_WIRE_SQL, wire, message_id)
 
 
-def stored_message_wire(row: Row) -> str:
+def message_wire_of(row: Row) -> str:
     """The wire JSON of a message row written before (its columns were validated then)."""
     return _message_from_row(row).model_dump_json()
 

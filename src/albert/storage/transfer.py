@@ -21,7 +21,7 @@ import json
 from pydantic import BaseModel, ConfigDict
 
 from albert.storage.ports import SqlStorage
-from albert.storage.threads import store_message_wire, stored_message_wire
+from albert.storage.threads import message_wire_of, store_message_wire
 
 
 class ThreadRow(BaseModel):
@@ -152,7 +152,7 @@ def import_threads(sql: SqlStorage, data: ThreadsExport, source: str) -> ImportC
             message.created_at,
         )
         # Its JSON as sent, with the ids it has here (albert.storage.threads).
-        store_message_wire(sql, message_id, stored_message_wire(row))
+        store_message_wire(sql, message_id, message_wire_of(row))
         messages += 1
     outputs = 0
     for output in data.tool_outputs:
