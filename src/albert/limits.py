@@ -16,7 +16,7 @@ import math
 from collections import OrderedDict
 from typing import Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from albert.clock import Clock
 
@@ -49,6 +49,8 @@ def _round_up(seconds: float) -> float:
 class TokenBucket(BaseModel):
     """A bucket's state: tokens left when last touched."""
 
+    model_config = ConfigDict(defer_build=True)
+
     tokens: float
     updated_ms: int
 
@@ -71,12 +73,16 @@ class TokenBucket(BaseModel):
 class TakeRequest(BaseModel):
     """What a limiter is asked: one action under this limit."""
 
+    model_config = ConfigDict(defer_build=True)
+
     allowed: int = Field(ge=1, le=10_000_000)
     window_seconds: float = Field(gt=0, le=30 * 86_400)
 
 
 class TakeResult(BaseModel):
     """The limiter's answer: None, or how long to wait."""
+
+    model_config = ConfigDict(defer_build=True)
 
     wait_seconds: float | None = None
 

@@ -22,7 +22,7 @@ MAX_SESSION_BODY = 1_024
 class Forward(BaseModel):
     """Send the request to this verified client's object."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     identity: Identity
 

@@ -18,7 +18,7 @@ LOCAL_DEV_SIGNING_KEY = "albert-local-development-key-not-a-secret"
 class Settings(BaseModel):
     """Every knob of the agent; names match the env vars in wrangler.toml and .dev.vars."""
 
-    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore", defer_build=True)
 
     mode: Literal["local", "production"] = Field("production", alias="ALBERT_MODE")
 

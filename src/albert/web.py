@@ -14,7 +14,7 @@ from albert.validation import validation_message
 class HttpRequest(BaseModel):
     """An HTTP request as the core sees it (adapters build it from the platform's)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     method: str
     path: str
@@ -26,7 +26,7 @@ class HttpRequest(BaseModel):
 class HttpResponse(BaseModel):
     """An HTTP response from the core; the adapter turns it into the platform's."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     status: int = 200
     body: bytes = b""

@@ -14,6 +14,8 @@ from albert.tools.base import ToolSpec
 class ChatToolCall(BaseModel):
     """A tool call in OpenAI's message shape."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     name: str
     arguments: str = Field(description="JSON text as produced by the model")
@@ -22,7 +24,7 @@ class ChatToolCall(BaseModel):
 class ChatMessage(BaseModel):
     """A message of the conversation sent to the model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -33,6 +35,8 @@ class ChatMessage(BaseModel):
 
 class ModelRequest(BaseModel):
     """One model step: the conversation so far and the tools it may call."""
+
+    model_config = ConfigDict(defer_build=True)
 
     messages: list[ChatMessage]
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -49,12 +53,16 @@ class TextDelta:
 class ToolCallRequest(BaseModel):
     """A complete tool call, emitted once its streamed arguments are assembled."""
 
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["tool_call"] = "tool_call"
     call: ChatToolCall
 
 
 class StepFinished(BaseModel):
     """The model finished this step."""
+
+    model_config = ConfigDict(defer_build=True)
 
     kind: Literal["finish"] = "finish"
     reason: str = Field(description="OpenAI finish_reason: stop, tool_calls, length, …")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from albert.ai.untrusted import UNTRUSTED_RULE
 from albert.tools.registry import ToolRegistry
@@ -25,6 +25,8 @@ VAULT_UNAVAILABLE = (
 
 class ServerNote(BaseModel):
     """Guidance contributed by one connected MCP server."""
+
+    model_config = ConfigDict(defer_build=True)
 
     server: str
     guidance: str

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from albert.ai.context_budget import budget_chars, fit_context
 from albert.ai.model import (
@@ -66,6 +66,8 @@ class TurnObserver(Protocol):
 class TurnResult(BaseModel):
     """How a turn ended."""
 
+    model_config = ConfigDict(defer_build=True)
+
     finish_reason: Outcome
     steps: int
     usage: Usage
@@ -107,6 +109,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
 
 class StallBounds(BaseModel):
     """How long the model may stay silent before its first chunk and between chunks."""
+
+    model_config = ConfigDict(defer_build=True)
 
     first_chunk_seconds: float = 30.0
     chunk_seconds: float = 20.0

@@ -182,7 +182,7 @@ CLIENT_EVENTS: dict[str, type[CatalogEvent]] = {
 class FieldSpec(BaseModel):
     """One property of an event, in the terms the browser's validator uses."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     type: Literal["string", "integer", "number", "boolean"]

@@ -23,7 +23,7 @@ MAX_CLOCK_SKEW_MS = 24 * 3600 * 1000
 class ClientEvent(BaseModel):
     """One event as the browser sends it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     event: str = Field(max_length=64)
     props: dict[str, Any] = Field(default_factory=dict)
@@ -34,13 +34,15 @@ class ClientEvent(BaseModel):
 class ClientEventBatch(BaseModel):
     """Body of POST /api/events."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     events: list[ClientEvent] = Field(min_length=1, max_length=MAX_EVENTS)
 
 
 class EventsAccepted(BaseModel):
     """Answer of POST /api/events."""
+
+    model_config = ConfigDict(defer_build=True)
 
     accepted: int
 

@@ -20,7 +20,7 @@ SEND_TIMEOUT_SECONDS = 5.0
 class TrackedEvent(BaseModel):
     """One event ready to leave: its catalog name, who, when, and its properties."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     event_type: str
     user_id: str | None = None

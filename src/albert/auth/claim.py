@@ -35,7 +35,7 @@ class ChatObjects(Protocol):
 
 
 class _ThreadsHead(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     threads: list[dict[str, object]] = Field(default_factory=list)
 
@@ -43,7 +43,7 @@ class _ThreadsHead(BaseModel):
 class _ExportHead(BaseModel):
     """What the router reads of an export; the rest goes on to the user's object as is."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     claimed_by: str | None = None
     digest: str = ""

@@ -43,7 +43,7 @@ MIN_RSA_BITS = 2048
 class JwksPolicy(BaseModel):
     """How long key sets are kept and how often the endpoint may be asked."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     default_max_age_seconds: int = Field(300, ge=0)
     min_refresh_seconds: float = Field(30.0, ge=0)

@@ -13,7 +13,7 @@ DEFAULT_TENANT = "default"
 class Tenant(BaseModel):
     """What a tenant key selects."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str = Field("Albert", description="Product name shown in the UI")
     prompt_flavour: str = Field("", description="Extra system-prompt text for this surface")
@@ -52,6 +52,8 @@ class Tenant(BaseModel):
 
 class PublicTenant(BaseModel):
     """What the browser may know of its tenant."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     name: str

@@ -45,7 +45,7 @@ def new_client_id() -> str:
 class SigningKey(BaseModel):
     """One HMAC key; `valid_until` (Unix seconds) bounds a retired key's grace period."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kid: str = Field(pattern=KID_PATTERN)
     secret: bytes = Field(min_length=16)
@@ -66,7 +66,7 @@ class Identity(BaseModel):
     itself); the object belongs to the user when there is one, else to the client.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     client_id: str
     tenant: str
@@ -88,7 +88,7 @@ class Identity(BaseModel):
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: int
     kid: str

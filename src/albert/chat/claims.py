@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.auth.tokens import Identity
 from albert.mcp.configs import McpConfigStore, McpServerRow
@@ -56,6 +56,8 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024
 class ClaimExport(BaseModel):
     """What an anonymous object holds (nothing, and the pointer, once claimed)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     claimed_by: str | None = None
     digest: str = ""
     threads: ThreadsExport = Field(
@@ -67,6 +69,8 @@ class ClaimExport(BaseModel):
 class ClaimImport(BaseModel):
     """Body of the import: where the work comes from, and the export itself."""
 
+    model_config = ConfigDict(defer_build=True)
+
     source: str = Field(min_length=1, max_length=300)
     export: ClaimExport
 
@@ -74,12 +78,16 @@ class ClaimImport(BaseModel):
 class ClaimImported(BaseModel):
     """What the user's object now holds of the claimed work."""
 
+    model_config = ConfigDict(defer_build=True)
+
     counts: ImportCounts
     mcp_servers: list[str] = Field(description="The imported configs' names here")
 
 
 class ClaimCommit(BaseModel):
     """Body of the commit: the digest imported, and the user's object it went to."""
+
+    model_config = ConfigDict(defer_build=True)
 
     digest: str = Field(min_length=64, max_length=64)
     to: str = Field(min_length=1, max_length=300)
@@ -209,4 +217,6 @@ class ClaimsApi:
 
 
 class _Servers(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     rows: list[McpServerRow]

@@ -37,7 +37,7 @@ CLOSE_TOO_MANY_SOCKETS = 4008
 class SocketMeta(BaseModel):
     """Kept with each accepted socket."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     opened_at_ms: int
     expires_at: int  # Unix seconds: the expiry of the token the socket was opened with

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from albert.mcp.configs import McpConfigStore, McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager
@@ -21,6 +21,8 @@ MAX_BODY_BYTES = 32_000
 
 class McpStatus(BaseModel):
     """GET /api/mcp/status."""
+
+    model_config = ConfigDict(defer_build=True)
 
     servers: list[McpServerStatus]
 

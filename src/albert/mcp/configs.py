@@ -105,7 +105,7 @@ MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)
 class McpServerIn(BaseModel):
     """POST /api/mcp/servers: add or replace one server of this client."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(pattern=NAME_PATTERN, description="Short id: lower-case, digits, - and _")
     url: str = Field(min_length=8, max_length=2_000)
@@ -158,7 +158,7 @@ class McpServerIn(BaseModel):
 class McpServerConfig(BaseModel):
     """A stored server config (or the default one from settings)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     url: str
@@ -186,6 +186,8 @@ class McpServerConfig(BaseModel):
 class McpServerView(BaseModel):
     """What the browser sees of a config: header names only, no values, no secrets."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     url: str
     header_names: list[str]
@@ -208,6 +210,8 @@ class McpServerView(BaseModel):
 
 class McpServerList(BaseModel):
     """GET /api/mcp/servers."""
+
+    model_config = ConfigDict(defer_build=True)
 
     servers: list[McpServerView]
 
@@ -361,7 +365,7 @@ class McpConfigStore:
 class McpServerRow(BaseModel):
     """A client's config exactly as stored (moved between objects as is)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str = Field(pattern=NAME_PATTERN)
     url: str

@@ -17,7 +17,7 @@ from albert.settings import Settings
 class ReconnectPolicy(BaseModel):
     """Retry schedule and half-open cool-down."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     base_seconds: float = Field(1.0, gt=0)
     max_seconds: float = Field(16.0, gt=0)
@@ -47,6 +47,8 @@ class ReconnectPolicy(BaseModel):
 
 class RetryState(BaseModel):
     """Where one server is in its recovery cycle (times are Unix seconds)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     attempts: int = 0
     next_at: float | None = None

@@ -21,7 +21,7 @@ from albert.tools.base import TextPart, ToolResult
 class RemoteToolSpec(BaseModel):
     """One tool as a server listed it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str
@@ -31,6 +31,8 @@ class RemoteToolSpec(BaseModel):
 
 class RemoteCallResult(BaseModel):
     """What a server answered to a tool call, reduced to what the model can read."""
+
+    model_config = ConfigDict(defer_build=True)
 
     texts: list[str]
     is_error: bool = False

@@ -63,7 +63,7 @@ def origin_of(url: str) -> str:
 class SecretRule(BaseModel):
     """Where one secret may go."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     origins: list[str] = Field(min_length=1, description="http(s) origins, no path")
     tenants: list[str] = Field(min_length=1, description=f"Tenant keys, or {ANY_TENANT!r}")

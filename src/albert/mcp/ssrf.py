@@ -27,7 +27,7 @@ from typing import Literal
 from urllib.parse import SplitResult, urlsplit
 
 import httpx
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], Awaitable[list[str]]]
@@ -136,12 +136,16 @@ async def system_resolver(host: str) -> list[str]:
 
 
 class _DnsAnswer(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     type: int
     data: str
 
 
 class _DnsJson(BaseModel):
     """The JSON form of a DNS answer (application/dns-json), as DoH resolvers send it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     Status: int
     Answer: list[_DnsAnswer] = Field(default_factory=list)

@@ -73,6 +73,8 @@ client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(
 class Usage(BaseModel):
     """Token counts of a turn, summed over its model steps."""
 
+    model_config = ConfigDict(defer_build=True)
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -210,6 +212,8 @@ McpState = Literal["connecting", "ready", "reconnecting", "failed", "disabled"]
 
 class McpServerStatus(BaseModel):
     """How one configured MCP server of this client is doing."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     state: McpState

@@ -40,7 +40,7 @@ C = TypeVar("C", bound="_Cursor")
 class _Cursor(BaseModel):
     """A cursor's fields, sent as a base64url JSON array in field order."""
 
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", defer_build=True)
 
     @classmethod
     def from_array(cls: type[C], value: Any) -> C:

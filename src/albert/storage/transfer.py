@@ -27,7 +27,7 @@ from albert.storage.threads import message_wire_of, store_message_wire
 class ThreadRow(BaseModel):
     """A thread as stored."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     title: str
@@ -38,7 +38,7 @@ class ThreadRow(BaseModel):
 class MessageRow(BaseModel):
     """A message as stored (its `seq` is the receiving object's to give)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     thread_id: str
@@ -57,7 +57,7 @@ class MessageRow(BaseModel):
 class ToolOutputRow(BaseModel):
     """A whole tool output as stored."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     call_id: str
     thread_id: str
@@ -69,6 +69,8 @@ class ToolOutputRow(BaseModel):
 class ThreadsExport(BaseModel):
     """Everything of an object's threads, oldest first."""
 
+    model_config = ConfigDict(defer_build=True)
+
     threads: list[ThreadRow]
     messages: list[MessageRow]
     tool_outputs: list[ToolOutputRow]
@@ -76,6 +78,8 @@ class ThreadsExport(BaseModel):
 
 class ImportCounts(BaseModel):
     """What an import wrote (rows already there count too: the import is a no-op then)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     threads: int = 0
     messages: int = 0

@@ -14,6 +14,8 @@ from albert.validation import validation_message
 class TextPart(BaseModel):
     """One text content part of a tool result."""
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["text"] = "text"
     text: str
 
@@ -21,7 +23,7 @@ class TextPart(BaseModel):
 class ToolResult(BaseModel):
     """What a tool returns: content parts for the model, optional structured data."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     content: list[TextPart]
     is_error: bool = False
@@ -66,7 +68,7 @@ InputT = TypeVar("InputT", bound=BaseModel)
 class ToolInput(BaseModel):
     """Base for tool input models: unknown fields are refused, so typos surface."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 @functools.lru_cache(maxsize=256)
@@ -115,6 +117,8 @@ class LocalTool(Generic[InputT]):
 
 class ToolSpec(BaseModel):
     """What the model is told about a tool."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     description: str

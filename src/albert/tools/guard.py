@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from albert.tools.base import TextPart, Tool, ToolResult
 
@@ -29,6 +29,8 @@ def _marker(shown: int, total: int) -> str:
 
 class GuardedResult(BaseModel):
     """A tool's result as the model will see it, with how the call went."""
+
+    model_config = ConfigDict(defer_build=True)
 
     result: ToolResult
     duration_ms: float

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 CARRY_LIMIT_CHARS = 200
 # Occurrences of one probe looked at in one output: bounds the work on repetitive text.
@@ -42,12 +42,16 @@ def _strings(value: Any) -> Iterable[str]:
 class Carried(BaseModel):
     """What a refused call would have carried, and from where."""
 
+    model_config = ConfigDict(defer_build=True)
+
     chars: int
     tool: str
     source: str
 
 
 class _Output(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     tool: str
     source: str
     text: str

@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from albert.tools.base import Tool
 
@@ -26,6 +26,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 class Rejection(BaseModel):
     """A tool left out of the catalog, and why."""
+
+    model_config = ConfigDict(defer_build=True)
 
     tool: str
     source: str
