@@ -137,8 +137,80 @@ async def run(sizes: BenchSizes) -> list[Row]:
     ]
 
 
+# What the worker's import is made of, in import order: each step's CPU is what it adds to
+# the steps before it, in one fresh interpreter (the first step is the baseline itself).
+STEPS: list[tuple[str, str]] = [
+    ("import pydantic, httpx (the baseline)", "import pydantic, httpx"),
+    (
+        "pydantic's BaseModel, Field, validators, TypeAdapter",
+        "from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, "
+        "field_validator, model_validator",
+    ),
+    ("asyncio", "import asyncio"),
+    ("albert.protocol: frames, HTTP bodies", "import albert.protocol.frames, albert.protocol.http"),
+    (
+        "albert.settings, auth, admission",
+        "import albert.settings, albert.auth.tokens, albert.auth.bearer, albert.auth.gateway, "
+        "albert.admission",
+    ),
+    (
+        "albert.analytics: catalog, service, endpoint",
+        "import albert.analytics.service, albert.analytics.endpoint, albert.analytics.chat_events",
+    ),
+    (
+        "albert.ai, albert.tools",
+        "import albert.ai.budget, albert.ai.factory, albert.ai.tool_loop, albert.tools.catalog",
+    ),
+    ("albert.mcp: configs", "import albert.mcp.configs, albert.mcp.secret_binding"),
+    (
+        "albert.mcp: manager, API, SSRF checks (no SDK)",
+        "import albert.mcp.api, albert.mcp.manager, albert.mcp.ssrf, albert.mcp.alarms, "
+        "albert.mcp.retry_log",
+    ),
+    ("albert.chat, albert.storage", "import albert.chat.service"),
+    ("entry, durable_objects, platform glue", "import entry, durable_objects.chat"),
+]
+
+
+def import_steps(repeats: int) -> list[tuple[str, float]]:
+    """(step, median CPU ms it adds) for STEPS, each sample a fresh interpreter."""
+    timed = "".join(
+        f"c = time.process_time()\n{code}\nout.append((time.process_time() - c) * 1000)\n"
+        for _, code in STEPS
+    )
+    script = (
+        _PRELUDE
+        + "import miniflare\nminiflare.install_shims()\nout = []\n"
+        + timed
+        + "print(json.dumps(out))\n"
+    )
+    samples = []
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=PROJECT_DIR,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    medians = [sorted(s[i] for s in samples)[len(samples) // 2] for i in range(len(STEPS))]
+    return [(name, ms) for (name, _), ms in zip(STEPS, medians, strict=True)]
+
+
 if __name__ == "__main__":
-    # `python -m bench.cold_import [N]`: the worker's slowest imports, for profiling.
+    # `python -m bench.cold_import [N]`: the worker's slowest imports, for profiling;
+    # `python -m bench.cold_import --steps [N]`: the CPU each part adds, as baselines.
+    if len(sys.argv) > 1 and sys.argv[1] == "--steps":
+        steps = import_steps(int(sys.argv[2]) if len(sys.argv) > 2 else 7)
+        base_ms = steps[0][1]
+        for name, ms in steps:
+            print(f"{ms:7.1f} ms CPU {ms / base_ms:5.2f}x  {name}")
+        total = sum(ms for _, ms in steps)
+        print(f"{total:7.1f} ms CPU {total / base_ms:5.2f}x  all (the benchmark's ratio, in CPU)")
+        sys.exit(0)
     worker_only = WORKER.split("mcp_loaded =")[0]
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else 25
     for module, own, cumulative in importtime_top(worker_only, limit):
