@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
+from data_server.gc_pause import collector_paused
 from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
 from data_server.pipeline.progress import NullProgress, PipelineProgress
 from data_server.processors import (
@@ -161,7 +162,21 @@ async def run_pipeline(
     local stack); without it a client for the real APIs is created and closed here.
     ``index_client`` None skips the publish (the run is then at best ``partial``).
     """
-    progress = progress or NullProgress()
+    # The run allocates a few hundred thousand long-lived objects; see `gc_pause`.
+    with collector_paused():
+        return await _run(
+            sources, store, index_client, progress or NullProgress(), http, collection
+        )
+
+
+async def _run(
+    sources: Sequence[Processor],
+    store: VaultStore,
+    index_client: TypesenseClient | None,
+    progress: PipelineProgress,
+    http: httpx.AsyncClient | None,
+    collection: str,
+) -> PipelineReport:
     started = time.monotonic()
     run_id = store.start_run()
     progress.start(len(sources) + 1)
