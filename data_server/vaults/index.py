@@ -41,36 +41,44 @@ def _field(name: str, type_: str, **options: Any) -> dict[str, Any]:
 
 
 def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
-    """The explicit schema of the vaults collection."""
-    facet = {"facet": True}
+    """The explicit schema of the vaults collection.
+
+    Typesense indexes only what the tools query: fields they filter, sort or search on.
+    Fields the tools only read back (``address``, ``apy_reward``, ``share_price``,
+    ``exploits``, ``source_flags``, ``url``) are stored, not indexed. Facets are ``chain``
+    (the known-chain check counts vaults per chain) and ``source`` (what each source has in
+    the index); strings filter without one. Indexing a field costs Typesense CPU on every
+    publish.
+    """
     optional = {"optional": True}
+    stored = {"index": False, "optional": True}
     return {
         "name": name,
         "fields": [
             _field("name", "string"),
-            _field("source", "string", **facet),
-            _field("protocol", "string", **facet),
-            _field("chain", "string", **facet),
-            _field("address", "string", **facet, **optional),
-            _field("asset_symbols", "string[]", **facet),
-            _field("underlying_tokens", "string[]", **facet, **optional),
-            _field("stablecoin", "bool", **facet),
-            _field("il_risk", "bool", **facet),
-            _field("exposure", "string", **facet),
-            _field("risk_rating", "string", **facet, **optional),
-            _field("status", "string", **facet),
-            _field("source_flags", "string[]", **facet, **optional),
+            _field("source", "string", facet=True),
+            _field("protocol", "string"),
+            _field("chain", "string", facet=True),
+            _field("address", "string", **stored),
+            _field("asset_symbols", "string[]"),
+            _field("underlying_tokens", "string[]", **optional),
+            _field("stablecoin", "bool"),
+            _field("il_risk", "bool"),
+            _field("exposure", "string"),
+            _field("risk_rating", "string", **optional),
+            _field("status", "string"),
+            _field("source_flags", "string[]", **stored),
             _field("apy", "float", **optional),
             _field("apy_base", "float", **optional),
-            _field("apy_reward", "float", **optional),
+            _field("apy_reward", "float", **stored),
             _field("reward_share", "float", **optional),
             _field("tvl_usd", "float", **optional),
-            _field("share_price", "float", **optional),
+            _field("share_price", "float", **stored),
             _field("security_score", "float", **optional),
             _field("protocol_age_days", "int32", **optional),
             _field("audits", "int32", **optional),
-            _field("exploits", "int32", **optional),
-            _field("url", "string", index=False, **optional),
+            _field("exploits", "int32", **stored),
+            _field("url", "string", **stored),
             _field("updated_at", "int64"),
             # Which publish wrote the document; older ones are removed after a full publish.
             _field("publish_seq", "int64"),

@@ -34,11 +34,22 @@ def _vault(native: str, **extra: object) -> Vault:
     return Vault.model_validate(fields)
 
 
-def test_schema_declares_facets_and_sortable_numbers() -> None:
+def test_schema_indexes_what_the_tools_query_and_stores_the_rest() -> None:
     fields = {f["name"]: f for f in collection_schema("v")["fields"]}
-    for facet in ("chain", "protocol", "asset_symbols", "stablecoin", "il_risk", "exposure"):
-        assert fields[facet].get("facet") is True, facet
-    assert fields["risk_rating"].get("facet") is True
+    # Filtered, sorted or searched by the MCP tools (data_server/mcp_server/).
+    queried = (
+        "name", "source", "protocol", "chain", "asset_symbols", "underlying_tokens", "stablecoin",
+        "il_risk", "exposure", "risk_rating", "status", "apy", "apy_base", "reward_share",
+        "tvl_usd", "security_score", "protocol_age_days", "audits", "updated_at", "publish_seq",
+    )  # fmt: skip
+    for name in queried:
+        assert fields[name].get("index", True) is True, name
+    # Only read back from hits: stored in the document, never indexed.
+    for name in ("address", "apy_reward", "share_price", "exploits", "source_flags"):
+        assert fields[name]["index"] is False and fields[name]["optional"] is True, name
+    assert fields["url"]["index"] is False
+    # Vaults per chain (the known-chain check) and per source; nothing else is faceted.
+    assert [n for n, f in fields.items() if f.get("facet")] == ["source", "chain"]
     numeric = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "reward_share")
     for name in (*numeric, "protocol_age_days", "audits", "updated_at"):
         assert fields[name]["type"] in ("float", "int32", "int64"), name
