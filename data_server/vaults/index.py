@@ -210,8 +210,10 @@ async def publish(
     they are recorded as the publication's error (and the staleness check will then see
     the gap). Typesense being unreachable does raise.
     """
-    fingerprint = store.fingerprint()
-    await ensure_schema(client, collection)
+    # The store's checksum (a read of every row) is taken while the schema is checked.
+    fingerprint, _ = await asyncio.gather(
+        asyncio.to_thread(store.fingerprint), ensure_schema(client, collection)
+    )
     seq = time.time_ns() // 1000
     pushed: list[dict[str, Any]] = []
     failures: list[str] = []
