@@ -18,7 +18,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from data_server.mcp_server.vault_index import QUERY_BY
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
-from miniflare.process import ChildProcess, answers_http
+from miniflare.process import ChildProcess
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 API_KEY = "bench-typesense-key"
@@ -138,6 +138,20 @@ class Served:
     pid: int
 
 
+def _answers(url: str) -> Callable[[], bool]:
+    """True once `url` answers at all. /healthz checksums the 20,000-vault store, which
+    takes over a second on a loaded machine: a 1 s probe would never see it answer."""
+
+    def probe() -> bool:
+        try:
+            httpx.get(url, timeout=15.0)
+        except httpx.TransportError:
+            return False
+        return True
+
+    return probe
+
+
 @contextmanager
 def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Iterator[Served]:
     """`albert-data serve` as a process."""
@@ -156,7 +170,7 @@ def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Itera
         grace=10.0,
     ).start()
     try:
-        child.wait_ready(answers_http(f"http://127.0.0.1:{port}/healthz"), 60, "serving")
+        child.wait_ready(_answers(f"http://127.0.0.1:{port}/healthz"), 60, "serving")
         assert child.pid is not None
         yield Served(f"http://127.0.0.1:{port}/mcp", child.pid)
     finally:
