@@ -193,9 +193,17 @@ class VaultStore:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                existing = {
-                    row[0]: row[1] for row in conn.execute("SELECT id, content_hash FROM vaults")
-                }
+                # Only the stored rows this batch can match: its id range (ids lead with
+                # the source, so one source's merge does not read the others' rows).
+                ids = [vault.id for vault in batch]
+                existing: dict[str, str] = {}
+                if ids:
+                    existing = dict(
+                        conn.execute(
+                            "SELECT id, content_hash FROM vaults WHERE id BETWEEN ? AND ?",
+                            (min(ids), max(ids)),
+                        ).fetchall()
+                    )
                 revision = int(
                     conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults").fetchone()[0]
                 )

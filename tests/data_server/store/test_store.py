@@ -79,6 +79,20 @@ def test_upsert_is_idempotent_and_tracks_revisions(tmp_path: Path) -> None:
         ]
 
 
+def test_upsert_counts_each_batch_against_every_stored_row_it_can_match(tmp_path: Path) -> None:
+    # A batch reads back only the stored rows in its id range; ids interleaved with those of
+    # other batches, and duplicates inside one batch, must still be counted right.
+    with VaultStore(tmp_path / "s.db") as store:
+        store.upsert_vaults([_vault("b"), _vault("d")])
+        store.upsert_vaults([_vault("a", id="beefy:ethereum:a", source="beefy")])
+        counts = store.upsert_vaults([_vault("a"), _vault("d", apy=9.0), _vault("e"), _vault("e")])
+        assert (counts.inserted, counts.updated, counts.unchanged) == (2, 1, 1)
+        again = store.upsert_vaults([_vault("b"), _vault("d", apy=9.0)])
+        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 2)
+        assert store.upsert_vaults([]) == store.upsert_vaults([])
+        assert store.counts().by_source == {"beefy": 1, "defillama": 4}
+
+
 def test_fingerprint_changes_with_content(tmp_path: Path) -> None:
     with VaultStore(tmp_path / "s.db") as store:
         store.upsert_vaults([_vault("a"), _vault("b")])
