@@ -31,7 +31,7 @@ from albert.search.typesense_client import TypesenseClient
 from bench.core import BenchSizes, Row, Spread, Stopwatch, cpu_seconds, percentile, ratio
 from bench.stack import state_dir
 from data_server.fixtures import fixture_handler, load, offline_transport
-from data_server.mcp_server.vault_index import QUERY_BY
+from data_server.mcp_server.vault_index import search_params
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
@@ -216,16 +216,13 @@ async def search(
                 if result.is_error or result.structured is None:
                     raise RuntimeError(f"search_vaults failed: {result.texts}")
                 compiled = result.structured
-                params = {
-                    "q": args.get("query") or "*",
-                    "query_by": QUERY_BY,
-                    "per_page": str(args.get("per_page", 10)),
-                    "page": "1",
-                }
-                if compiled.get("filter_by"):
-                    params["filter_by"] = compiled["filter_by"]
-                if compiled.get("sort_by"):
-                    params["sort_by"] = compiled["sort_by"]
+                # The query the tool sent, compiled by the product's own code.
+                params = search_params(
+                    q=args.get("query"),
+                    filter_by=compiled.get("filter_by") or "",
+                    sort_by=compiled.get("sort_by"),
+                    per_page=args.get("per_page", 10),
+                ).to_query()
                 cpu, watch = time.process_time(), Stopwatch()
                 response = await http.get(url, params=params)
                 direct_ms, direct_cpu = watch.ms, time.process_time() - cpu
@@ -371,7 +368,7 @@ async def _ingest_only(repeats: int, quick: bool) -> list[Row]:
 
 
 if __name__ == "__main__":
-    # `python -m bench.data_server [--quick] [--repeat N]`: the ingest row alone (the same
+    # `python -m bench.data_server [--quick] [--repeat N] [--search-only]`: the ingest row alone (the same
     # runs `--only data_server` times, without the search half), for profiling the pipeline.
     import argparse
     import asyncio
@@ -379,7 +376,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench.data_server")
     parser.add_argument("--quick", action="store_true", help="the quick size (6,000 vaults)")
     parser.add_argument("--repeat", type=int, default=1, help="scaled ingests to time")
+    parser.add_argument(
+        "--search-only", action="store_true", help="the two vault search rows, as in a full run"
+    )
     options = parser.parse_args()
+    if options.search_only:
+        from rich.console import Console
+
+        from bench.__main__ import render
+
+        searched_rows = asyncio.run(run(BenchSizes(quick=options.quick)))[1:]
+        render(searched_rows, [], Console(width=max(Console().width, 150)))
+        raise SystemExit(0)
     for row in asyncio.run(_ingest_only(max(options.repeat, 1), options.quick)):
         print(
             f"{row.metric}: {row.figure.median:.2f} s [{row.figure.min:.2f}–{row.figure.max:.2f}]"
