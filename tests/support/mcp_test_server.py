@@ -43,6 +43,41 @@ SEARCH_VAULTS_SCHEMA: dict[str, Any] = {
     "$defs": {"Chain": {"type": "string", "enum": ["ethereum", "base", "arbitrum"]}},
 }
 
+VAULT_PAGE_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "found": {"type": "integer", "minimum": 0},
+        "vaults": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1},
+                    "apy": {"type": ["number", "null"]},
+                    "risk": {"enum": ["low", "medium", "high", None]},
+                },
+                "required": ["id", "apy"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["found", "vaults"],
+}
+# What `vault_page` returns for each `break` argument: a valid page, or one that breaks the
+# schema in one way.
+VAULT_PAGES: dict[str, dict[str, Any]] = {
+    "none": {
+        "found": 2,
+        "vaults": [{"id": "v1", "apy": 4.2, "risk": "low"}, {"id": "v2", "apy": None}],
+    },
+    "type": {"found": 2, "vaults": [{"id": "v1", "apy": "4.2"}]},
+    "required": {"found": 2, "vaults": [{"id": "v1"}]},
+    "extra": {"found": 2, "vaults": [{"id": "v1", "apy": 1.0, "owner": "x"}]},
+    "enum": {"found": 2, "vaults": [{"id": "v1", "apy": 1.0, "risk": "extreme"}]},
+    "bool_as_int": {"found": True, "vaults": []},
+    "minimum": {"found": -1, "vaults": []},
+}
+
 PROFILES: dict[str, dict[str, Any]] = {
     "vaults": {
         "name": "test-vaults",
@@ -53,6 +88,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "instructions": "Read files in a sandboxed directory.",
     },
     "generic": {"name": "test-generic", "instructions": "Assorted utilities."},
+    # A tool with an outputSchema whose structured result can be asked to break its contract.
+    "structured": {"name": "test-structured", "instructions": "Vault pages with a schema."},
     "broken": {"name": "test-broken", "instructions": "Some of these tools are malformed."},
     # A server that tries to give orders: a forged fence, a fake system line, text hidden
     # in Unicode tag characters and a bidi override.
@@ -175,6 +212,19 @@ def tool_definitions(profile: str) -> list[dict[str, Any]]:
                 "inputSchema": {"type": "object"},
             },
         ]
+    if profile == "structured":
+        return [
+            {
+                "name": "vault_page",
+                "description": "A page of vaults, as structured content.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"break": {"enum": sorted(VAULT_PAGES)}},
+                },
+                "outputSchema": VAULT_PAGE_OUTPUT_SCHEMA,
+            },
+            *common,
+        ]
     return [
         {
             "name": "echo",
@@ -232,6 +282,12 @@ def build_app(profile: str, tag: str) -> Any:
             return text(json.dumps({"vaults": [{"id": "v1", "apy": 4.2}], "server": tag}))
         if name == "top_yields":
             return text(json.dumps({"top": [{"id": "v9", "apy": 12.0}]}))
+        if name == "vault_page":
+            page = VAULT_PAGES[str(args.get("break", "none"))]
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=json.dumps(page))],
+                structured_content=page,
+            )
         if name in ("read_file", "list_directory"):
             return text(f"{name}: {args.get('path', '.')}")
         return types.CallToolResult(

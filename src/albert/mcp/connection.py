@@ -27,6 +27,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from albert.mcp.output_check import Check, compile_check
 from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
 from albert.mcp.ssrf import ConnectCheck, UrlRefused
 
@@ -109,6 +110,7 @@ class McpConnection:
             async with http:
                 async with asyncio.timeout(within):
                     await client.__aenter__()
+                install_output_check(client.session)
                 try:
                     self._client = client
                     self._connected = True
@@ -238,6 +240,53 @@ class McpConnection:
         if client is None or not self.alive:
             raise MCPError(code=mcp_types.CONNECTION_CLOSED, message="not connected")
         return client
+
+
+class _CheckedFirst:
+    """The SDK's output validator with the fast one-sided check in front of it.
+
+    A result the check shows valid yields no errors; any other result goes to the SDK's
+    `jsonschema` validator, which decides and words the error exactly as before.
+    """
+
+    def __init__(self, check: Check, full: Any) -> None:
+        self._check = check
+        self._full = full
+
+    def iter_errors(self, instance: Any) -> Any:
+        try:
+            if self._check(instance):
+                return iter(())
+        except RecursionError:
+            pass  # a nesting deeper than the stack: the SDK's validator decides
+        return self._full.iter_errors(instance)
+
+
+def install_output_check(session: Any) -> bool:
+    """Put the fast output check in front of the SDK's per-tool validator; False if it can't.
+
+    The SDK builds one `jsonschema` validator per tool and schema
+    (`ClientSession._output_schema_validator`, dropped when the listed schema changes); the
+    check is compiled once per validator it builds. Should that hook ever go, results are
+    validated by the SDK alone, as before.
+    """
+    build = getattr(session, "_output_schema_validator", None)
+    if build is None or not callable(build):
+        log.debug("MCP SDK without _output_schema_validator: output checked by jsonschema only")
+        return False
+    wrapped: dict[str, tuple[Any, Any]] = {}
+
+    def validator(name: str, output_schema: dict[str, Any]) -> Any:
+        full = build(name, output_schema)
+        entry = wrapped.get(name)
+        if entry is None or entry[0] is not full:
+            check = compile_check(output_schema)
+            entry = (full, full if check is None else _CheckedFirst(check, full))
+            wrapped[name] = entry
+        return entry[1]
+
+    session._output_schema_validator = validator
+    return True
 
 
 def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
