@@ -141,7 +141,13 @@ def create_app(
         return JSONResponse(body, status_code=200 if index.get("reachable") else 503)
 
     mcp.custom_route("/healthz", methods=["GET"])(healthz)
-    app = mcp.streamable_http_app(streamable_http_path=settings.mcp_path, host=settings.host)
+    # Every tool answers with one result and sends no progress or request of its own, so a
+    # POST is answered with its JSON body directly: no per-request task group, stream and
+    # disconnect watcher, which the event-stream mode sets up in case a handler emits.
+    # (`subscriptions/listen` is still an event stream: the SDK always serves it as one.)
+    app = mcp.streamable_http_app(
+        streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
+    )
     mount_platform(app)
 
     session_lifespan = app.router.lifespan_context

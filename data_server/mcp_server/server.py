@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from pydantic import BaseModel
 
 from data_server.mcp_server import catalog_tools, risk_tools, search, vault_tools, wallet_tools
@@ -129,9 +130,45 @@ def build_tools(deps: ToolDeps) -> list[Tool]:
     ]
 
 
+def declares_param_headers(input_schema: dict[str, Any]) -> bool:
+    """Whether the SDK's `Mcp-Param-*` header check has anything to compare for this schema.
+
+    The check compares each header with the argument of an `x-mcp-header` property; a schema
+    with no valid annotation (ours have none) passes every request, whatever its headers.
+    """
+    if find_invalid_x_mcp_header(input_schema) is not None:
+        return False
+    return bool(x_mcp_header_map(input_schema))
+
+
+class VaultMcpServer(MCPServer):
+    """MCPServer that hands the header check only the schemas it can act on.
+
+    Before every `tools/call` the SDK walks the called tool's whole input schema (30
+    parameters for search_vaults) looking for `x-mcp-header` annotations; without any, the
+    walk can only conclude that every request passes. Here that answer is worked out once
+    per tool, and the schema is not handed to the check when it declares no header: the
+    check then passes the request straight away, as it would have after the walk.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._declares: dict[str, tuple[dict[str, Any], bool]] = {}
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        schema = super()._tool_input_schema(name)
+        if schema is None:
+            return None
+        known = self._declares.get(name)
+        if known is None or known[0] is not schema:
+            known = (schema, declares_param_headers(schema))
+            self._declares[name] = known
+        return schema if known[1] else None
+
+
 def build_mcp_server(deps: ToolDeps) -> MCPServer:
     """An MCPServer exposing the ten tools."""
-    return MCPServer(
+    return VaultMcpServer(
         name="albert-vaults",
         title="Albert vault and yield data",
         instructions=INSTRUCTIONS,

@@ -101,6 +101,35 @@ def hit_from_document(doc: dict[str, Any]) -> VaultHit:
     return hit
 
 
+# The tools read documents only: Typesense is asked for no highlight or snippet (both
+# formats), which spares it the work and the answer the bytes on every text query.
+NO_HIGHLIGHTS = {"highlight_fields": "none", "enable_highlight_v1": "false"}
+
+
+def search_params(
+    *,
+    q: str | None = None,
+    filter_by: str = "",
+    sort_by: str | None = None,
+    page: int = 1,
+    per_page: int = 10,
+    facet_by: str | None = None,
+    query_by: str = QUERY_BY,
+) -> SearchParams:
+    """The Typesense query a vault search sends."""
+    return SearchParams(
+        q=q or "*",
+        query_by=query_by,
+        filter_by=filter_by or None,
+        sort_by=sort_by,
+        page=page,
+        per_page=per_page,
+        facet_by=facet_by,
+        max_facet_values=100 if facet_by else None,
+        extra=NO_HIGHLIGHTS,
+    )
+
+
 class SearchPage(BaseModel):
     """One page of vault hits and the total match count."""
 
@@ -127,15 +156,14 @@ class VaultIndex:
         query_by: str = QUERY_BY,
     ) -> tuple[SearchPage, list[dict[str, Any]]]:
         """One page of vaults (and raw facet counts when facet_by is given)."""
-        params = SearchParams(
-            q=q or "*",
-            query_by=query_by,
-            filter_by=filter_by or None,
+        params = search_params(
+            q=q,
+            filter_by=filter_by,
             sort_by=sort_by,
             page=page,
             per_page=per_page,
             facet_by=facet_by,
-            max_facet_values=100 if facet_by else None,
+            query_by=query_by,
         )
         response = await self.client.search(self.collection, params)
         hits = [hit_from_document(h.document) for h in response.hits]
