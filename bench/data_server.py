@@ -368,8 +368,9 @@ async def _ingest_only(repeats: int, quick: bool) -> list[Row]:
 
 
 if __name__ == "__main__":
-    # `python -m bench.data_server [--quick] [--repeat N] [--search-only]`: the ingest row alone (the same
-    # runs `--only data_server` times, without the search half), for profiling the pipeline.
+    # `python -m bench.data_server [--quick] [--repeat N]`: the ingest row alone (the same
+    # runs `--only data_server` times, without the search half), for profiling the pipeline;
+    # `--search-only`: the two search rows of that same run.
     import argparse
     import asyncio
 
