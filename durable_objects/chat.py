@@ -62,7 +62,7 @@ class ChatDurableObject(DurableObject):
         # Built on first use, not in the constructor: a woken object that only
         # answers one request should not pay for what it does not touch.
         if self._service is None:
-            sql = WorkersSql(self.ctx.storage.sql)
+            sql = WorkersSql(self.ctx.storage.sql, self.ctx.storage)
             meta = ObjectMeta(sql)
             if tenant is not None and meta.get(TENANT) is None:
                 meta.set(TENANT, tenant)

@@ -26,5 +26,6 @@ class LimiterDurableObject(DurableObject):
 
     async def fetch(self, request: Any) -> Any:
         if self._core is None:
-            self._core = LimiterCore(WorkersSql(self.ctx.storage.sql), SystemClock())
+            sql = WorkersSql(self.ctx.storage.sql, self.ctx.storage)
+            self._core = LimiterCore(sql, SystemClock())
         return to_response(self._core.handle(await to_core_request(request)))

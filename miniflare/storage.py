@@ -7,7 +7,9 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class JsArray(list[Any]):
@@ -59,12 +61,34 @@ class SqlStorage:
         # a full fsync per autocommitted statement made local turns disk-bound.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
+        self._depth = 0
 
     def exec(self, query: str, *bindings: Any) -> SqlCursor:
         if _opens_transaction(query):
             # The platform refuses explicit transactions (it makes each event atomic itself).
             raise NotImplementedError("explicit transactions are not allowed in ctx.storage.sql")
         return SqlCursor(self._db.execute(query, bindings))
+
+    def run_transaction(self, callback: Callable[[], T]) -> T:
+        """`ctx.storage.transactionSync`: `callback` commits as a whole or not at all.
+
+        A savepoint, so calls nest as on the platform; the outermost one commits.
+        """
+        self._depth += 1
+        name = f"tx{self._depth}"
+        self._db.execute(f"SAVEPOINT {name}")
+        try:
+            result = callback()
+            self._db.execute(f"RELEASE {name}")
+        except BaseException:
+            # SQLite may have rolled the whole transaction back itself (e.g. a full disk).
+            if self._db.in_transaction:
+                self._db.execute(f"ROLLBACK TO {name}")
+                self._db.execute(f"RELEASE {name}")
+            raise
+        finally:
+            self._depth -= 1
+        return result
 
     @property
     def databaseSize(self) -> int:
@@ -83,6 +107,10 @@ class DurableObjectStorage:
         self.sql = SqlStorage(path)
         self._alarm_file = path.with_suffix(".alarm.json")
         self._on_alarm_change = on_alarm_change
+
+    def transactionSync(self, callback: Callable[[], T]) -> T:
+        """Run `callback` as one transaction: rolled back, and re-raised, if it raises."""
+        return self.sql.run_transaction(callback)
 
     async def getAlarm(self) -> int | None:
         return self.stored_alarm()

@@ -12,6 +12,10 @@ rules, because that is what the Cloudflare adapters must cope with:
   ArrayBuffer/typed arrays, refuses `undefined` and transaction statements, and
   returns a cursor with `toArray()`, `one()`, `raw()`, iteration, `columnNames`,
   `rowsRead` and `rowsWritten`; SQL NULL is `null`, a BLOB is an ArrayBuffer;
+- `ctx.storage.transactionSync(callback)` calls the callback at once inside a
+  savepoint (nested calls nest) and returns what it returned; when it throws, its
+  writes are rolled back and the error is thrown on. A Python exception leaves a
+  callback as a JS `PythonError` and comes back as a JsException;
 - `new WebSocketPair()` is `WebSocketPair.new()`, `Object.values(pair)` is
   `.object_values()`; `send()` after `close()` throws, `close()` refuses the
   reserved codes 1004-1006 and 1015 and reasons over 123 bytes; a binary message
@@ -191,6 +195,15 @@ class PyProxy:
         if self.destroyed_message is not None:
             raise JsException(f"Error: {self.destroyed_message}")
         return self._obj
+
+    def __call__(self, *args: Any) -> Any:
+        """JS calling the proxied Python function: an exception leaves as a JS error."""
+        try:
+            return self.target()(*args)
+        except JsException:
+            raise
+        except Exception as exc:
+            raise JsException(f"PythonError: {type(exc).__name__}: {exc}") from exc
 
     def then(
         self,
@@ -471,6 +484,7 @@ class SqlStorage(JsProxy):
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(path, isolation_level=None)
         self._db.execute("PRAGMA foreign_keys=ON")
+        self._depth = 0
 
     def exec(self, query: str, *bindings: Any) -> SqlStorageCursor:
         words = query.strip().split(None, 1)
@@ -485,6 +499,22 @@ class SqlStorage(JsProxy):
             return SqlStorageCursor(self._db.execute(query, values))
         except sqlite3.Error as exc:
             raise JsException(f"Error: {exc}: SQLITE_ERROR") from exc
+
+    def savepoint(self, callback: Any) -> Any:
+        """What transactionSync does with the database: all of `callback`, or none of it."""
+        self._depth += 1
+        name = f"_cf_savepoint_{self._depth}"
+        self._db.execute(f"SAVEPOINT {name}")
+        try:
+            result = callback()
+            self._db.execute(f"RELEASE {name}")
+        except BaseException:
+            self._db.execute(f"ROLLBACK TO {name}")
+            self._db.execute(f"RELEASE {name}")
+            raise
+        finally:
+            self._depth -= 1
+        return result
 
     @property
     def databaseSize(self) -> int:
@@ -507,6 +537,12 @@ class DurableObjectStorage(JsProxy):
         self._timer: asyncio.TimerHandle | None = None
         self._on_alarm = on_alarm
         self._running: set[asyncio.Task[None]] = set()
+
+    @js_function
+    def transactionSync(self, callback: Any) -> Any:
+        if not callable(callback):
+            raise JsException("TypeError: transactionSync() expects a function")
+        return self.sql.savepoint(callback)
 
     async def getAlarm(self) -> Any:
         return jsnull if self._alarm is None else _number(self._alarm)

@@ -2,7 +2,7 @@
 
 Contract (src/albert/cloudflare/sql.py): None/bytes/bool bindings, plain-dict rows
 in column order, NULL → None, BLOB → bytes, failed statements change nothing,
-explicit transactions refused.
+explicit transactions refused, `transaction(work)` all or nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class _StepClock:
 
 
 def _sql(platform: Platform) -> WorkersSql:
-    sql = WorkersSql(platform.ctx.storage.sql)
+    sql = WorkersSql(platform.ctx.storage.sql, platform.ctx.storage)
     sql.execute(
         "CREATE TABLE t "
         "(id INTEGER PRIMARY KEY, name TEXT UNIQUE, score REAL, blob BLOB, flag INTEGER)"
@@ -111,6 +111,99 @@ async def test_explicit_transactions_are_refused(platform: Platform, statement: 
     sql = _sql(platform)
     with pytest.raises(TransactionRefused):
         sql.execute(statement)
+
+
+def _names(sql: WorkersSql) -> list[str]:
+    return [r["name"] for r in sql.execute("SELECT name FROM t ORDER BY id")]
+
+
+async def test_a_transaction_commits_its_writes_and_returns_the_work_s_value(
+    platform: Platform,
+) -> None:
+    sql = _sql(platform)
+
+    def work() -> dict[str, int]:
+        sql.execute("INSERT INTO t (id, name) VALUES (1, 'a')")
+        sql.execute("INSERT INTO t (id, name) VALUES (2, 'b')")
+        # The work reads its own writes.
+        return {"seen": len(sql.execute("SELECT id FROM t"))}
+
+    assert sql.transaction(work) == {"seen": 2}
+    assert _names(sql) == ["a", "b"]
+    woken = WorkersSql(platform.wake().storage.sql)
+    assert _names(woken) == ["a", "b"]
+
+
+class _Fault(Exception):
+    """Raised by a test in the middle of a transaction."""
+
+
+async def test_a_transaction_that_raises_leaves_nothing_and_raises_its_own_error(
+    platform: Platform,
+) -> None:
+    sql = _sql(platform)
+    sql.execute("INSERT INTO t (id, name) VALUES (1, 'kept')")
+    fault = _Fault("midway")
+
+    def work() -> None:
+        sql.execute("INSERT INTO t (id, name) VALUES (2, 'half')")
+        sql.execute("UPDATE t SET score = 9 WHERE id = 1")
+        raise fault
+
+    with pytest.raises(_Fault) as caught:
+        sql.transaction(work)
+    assert caught.value is fault
+    assert sql.execute("SELECT id, name, score FROM t") == [
+        {"id": 1, "name": "kept", "score": None}
+    ]
+    # The adapter is usable afterwards, in and out of transactions.
+    sql.transaction(lambda: sql.execute("INSERT INTO t (id, name) VALUES (3, 'c')"))
+    assert _names(sql) == ["kept", "c"]
+
+
+async def test_a_failing_statement_rolls_back_the_whole_transaction(platform: Platform) -> None:
+    sql = _sql(platform)
+    sql.execute("INSERT INTO t (id, name) VALUES (1, 'a')")
+
+    def work() -> None:
+        sql.execute("INSERT INTO t (id, name) VALUES (2, 'b')")
+        sql.execute("INSERT INTO t (id, name) VALUES (3, 'a')")  # UNIQUE
+
+    with pytest.raises(SqlError) as caught:
+        sql.transaction(work)
+    assert "UNIQUE" in str(caught.value)
+    assert _names(sql) == ["a"]
+
+
+async def test_transactions_nest(platform: Platform) -> None:
+    sql = _sql(platform)
+
+    def inner() -> None:
+        sql.execute("INSERT INTO t (id, name) VALUES (2, 'inner')")
+        raise _Fault("inner only")
+
+    def outer() -> None:
+        sql.execute("INSERT INTO t (id, name) VALUES (1, 'outer')")
+        with pytest.raises(_Fault):
+            sql.transaction(inner)
+        sql.transaction(lambda: sql.execute("INSERT INTO t (id, name) VALUES (3, 'later')"))
+
+    sql.transaction(outer)
+    assert _names(sql) == ["outer", "later"]
+
+
+async def test_explicit_transactions_stay_refused_inside_one(platform: Platform) -> None:
+    sql = _sql(platform)
+    with pytest.raises(TransactionRefused):
+        sql.transaction(lambda: sql.execute("COMMIT"))
+    sql.execute("INSERT INTO t (id, name) VALUES (1, 'a')")
+    assert _names(sql) == ["a"]
+
+
+async def test_no_transaction_without_the_storage_object(platform: Platform) -> None:
+    sql = WorkersSql(platform.ctx.storage.sql)
+    with pytest.raises(TransactionRefused):
+        sql.transaction(lambda: None)
 
 
 async def test_the_thread_store_runs_on_the_adapter(platform: Platform) -> None:

@@ -149,18 +149,21 @@ class ToolLoop:
         usage = Usage()
         hit_cap = False
         step, text, finish = 0, "", "stop"
+        # The turn's tools do not change while it runs: described and measured once.
+        specs = registry.specs()
+        specs_chars = sum(len(t.model_dump_json()) for t in specs)
         for step in range(1, self._max_steps + 1):
             # Reaching the last step means every earlier step asked for tools: this
             # call gets no tools and is told to answer from what it has.
             last_step = step == self._max_steps
             hit_cap = last_step and step > 1
-            tools = [] if last_step else registry.specs()
+            tools = [] if last_step else specs
             messages = (
                 [*conversation, ChatMessage(role="system", content=STEP_CAP_NOTE)]
                 if hit_cap
                 else conversation
             )
-            tools_chars = sum(len(t.model_dump_json()) for t in tools)
+            tools_chars = 0 if last_step else specs_chars
             request = ModelRequest(
                 messages=fit_context(messages, budget_chars(self._context_tokens, tools_chars)),
                 tools=tools,

@@ -147,6 +147,10 @@ class Admission:
         return None
 
     def _store_user_message(self, frame: ChatFrame, thread: Thread) -> None:
+        # The message, its thread's bump and a first title: one commit.
+        self._store.transaction(lambda: self._write_user_message(frame, thread))
+
+    def _write_user_message(self, frame: ChatFrame, thread: Thread) -> None:
         self._store.add_message(
             message_id=frame.message_id,
             thread_id=frame.thread_id,

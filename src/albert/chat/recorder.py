@@ -136,14 +136,20 @@ class TurnRecorder:
     ) -> None:
         self._flush()
         message_id = self._message_id(step)
-        self._store.add_message(
-            message_id=message_id,
-            thread_id=self._thread_id,
-            turn_id=self._turn_id,
-            role="assistant",
-            content=text,
-            tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in calls],
-            finish_reason="tool_calls" if calls else finish_reason,
+        # The message and its thread's bump: one commit (stored before any tool call of
+        # the step is sent, since the calls go out as soon as the tools start).
+        self._store.transaction(
+            lambda: self._store.add_message(
+                message_id=message_id,
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                role="assistant",
+                content=text,
+                tool_calls=[
+                    ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in calls
+                ],
+                finish_reason="tool_calls" if calls else finish_reason,
+            )
         )
         self._last_answer_id = message_id
         self._step_saved = step
@@ -160,21 +166,30 @@ class TurnRecorder:
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:
         self._events.tool_invoked(call.name, source, outcome)
-        self._outputs.save(
-            call_id=call.id, thread_id=self._thread_id, name=call.name, content=outcome.full_text
-        )
         text = outcome.result.joined_text()
-        self._store.add_message(
-            message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
-            thread_id=self._thread_id,
-            turn_id=self._turn_id,
-            role="tool",
-            content=text,
-            tool_call_id=call.id,
-            name=call.name,
-            status="error" if outcome.result.is_error else "complete",
-            meta=_tool_meta(call, outcome, source),
-        )
+
+        def store() -> None:
+            # The whole output, the result the model gets and the thread's bump land
+            # together or not at all, before the result frame is sent.
+            self._outputs.save(
+                call_id=call.id,
+                thread_id=self._thread_id,
+                name=call.name,
+                content=outcome.full_text,
+            )
+            self._store.add_message(
+                message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                role="tool",
+                content=text,
+                tool_call_id=call.id,
+                name=call.name,
+                status="error" if outcome.result.is_error else "complete",
+                meta=_tool_meta(call, outcome, source),
+            )
+
+        self._store.transaction(store)
         self._live.emit(
             ToolResultFrame(
                 **self._ids,
@@ -196,18 +211,23 @@ class TurnRecorder:
         # When the interrupted step was already saved (e.g. cancelled while tools ran),
         # a closing marker records the outcome so the turn reads as ended.
         saved = partial.step == 0 or partial.step <= self._step_saved
-        self._store.add_message(
-            message_id=end_message_id(self._turn_id, self._run)
-            if saved
-            else self._message_id(partial.step),
-            thread_id=self._thread_id,
-            turn_id=self._turn_id,
-            role="assistant",
-            content="" if saved else partial.text,
-            status=ending.status,
-            finish_reason=ending.finish_reason,
-        )
-        self._journal.end(self._turn_id)
+
+        def store() -> None:
+            # The ending and the journal entry's removal: a restart finds one or the other.
+            self._store.add_message(
+                message_id=end_message_id(self._turn_id, self._run)
+                if saved
+                else self._message_id(partial.step),
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                role="assistant",
+                content="" if saved else partial.text,
+                status=ending.status,
+                finish_reason=ending.finish_reason,
+            )
+            self._journal.end(self._turn_id)
+
+        self._store.transaction(store)
         if ending.code is not None:
             self._live.emit(
                 ErrorFrame(
@@ -222,15 +242,21 @@ class TurnRecorder:
     def finish(self, result: TurnResult) -> None:
         """Record the turn's outcome on its final message and tell the browser."""
         self._flush()
-        if self._last_answer_id is not None:
-            self._store.update_message(
-                self._last_answer_id,
-                content=result.text,
-                status="complete",
-                finish_reason=result.finish_reason,
-                meta={"steps": result.steps, "usage": result.usage.model_dump()},
-            )
-        self._journal.end(self._turn_id)
+        last = self._last_answer_id
+
+        def store() -> None:
+            # The outcome and the journal entry's removal: a restart finds one or the other.
+            if last is not None:
+                self._store.update_message(
+                    last,
+                    content=result.text,
+                    status="complete",
+                    finish_reason=result.finish_reason,
+                    meta={"steps": result.steps, "usage": result.usage.model_dump()},
+                )
+            self._journal.end(self._turn_id)
+
+        self._store.transaction(store)
         self._done(result.finish_reason, result.steps, result.usage)
 
     def _done(self, finish_reason: FinishReason, steps: int, usage: Usage) -> None:

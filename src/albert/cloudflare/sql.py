@@ -8,17 +8,24 @@ The contract both runtimes are held to (tests/cloudflare/test_storage_port.py):
 - a REAL that holds a whole number may come back as int on Cloudflare (a JS
   number has no int/float distinction): compare REALs by value, never by type;
 - a statement that fails raises SqlError and changes nothing; explicit transactions
-  (BEGIN/COMMIT/ROLLBACK/SAVEPOINT) are refused, as the platform refuses them.
+  (BEGIN/COMMIT/ROLLBACK/SAVEPOINT) are refused, as the platform refuses them;
+- `transaction(work)` runs `work` through `ctx.storage.transactionSync`: its writes
+  commit together, or none stays and `work`'s own exception is raised again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from albert.cloudflare.ffi import js_null, py_value, to_js_bytes
 from albert.storage.ports import Row
 
+T = TypeVar("T")
+_UNSET: Any = object()
+# Bindings the platform takes unchanged: nearly every one (bool is not among them).
+_AS_IS = frozenset({str, int, float})
 _TRANSACTION_WORDS = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
@@ -52,17 +59,52 @@ def _manages_transaction(sql: str) -> bool:
 def _rows(cursor: Any) -> list[Any]:
     to_array = getattr(cursor, "toArray", None)
     if to_array is not None:
-        return list(py_value(to_array()) or [])
+        array = to_array()
+        if len(array) == 0:
+            return []  # a write: nothing to convert
+        return list(py_value(array) or [])
     return [py_value(row) for row in cursor]
 
 
 class WorkersSql:
     """The storage port on the platform's synchronous SQL API."""
 
-    def __init__(self, sql: Any) -> None:
+    def __init__(self, sql: Any, storage: Any = None) -> None:
+        """`sql` is `ctx.storage.sql`; `storage`, `ctx.storage`, gives transactions."""
         self._sql = sql
+        self._storage = storage
+        self._null: Any = _UNSET
         self.rows_read = 0
         self.rows_written = 0
+
+    def transaction(self, work: Callable[[], T]) -> T:
+        """Run `work` as one transaction (`ctx.storage.transactionSync`)."""
+        if self._storage is None:
+            raise TransactionRefused("no ctx.storage was given, so no transactionSync")
+        # The callback crosses into JS as a proxy borrowed for the call, which is all
+        # transactionSync needs: it calls back before it returns. What comes back across
+        # the boundary is kept here instead: the value as Python made it, and the
+        # exception `work` raised rather than the JS error that carried it out.
+        results: list[T] = []
+        failures: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                results.append(work())
+            except BaseException as exc:
+                failures.append(exc)
+                raise
+
+        try:
+            self._storage.transactionSync(run)
+        except BaseException as exc:
+            if failures:
+                raise failures[0] from None
+            if isinstance(exc, Exception) and not isinstance(exc, SqlError):
+                # The commit itself failed (a JsException on Cloudflare).
+                raise SqlError(str(exc)) from exc
+            raise
+        return results[0]
 
     def execute(self, sql: str, *params: Any) -> list[Row]:
         """Run one statement with `?` bindings and return its rows as plain dicts."""
@@ -71,9 +113,14 @@ class WorkersSql:
                 "explicit transactions are not allowed on ctx.storage.sql; "
                 "each event handler's writes are already atomic"
             )
-        null = js_null()
+        null = self._null
+        if null is _UNSET:
+            # Looked up once per adapter (an import each time is a cost per statement).
+            null = self._null = js_null()
         try:
-            cursor = self._sql.exec(sql, *(sql_binding(p, null) for p in params))
+            cursor = self._sql.exec(
+                sql, *(p if type(p) in _AS_IS else sql_binding(p, null) for p in params)
+            )
             # py_value already made each row a fresh dict; anything else is copied into one.
             rows = [row if type(row) is dict else dict(row) for row in _rows(cursor)]
         except SqlError:

@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -35,6 +35,7 @@ class InvalidCursor(ValueError):
 
 
 C = TypeVar("C", bound="_Cursor")
+T = TypeVar("T")
 
 
 class _Cursor(BaseModel):
@@ -92,6 +93,10 @@ class ThreadStore:
     def __init__(self, sql: SqlStorage, clock: Clock) -> None:
         self._sql = sql
         self._clock = clock
+
+    def transaction(self, work: Callable[[], T]) -> T:
+        """Run `work` (writes of this store and of others on the same storage) atomically."""
+        return self._sql.transaction(work)
 
     # --- threads -------------------------------------------------------------------
 

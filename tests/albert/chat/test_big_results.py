@@ -13,10 +13,9 @@ import httpx
 from pydantic import Field
 
 from albert.agent import build_chat_service
-from albert.cloudflare.sql import WorkersSql
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
-from miniflare.storage import SqlStorage
+from tests.support.object_sql import object_sql
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 from tests.support.sockets import RecordingSockets
 
@@ -38,7 +37,7 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
     with ScriptedModelServer() as model:
         async with httpx.AsyncClient() as http:
             service = build_chat_service(
-                sql=WorkersSql(SqlStorage(tmp_path / "o.sqlite")),
+                sql=object_sql(tmp_path / "o.sqlite"),
                 hub=sockets,
                 env={"MODEL_BASE_URL": model.base_url, "MODEL_CONTEXT_TOKENS": "20000"},
                 http=http,

@@ -22,13 +22,12 @@ from albert.auth.identify import Authenticator
 from albert.auth.tokens import Identity, issue_token
 from albert.chat.claims import CLOSE_SESSION_CLAIMED
 from albert.chat.service import ChatService
-from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpServerIn
 from albert.settings import Settings
 from albert.storage.threads import ToolOutputs
 from albert.web import HttpRequest
 from miniflare import install_shims
-from miniflare.storage import SqlStorage
+from tests.support.object_sql import object_sql
 
 install_shims()
 
@@ -87,7 +86,7 @@ class Objects:
             path = self._root / (name.replace("/", "_") + ".sqlite")
             self.hubs[name] = Hub()
             self.services[name] = build_chat_service(
-                sql=WorkersSql(SqlStorage(path)), hub=self.hubs[name], env=ENV, http=self._http
+                sql=object_sql(path), hub=self.hubs[name], env=ENV, http=self._http
             )
 
     async def restart(self) -> None:

@@ -16,13 +16,12 @@ from albert.agent import build_chat_service
 from albert.chat.history import history_for_model
 from albert.chat.recovery import RESTART_MESSAGE, recover_interrupted_turns
 from albert.clock import SystemClock
-from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import ToolCallRecord
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore
 from albert.storage.turn_journal import TurnJournal
 from miniflare import install_shims
-from miniflare.storage import SqlStorage
+from tests.support.object_sql import object_sql
 from tests.support.scripted_model import Reply, ScriptedModelServer
 
 install_shims()
@@ -50,7 +49,7 @@ class Sockets:
 
 @pytest.fixture
 def storage(tmp_path: Path) -> tuple[ThreadStore, TurnJournal]:
-    sql = WorkersSql(SqlStorage(tmp_path / "object.sqlite"))
+    sql = object_sql(tmp_path / "object.sqlite")
     migrate(sql, THREADS)
     clock = SystemClock()
     store = ThreadStore(sql, clock)
@@ -190,7 +189,7 @@ async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -
     with ScriptedModelServer() as model:
         async with httpx.AsyncClient() as http:
             service = build_chat_service(
-                sql=WorkersSql(SqlStorage(tmp_path / "o.sqlite")),
+                sql=object_sql(tmp_path / "o.sqlite"),
                 hub=sockets,
                 env={"MODEL_BASE_URL": model.base_url},
                 http=http,
@@ -217,7 +216,7 @@ async def test_a_resume_of_a_turn_a_restart_cut_off_is_answered_with_turn_interr
     async with httpx.AsyncClient() as http:
         # The object starts again on the same file: its service recovers the turn.
         service = build_chat_service(
-            sql=WorkersSql(SqlStorage(tmp_path / "object.sqlite")),
+            sql=object_sql(tmp_path / "object.sqlite"),
             hub=sockets,
             env={"MODEL_BASE_URL": "http://127.0.0.1:9/v1"},
             http=http,

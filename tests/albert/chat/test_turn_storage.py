@@ -7,9 +7,9 @@ client that notes which statements had run when its first step began.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -19,12 +19,13 @@ from albert.ai.model import ModelError, ModelEvent, ModelRequest, StepFinished, 
 from albert.chat.service import ChatService
 from albert.cloudflare.sql import WorkersSql
 from miniflare import install_shims
-from miniflare.storage import SqlStorage
+from tests.support.object_sql import object_sql
 from tests.support.sockets import RecordingSockets
 
 install_shims()
 
 HISTORY_READ = "ORDER BY seq DESC"
+T = TypeVar("T")
 
 
 class CountingSql:
@@ -38,6 +39,9 @@ class CountingSql:
         if " messages" in sql or " threads" in sql:
             self.statements.append(" ".join(sql.split()))
         return self._inner.execute(sql, *params)
+
+    def transaction(self, work: Callable[[], T]) -> T:
+        return self._inner.transaction(work)
 
 
 class NotingModel:
@@ -64,7 +68,7 @@ SOCKETS = RecordingSockets()
 
 @pytest.fixture
 async def chat(tmp_path: Path) -> AsyncIterator[tuple[ChatService, CountingSql, NotingModel]]:
-    sql = CountingSql(WorkersSql(SqlStorage(tmp_path / "o.sqlite")))
+    sql = CountingSql(object_sql(tmp_path / "o.sqlite"))
     model = NotingModel(sql)
     async with httpx.AsyncClient() as http:
         service = build_chat_service(

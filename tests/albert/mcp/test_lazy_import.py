@@ -23,7 +23,7 @@ import httpx
 from albert.agent import build_chat_service
 from albert.cloudflare.sql import WorkersSql
 from albert.web import HttpRequest
-from miniflare.storage import SqlStorage
+from miniflare.storage import DurableObjectStorage
 
 class Socket:
     def __init__(self): self.frames = []
@@ -36,9 +36,10 @@ class Hub:
 
 async def main():
     hub = Hub()
+    storage = DurableObjectStorage(__import__("pathlib").Path(sys.argv[2]), lambda _: None)
     async with httpx.AsyncClient() as http:
         service = build_chat_service(
-            sql=WorkersSql(SqlStorage(__import__("pathlib").Path(sys.argv[2]))),
+            sql=WorkersSql(storage.sql, storage),
             hub=hub,
             env={"ALBERT_MODE": "local", "MODEL_BASE_URL": sys.argv[1]},
             http=http,

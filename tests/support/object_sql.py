@@ -1,0 +1,14 @@
+"""The storage port on a local object's SQLite file, as an object gets it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from albert.cloudflare.sql import WorkersSql
+from miniflare.storage import DurableObjectStorage
+
+
+def object_sql(path: Path) -> WorkersSql:
+    """`ctx.storage.sql` of a local object on `path`, with its `transactionSync`."""
+    storage = DurableObjectStorage(path, lambda _when: None)
+    return WorkersSql(storage.sql, storage)
