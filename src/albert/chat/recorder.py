@@ -117,24 +117,35 @@ class TurnRecorder:
 
     def _flush(self) -> None:
         """Send the text held back so far, if any; called before every other frame."""
+        delta = self._take_pending()
+        if delta:
+            # Stored before it is sent: after a hard kill the stored text holds all the user saw.
+            self._journal.checkpoint(self._turn_id, self._pending_step, delta)
+            self._send_text(self._pending_step, delta)
+
+    def _take_pending(self) -> str:
+        """The text held back so far (cleared here, neither stored nor sent)."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
         if not self._pending:
-            return
+            return ""
         delta = "".join(self._pending)
         self._pending.clear()
         self._pending_chars = 0
-        # Stored before it is sent: after a hard kill the stored text holds all the user saw.
-        self._journal.checkpoint(self._turn_id, self._pending_step, delta)
-        self._live.emit(TextDeltaFrame(**self._ids, step=self._pending_step, delta=delta))
+        return delta
+
+    def _send_text(self, step: int, delta: str) -> None:
+        self._live.emit(TextDeltaFrame(**self._ids, step=step, delta=delta))
 
     # --- steps and tools ---------------------------------------------------------------
 
     async def on_step_end(
         self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
     ) -> None:
-        self._flush()
+        # The step's message holds its whole text, so the piece still held back needs no
+        # journal checkpoint of its own: it is sent once the message is stored.
+        held_back = self._take_pending()
         message_id = self._message_id(step)
         # The message and its thread's bump: one commit (stored before any tool call of
         # the step is sent, since the calls go out as soon as the tools start).
@@ -153,6 +164,8 @@ class TurnRecorder:
         )
         self._last_answer_id = message_id
         self._step_saved = step
+        if held_back:
+            self._send_text(step, held_back)
 
     async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
         self._flush()

@@ -7,6 +7,7 @@ answers. A fault is injected into the storage port at a chosen statement.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -185,3 +186,82 @@ async def test_a_fault_while_storing_a_step_leaves_no_half_of_it(
     assert history[1].finish_reason == "error"
     assert not any(m.content == "Looking it up." and m.tool_calls for m in history)
     assert service.store.get_thread("t1").updated_at > before
+
+
+class StoredBeforeSent(RecordingSockets):
+    """Checks, as each text frame is sent, that storage already holds all of that step's
+    text the user has seen: in the step's stored message or in the turn journal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sql: FaultySql | None = None
+        self.seen: dict[int, str] = {}
+        self.unstored: list[str] = []
+
+    def send(self, text: str) -> None:
+        frame = json.loads(text)
+        if frame["type"] == "text_delta" and self.sql is not None:
+            step = frame["step"]
+            seen = self.seen[step] = self.seen.get(step, "") + frame["delta"]
+            stored = [
+                r["content"]
+                for r in self.sql._inner.execute(
+                    "SELECT content FROM messages WHERE turn_id = ? AND id LIKE ?",
+                    frame["turn_id"],
+                    f"%:a{step}",
+                )
+            ] + [
+                r["partial"]
+                for r in self.sql._inner.execute(
+                    "SELECT partial FROM turn_journal WHERE turn_id = ? AND step = ?",
+                    frame["turn_id"],
+                    step,
+                )
+            ]
+            if not any(s.startswith(seen) for s in stored):
+                self.unstored.append(f"step {step}: {seen!r} not in {stored!r}")
+        super().send(text)
+
+
+class StreamingModel:
+    """Step 1 streams a sentence in pieces (some held back past the flush delay), then calls
+    `lookup`; step 2 streams a long answer."""
+
+    model_name = "streaming"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if not any(m.role == "tool" for m in request.messages[-2:]):
+            for piece in ("Looking ", "it ", "up."):
+                yield TextDelta(text=piece)
+                await asyncio.sleep(0.03)  # past the 20 ms flush delay: sent piece by piece
+            yield TextDelta(text=" Now.")  # held back when the step ends
+            call = ChatToolCall(id="call_a", name="lookup", arguments='{"symbol": "ETH"}')
+            yield ToolCallRequest(call=call)
+            yield StepFinished(reason="tool_calls")
+            return
+        for i in range(40):
+            yield TextDelta(text=f"word{i:02d} ")  # 280 characters: one piece sent by size
+        yield StepFinished(reason="stop")
+
+
+async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -> None:
+    sql = FaultySql(object_sql(tmp_path / "o.sqlite"))
+    sockets = StoredBeforeSent()
+    async with httpx.AsyncClient() as http:
+        service = build_chat_service(
+            sql=sql,
+            hub=sockets,
+            env={"ALBERT_MODE": "local"},
+            http=http,
+            model=StreamingModel(),
+            extra_tools=[LocalTool("lookup", "Looks a token up.", _Query, _lookup)],
+        )
+        service.store.create_thread("t1", "Named")
+        sockets.sql = sql
+        frames = await _turn(service, sockets)
+    assert frames[-1]["type"] == "done" and frames[-1]["finish_reason"] == "stop"
+    assert sockets.seen == {
+        1: "Looking it up. Now.",
+        2: "".join(f"word{i:02d} " for i in range(40)),
+    }
+    assert sockets.unstored == []
