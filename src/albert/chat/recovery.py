@@ -1,8 +1,8 @@
 """Ending the turns a restart cut off, when the client's object starts again.
 
 A hard stop (`kill -9`, a crash, a deploy that resets the object) ends a turn without
-its outcome being stored. Every message it stored is still there (each was its own
-committed statement); what is missing is the end. The turn journal
+its outcome being stored. Every piece it stored is still there (each was committed as
+one transaction before its frame was sent); what is missing is the end. The turn journal
 (`albert.storage.turn_journal`) shows which turns were running and the text the user had
 seen of the step in progress. Recovery stores that text as the turn's last message, marked
 `incomplete` with finish reason `error` and `meta.ended_by = "restart"`, so the thread reads
