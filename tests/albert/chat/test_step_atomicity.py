@@ -170,11 +170,15 @@ async def test_a_fault_while_storing_a_step_leaves_no_half_of_it(
 ) -> None:
     service, sql, sockets = chat
     # The step's message is written, then its thread's bump fails.
-    sql.fails = lambda now, before: (
-        now[0].startswith("UPDATE threads SET updated_at")
-        and before[0].startswith("INSERT INTO messages")
-        and "assistant" in before[1]
-    )
+    assistant_written = False
+
+    def bump_after_assistant(now: Statement, before: Statement) -> bool:
+        nonlocal assistant_written
+        if before[0].startswith("INSERT INTO messages") and "assistant" in before[1]:
+            assistant_written = True
+        return assistant_written and now[0].startswith("UPDATE threads SET updated_at")
+
+    sql.fails = bump_after_assistant
     before = service.store.get_thread("t1").updated_at
     frames = await _turn(service, sockets)
 
