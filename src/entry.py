@@ -12,7 +12,7 @@ from albert.admission import admit_new_session
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
 from albert.cloudflare.env import env_mapping
-from albert.cloudflare.fetch import outbound_transport
+from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.objects import NamespaceChatObjects
@@ -44,7 +44,7 @@ class Default(WorkerEntrypoint):
 
     def _outbound(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(transport=outbound_transport())
+            self._http = outbound_client(self.settings().outbound_http_transport)
         return self._http
 
     async def fetch(self, request: Any) -> Any:

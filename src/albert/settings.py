@@ -34,6 +34,12 @@ class Settings(BaseModel):
     )
     model_chunk_timeout_seconds: float = Field(20.0, alias="MODEL_CHUNK_TIMEOUT_SECONDS", gt=0)
     turn_timeout_seconds: float = Field(300.0, alias="TURN_TIMEOUT_SECONDS", gt=0)
+    # Outbound HTTP under CPython (the local runtime): "asyncio" is one lean keep-alive pool
+    # per process (albert.outbound.asyncio_transport), "httpx" httpx's own transport. The
+    # deployed worker always goes through the platform's fetch.
+    outbound_http_transport: Literal["asyncio", "httpx"] = Field(
+        "asyncio", alias="OUTBOUND_HTTP_TRANSPORT"
+    )
     # Context window of the configured model, in tokens (about four characters each).
     model_context_tokens: int = Field(128_000, alias="MODEL_CONTEXT_TOKENS", ge=2_000)
 

@@ -9,9 +9,10 @@ Two HTTP stacks run in the deployed worker, each with a fetch backend of its own
 - the `mcp` SDK (v2) talks through httpx2, which picks its own JS fetch transport
   (httpx2-jsfetch) on Emscripten. The two never share a client or a transport.
 
-Under CPython (tests, local runtime) `outbound_transport()` returns None and
-httpx keeps its normal transport; `outbound_client()` then shares one TLS context
-between all objects of the process (one per client cost ~0.8 MiB each).
+Under CPython (tests, local runtime) `outbound_transport()` returns None, and
+`outbound_client()` gives each object its own httpx client over one process-wide
+connection pool (`albert.outbound.asyncio_transport`), or httpx's default transport
+when asked to.
 
 Timeouts and cancellation: httpx's own timeouts act on sockets, and there are
 none here, so the transport enforces them itself and stops the request through
@@ -215,31 +216,39 @@ class FetchTransport(httpx.AsyncBaseTransport):
 
 
 def outbound_transport() -> httpx.AsyncBaseTransport | None:
-    """The transport the core's httpx client should use on this runtime."""
+    """The platform's transport for the core's httpx client, or None off the platform."""
     if sys.platform == "emscripten":
         return FetchTransport()
     return None
 
 
-_shared_tls: ssl.SSLContext | None = None
-
-
 def shared_tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client of this process.
+    """One verifying TLS context for every client of this process (albert.outbound.tls)."""
+    from albert.outbound.tls import shared_tls_context as shared
 
-    httpx builds a context per client, loading the whole CA bundle each time: ~0.8 MiB and
-    a few ms of CPU per Durable Object. A context is safe to share between connections.
+    return shared()
+
+
+def _environment_names_a_proxy() -> bool:
+    from urllib.request import getproxies
+
+    return any(key in ("http", "https", "all") for key in getproxies())
+
+
+def outbound_client(transport: str = "asyncio") -> httpx.AsyncClient:
+    """The core's httpx client for one object.
+
+    On Cloudflare: the platform's fetch. Under CPython: by default one process-wide
+    connection pool over asyncio (`albert.outbound.asyncio_transport`) behind each
+    object's own client, so cookies and client defaults stay the object's own; with
+    `transport="httpx"` (setting `OUTBOUND_HTTP_TRANSPORT`), or when the environment names
+    a proxy, httpx's default transport with one shared TLS context.
     """
-    global _shared_tls
-    if _shared_tls is None:
-        _shared_tls = httpx.create_ssl_context()
-    return _shared_tls
+    platform = outbound_transport()
+    if platform is not None:
+        return httpx.AsyncClient(transport=platform)
+    if transport == "httpx" or _environment_names_a_proxy():
+        return httpx.AsyncClient(verify=shared_tls_context())
+    from albert.outbound.asyncio_transport import SharedTransport, shared_asyncio_transport
 
-
-def outbound_client() -> httpx.AsyncClient:
-    """The core's httpx client for one object: fetch on Cloudflare, one shared TLS context
-    under CPython."""
-    transport = outbound_transport()
-    if transport is not None:
-        return httpx.AsyncClient(transport=transport)
-    return httpx.AsyncClient(verify=shared_tls_context())
+    return httpx.AsyncClient(transport=SharedTransport(shared_asyncio_transport()))
