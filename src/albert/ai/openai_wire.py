@@ -185,8 +185,24 @@ class StreamedStep:
         return chunk
 
     def choices_text(self, chunk: dict[str, Any]) -> str:
-        """`read_choices` as one string: the chunk's text, its tool calls kept."""
-        return "".join(delta.text for delta in self.read_choices(chunk))
+        """`read_choices` as one string: the chunk's text, its tool calls kept.
+
+        The same reading, without an event object and a generator per chunk (one chunk
+        per token is the hot path of a streamed answer)."""
+        choices = chunk.get("choices")
+        if not choices:
+            return ""
+        texts = []
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                texts.append(str(delta["content"]))
+            calls = delta.get("tool_calls")
+            if calls:
+                collect_tool_calls(self.calls, calls)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return texts[0] if len(texts) == 1 else "".join(texts)
 
     def check_finished(self, stream: str) -> None:
         """A stream that stopped with neither `[DONE]` nor a finish reason was cut."""

@@ -97,9 +97,16 @@ async def parse_sse_batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[
 
 def _events_of(builder: _EventBuilder, lines: Iterable[bytes]) -> list[SseEvent]:
     out = []
+    data_lines = builder.data_lines
     for raw in lines:
+        line = raw.rstrip(b"\r\n")
         # A line break never falls inside a UTF-8 sequence, so each line decodes alone.
-        event = builder.feed(raw.rstrip(b"\r\n").decode("utf-8", "replace"))
+        if line.startswith(b"data: "):
+            # Nearly every line of a completion stream: what `feed` does with it, inline.
+            data_lines.append(line[6:].decode("utf-8", "replace"))
+            continue
+        event = builder.feed(line.decode("utf-8", "replace"))
+        data_lines = builder.data_lines  # a dispatch starts a new list
         if event is not None:
             out.append(event)
     return out

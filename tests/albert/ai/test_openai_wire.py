@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from albert.ai.model import ModelError
-from albert.ai.openai_wire import decode_chunk
+from albert.ai.openai_wire import StreamedStep, decode_chunk
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -42,3 +42,43 @@ def test_malformed_chunks_are_bad_responses(data: str) -> None:
 def test_a_chunk_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ModelError, match="not an object"):
         decode_chunk("[1, 2]", "the model")
+
+
+CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    {"choices": [{"index": 0, "delta": {"content": None}, "finish_reason": None}]},
+    {"choices": [], "usage": {"prompt_tokens": 3}},
+    {"choices": None},
+    {},
+    {"choices": [{"delta": {"content": "a"}}, {"delta": {"content": "b"}}]},
+    {"choices": [{"delta": {"content": 7}}]},
+    {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+    {
+        "choices": [
+            {
+                "delta": {
+                    "content": "x",
+                    "tool_calls": [
+                        {"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"a"'}}
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    },
+    {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}}]}}]},
+]
+
+
+def test_choices_text_reads_chunks_as_read_choices_does() -> None:
+    fast, reference = StreamedStep(), StreamedStep()
+    for chunk in CHUNKS:
+        text = fast.choices_text(chunk)
+        assert text == "".join(delta.text for delta in reference.read_choices(chunk))
+    assert fast.finish_reason == reference.finish_reason == "tool_calls"
+    assert (
+        [(c.id, c.name, c.arguments) for c in fast.calls.values()]
+        == [(c.id, c.name, c.arguments) for c in reference.calls.values()]
+        == [("c1", "f", ['{"a"', ":1}"])]
+    )
