@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gzip
 import ipaddress
 import itertools
 import json
@@ -218,6 +219,18 @@ async def test_no_body_for_head_204_and_304() -> None:
         assert (await c.get(server.url())).status_code == 204
         assert (await c.get(server.url())).status_code == 304
     assert server.connections == 1
+
+
+async def test_a_compressed_body_is_passed_up_for_httpx_to_decode() -> None:
+    text = "déjà vu " * 1000
+
+    async def gzipped(exchange: Exchange) -> None:
+        _, headers, _ = await exchange.request() or (b"", {}, b"")
+        assert "gzip" in headers["accept-encoding"]
+        await exchange.respond(gzip.compress(text.encode()), extra="Content-Encoding: gzip\r\n")
+
+    async with RawServer(gzipped) as server, httpx.AsyncClient(transport=transport()) as c:
+        assert (await c.get(server.url())).text == text
 
 
 async def test_an_interim_100_response_is_skipped() -> None:
