@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import select
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -181,6 +182,20 @@ class _Connection(asyncio.Protocol):
             not self.transport.is_closing()
         )
 
+    def still_open(self) -> bool:
+        """`usable`, also by the socket itself: a busy loop may not have read a close that
+        has already arrived (an idle socket that is readable holds EOF or stray bytes)."""
+        if not self.usable or self.transport is None:
+            return False
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
     # --- writing -----------------------------------------------------------------------
 
     async def send(self, data: bytes, seconds: float | None) -> None:
@@ -230,7 +245,7 @@ class _Pool:
         while idle:
             conn = idle.pop()  # the most recently used: the least likely to be timed out
             conn.idle = False
-            if conn.usable and now - conn.idle_since < self.keepalive_expiry:
+            if now - conn.idle_since < self.keepalive_expiry and conn.still_open():
                 return conn
             self._drop(conn)
         return None
@@ -590,8 +605,8 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
         self,
         ssl_context: Any = None,
         *,
-        max_connections: int = 256,
-        max_idle_per_origin: int = 64,
+        max_connections: int = 1024,
+        max_idle_per_origin: int = 256,
         keepalive_expiry: float = 5.0,
     ) -> None:
         # The context is made on first TLS use: plain-HTTP processes never load CA files.

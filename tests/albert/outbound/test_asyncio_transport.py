@@ -13,7 +13,10 @@ import gzip
 import ipaddress
 import itertools
 import json
+import socket
 import ssl
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -271,6 +274,35 @@ async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
         assert open_connections(t) == 0
         assert (await client.get(server.url())).text == "ok"
     assert server.connections == 2
+
+
+async def test_a_close_the_loop_has_not_read_yet_is_seen_before_reuse() -> None:
+    # A server in a thread answers once per connection and closes it, while the client's
+    # loop is busy (blocked here): the close is on the socket, not yet in the protocol.
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+    answered = threading.Event()
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                answered.set()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    try:
+        async with httpx.AsyncClient(transport=transport()) as client:
+            assert (await client.get(url)).text == "ok"
+            time.sleep(0.2)  # noqa: ASYNC251 - keeps the loop from reading the close
+            assert (await client.get(url)).text == "ok"
+    finally:
+        thread.join(timeout=10)
+        listener.close()
+    assert not thread.is_alive()
 
 
 async def test_expired_idle_connections_are_replaced() -> None:
