@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.core import BenchSizes, Row, Spread, ratio
 
@@ -59,7 +60,8 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _sample(script: str) -> dict[str, float]:
+def _run_script(script: str) -> Any:
+    """The JSON the script prints last, run in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=PROJECT_DIR,
@@ -71,7 +73,11 @@ def _sample(script: str) -> dict[str, float]:
     )
     if done.returncode != 0:
         raise RuntimeError(f"import failed:\n{done.stderr[-2000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _sample(script: str) -> dict[str, float]:
+    return dict(_run_script(script))
 
 
 def importtime_top(script: str, count: int = 15) -> list[tuple[str, int, int]]:
@@ -184,18 +190,7 @@ def import_steps(repeats: int) -> list[tuple[str, float]]:
         + timed
         + "print(json.dumps(out))\n"
     )
-    samples = []
-    for _ in range(repeats):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=PROJECT_DIR,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-        samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    samples = [_run_script(script) for _ in range(repeats)]
     medians = [sorted(s[i] for s in samples)[len(samples) // 2] for i in range(len(STEPS))]
     return [(name, ms) for (name, _), ms in zip(STEPS, medians, strict=True)]
 

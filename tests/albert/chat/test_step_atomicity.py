@@ -96,21 +96,28 @@ class OneToolModel:
         yield StepFinished(reason="stop")
 
 
+def _service(
+    sql: FaultySql, sockets: RecordingSockets, http: httpx.AsyncClient, model: Any
+) -> ChatService:
+    """A chat service on `sql` with the lookup tool and one thread, "t1"."""
+    service = build_chat_service(
+        sql=sql,
+        hub=sockets,
+        env={"ALBERT_MODE": "local"},
+        http=http,
+        model=model,
+        extra_tools=[LocalTool("lookup", "Looks a token up.", _Query, _lookup)],
+    )
+    service.store.create_thread("t1", "Named")
+    return service
+
+
 @pytest.fixture
 async def chat(tmp_path: Path) -> AsyncIterator[tuple[ChatService, FaultySql, RecordingSockets]]:
     sql = FaultySql(object_sql(tmp_path / "o.sqlite"))
     sockets = RecordingSockets()
     async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=sql,
-            hub=sockets,
-            env={"ALBERT_MODE": "local"},
-            http=http,
-            model=OneToolModel(),
-            extra_tools=[LocalTool("lookup", "Looks a token up.", _Query, _lookup)],
-        )
-        service.store.create_thread("t1", "Named")
-        yield service, sql, sockets
+        yield _service(sql, sockets, http, OneToolModel()), sql, sockets
 
 
 async def _turn(service: ChatService, sockets: RecordingSockets) -> list[dict[str, Any]]:
@@ -252,15 +259,7 @@ async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -
     sql = FaultySql(object_sql(tmp_path / "o.sqlite"))
     sockets = StoredBeforeSent()
     async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=sql,
-            hub=sockets,
-            env={"ALBERT_MODE": "local"},
-            http=http,
-            model=StreamingModel(),
-            extra_tools=[LocalTool("lookup", "Looks a token up.", _Query, _lookup)],
-        )
-        service.store.create_thread("t1", "Named")
+        service = _service(sql, sockets, http, StreamingModel())
         sockets.sql = sql
         frames = await _turn(service, sockets)
     assert frames[-1]["type"] == "done" and frames[-1]["finish_reason"] == "stop"

@@ -22,19 +22,11 @@ from albert.storage.threads import ThreadStore
 from albert.storage.transfer import delete_threads, export_threads, import_threads
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
+from tests.albert.storage.test_threads import TRICKY_TEXTS as TEXTS
 from tests.albert.storage.test_threads import page_json
 
 install_shims()
 
-TEXTS = [
-    "",
-    "plain",
-    'quotes " and \\ backslash',
-    "lines\nand\ttabs\r\x00\x01\x1f\x7f",
-    "unicode é ü 中文 🚀 \u2028\u2029 \u202e",
-    "</script><b>html</b>",
-    "x" * 5000,
-]
 META: list[dict[str, Any] | None] = [
     None,
     {},
