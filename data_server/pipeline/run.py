@@ -31,8 +31,9 @@ from data_server.processors import (
 )
 from data_server.processors.base import describe_error
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
-from data_server.store.sqlite import RunStatus
-from data_server.vaults.index import COLLECTION, publish
+from data_server.store.sqlite import RunStatus, UpsertCounts
+from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_records
+from data_server.vaults.model import Vault
 
 HTTP_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 USER_AGENT = "albert-data-pipeline/0.1"
@@ -81,12 +82,63 @@ async def _fetch_one(
     return result, None, time.monotonic() - started
 
 
-def _merge(store: VaultStore, result: ProcessorResult) -> SourceRun:
-    counts = store.upsert_vaults(result.vaults)
-    # History may only reference vaults the store knows (a chart row without its pool).
-    known = {v.id for v in result.vaults}
-    history = [p for p in result.history if p.vault_id in known]
-    store.upsert_history(history)
+# Vaults per store transaction and per import request while merging: the first slice is
+# indexed while the next ones are merged, so a smaller slice starts Typesense sooner.
+MERGE_SLICE = 1000
+
+
+def _write_slice(
+    store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
+) -> tuple[UpsertCounts, DocumentBatch | None]:
+    """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
+    # One serialisation per vault: the stored row, its hash and its index document.
+    records = [vault.model_dump_json() for vault in vaults]
+    counts = store.upsert_vaults(vaults, records=records, revision=revision)
+    if seq is None:
+        return counts, None
+    # A vault listed twice is published as stored: its last record.
+    last = {vault.id: record for vault, record in zip(vaults, records, strict=True)}
+    return counts, encode_records(last.items(), seq)
+
+
+async def _merge(
+    store: VaultStore, result: ProcessorResult, publisher: Publisher | None
+) -> SourceRun:
+    """Write a source's vaults slice by slice, each published once committed; then history.
+
+    All slices take one store revision, as one transaction would. A slice that fails stops
+    the source: the slices before it stay written (and published), and the outcome says
+    what was written along with the error.
+    """
+    # By id: each slice reads back only its own id range, and documents go out in id order.
+    vaults = sorted(result.vaults, key=lambda vault: vault.id)
+    counts = UpsertCounts()
+    try:
+        revision = await asyncio.to_thread(store.next_revision)
+        seq = publisher.seq if publisher is not None else None
+        for start in range(0, len(vaults), MERGE_SLICE):
+            part = vaults[start : start + MERGE_SLICE]
+            written, batch = await asyncio.to_thread(_write_slice, store, part, revision, seq)
+            counts.inserted += written.inserted
+            counts.updated += written.updated
+            counts.unchanged += written.unchanged
+            if publisher is not None and batch is not None:
+                await publisher.push(batch)
+        # History may only reference vaults the store knows (a chart row without its pool).
+        known = {v.id for v in result.vaults}
+        history = [p for p in result.history if p.vault_id in known]
+        await asyncio.to_thread(store.upsert_history, history)
+    except Exception as exc:  # a store write failing for one source is logged too
+        return SourceRun(
+            source=result.source,
+            ok=False,
+            vaults=counts.inserted + counts.updated + counts.unchanged,
+            inserted=counts.inserted,
+            updated=counts.updated,
+            unchanged=counts.unchanged,
+            warnings=result.warnings,
+            error=describe_error(exc),
+        )
     return SourceRun(
         source=result.source,
         ok=True,
@@ -119,19 +171,17 @@ def _enrich(store: VaultStore, results: list[ProcessorResult]) -> None:
 
 
 async def _publish_step(
-    store: VaultStore,
-    index_client: TypesenseClient | None,
-    outcomes: list[SourceRun],
-    collection: str,
-    run_id: str,
+    publisher: Publisher | None, outcomes: list[SourceRun], collection: str
 ) -> tuple[Publication | None, str | None, str]:
     """(publication, error, progress line)."""
-    if index_client is None:
+    if publisher is None:
         return None, "no index configured", "publish skipped: no index configured"
-    if not any(o.ok for o in outcomes):
+    # Once a slice went out, the publish is finished even if its source then failed: the
+    # index then shows the store as it is, not a mix of this run's writes and older ones.
+    if not publisher.started and not any(o.ok for o in outcomes):
         return None, "no source succeeded", "publish skipped: no source succeeded"
     try:
-        publication = await publish(store, index_client, collection=collection, run_id=run_id)
+        publication = await publisher.finish()
     except Exception as exc:  # the run log must say why the index was not updated
         error = describe_error(exc)
         return None, error, f"publish failed: {error}"
@@ -180,6 +230,9 @@ async def _run(
     started = time.monotonic()
     run_id = store.start_run()
     progress.start(len(sources) + 1)
+    publisher: Publisher | None = None
+    if index_client is not None:
+        publisher = Publisher(store, index_client, collection=collection, run_id=run_id)
     try:
         fetched = await _fetch_all(sources, http)
         await asyncio.to_thread(_enrich, store, [r for r, _, _ in fetched if r is not None])
@@ -188,18 +241,13 @@ async def _run(
             if result is None:
                 outcome = SourceRun(source=processor.name, ok=False, error=error)
             else:
-                try:
-                    outcome = await asyncio.to_thread(_merge, store, result)
-                except Exception as exc:  # a store write failing for one source is logged too
-                    outcome = SourceRun(source=processor.name, ok=False, error=describe_error(exc))
+                outcome = await _merge(store, result, publisher)
             outcome.duration_s = round(duration, 3)
             store.record_source(run_id, outcome)
             outcomes.append(outcome)
             progress.step(_describe(outcome))
 
-        publication, publish_error, line = await _publish_step(
-            store, index_client, outcomes, collection, run_id
-        )
+        publication, publish_error, line = await _publish_step(publisher, outcomes, collection)
         progress.step(line)
         status = _status(outcomes, publication)
         store.finish_run(run_id, status)
@@ -208,6 +256,8 @@ async def _run(
         progress.finish(f"run {run_id}: {status}")
     except BaseException:
         # A crash (or cancellation) must not leave the run "running" or the display live.
+        if publisher is not None:
+            await asyncio.shield(publisher.abort())
         store.finish_run(run_id, "failed")
         progress.finish(f"run {run_id}: aborted")
         raise

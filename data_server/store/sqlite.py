@@ -184,11 +184,30 @@ class VaultStore:
         row = self._rows("SELECT COALESCE(MAX(revision), 0) FROM vaults")[0]
         return int(row[0])
 
-    def upsert_vaults(self, vaults: Iterable[Vault]) -> UpsertCounts:
-        """Insert new vaults and update changed ones, in one transaction."""
+    def next_revision(self) -> int:
+        """The revision the next changing write takes."""
+        return self.revision() + 1
+
+    def upsert_vaults(
+        self,
+        vaults: Iterable[Vault],
+        *,
+        records: list[str] | None = None,
+        revision: int | None = None,
+    ) -> UpsertCounts:
+        """Insert new vaults and update changed ones, in one transaction.
+
+        ``records`` are the vaults' JSON when the caller already has it (``model_dump_json``
+        of each, in the same order), so one serialisation serves the row, its hash and the
+        caller's own use. ``revision`` writes the changed rows under that revision instead of
+        the next one: the pipeline writes one source in several transactions under one
+        revision, as a single call would.
+        """
         counts = UpsertCounts()
         now = time.time()
         batch = list(vaults)
+        if records is not None and len(records) != len(batch):
+            raise ValueError("one record per vault")
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
@@ -204,14 +223,15 @@ class VaultStore:
                             (min(ids), max(ids)),
                         ).fetchall()
                     )
-                revision = int(
-                    conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults").fetchone()[0]
-                )
-                next_revision = revision + 1
+                if revision is None:
+                    current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
+                    next_revision = int(current.fetchone()[0]) + 1
+                else:
+                    next_revision = revision
                 rows: list[tuple[Any, ...]] = []
-                for vault in batch:
+                for index, vault in enumerate(batch):
                     # The stored record and its hash come from one serialisation.
-                    record = vault.model_dump_json()
+                    record = vault.model_dump_json() if records is None else records[index]
                     digest = _digest(record)
                     old = existing.get(vault.id)
                     if old == digest:
@@ -434,6 +454,17 @@ class VaultStore:
                 "SELECT id, record FROM vaults WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
             )
         return [(r[0], r[1]) for r in rows]
+
+    def records_for(self, vault_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(id, record JSON) of the given vaults that the store has, by id."""
+        ids = sorted(set(vault_ids))
+        out: list[tuple[str, str]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id, record FROM vaults WHERE id IN ({marks}) ORDER BY id"
+            out.extend((r[0], r[1]) for r in self._rows(sql, chunk))
+        return out
 
     def vault_ids(self) -> list[str]:
         """All vault ids, sorted."""

@@ -6,23 +6,25 @@ rewards) and the security inputs ``audits``, ``protocol_age_days``, ``exploits``
 ``source_flags``. Unknown values are left out of a document rather than sent as null, so
 numeric filters such as ``apy:>5`` never match a vault whose APY is unknown.
 
-``publish`` pushes every stored vault (upsert), removes documents of earlier publishes
-that the store no longer has, and records what it published in the run log. It reads the
-stored records as JSON (validated when they were written) and encodes documents with
-pydantic-core's JSON writer, in batches that overlap with the import of the previous one.
+A publish (``Publisher``, or ``publish`` for the whole store at once) pushes every stored
+vault (upsert), removes documents of earlier publishes that the store no longer has, and
+records what it published in the run log. Documents are built from the vaults' stored JSON
+(validated when it was written) and encoded with pydantic-core's JSON writer, in batches
+that overlap with the import of the previous one. The pipeline feeds its publisher slice
+by slice as its store transactions commit, so indexing overlaps with merging.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from albert.search.typesense_client import ImportSummary, TypesenseClient, TypesenseError
+from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.store import Publication, VaultStore
 from data_server.vaults.model import Vault
 
@@ -171,20 +173,16 @@ def _spread(rows: list[dict[str, Any]], size: int = SAMPLE_SIZE) -> list[dict[st
 
 
 @dataclass
-class _Batch:
-    """One import request's worth of stored vaults, encoded."""
+class DocumentBatch:
+    """One import request's worth of vaults, encoded as JSONL documents."""
 
     body: bytes
-    last_id: str
     # Per document: its id and the values the staleness check compares (None when absent).
     compared: list[dict[str, Any]]
 
 
-def _encode_batch(store: VaultStore, after_id: str | None, size: int, seq: int) -> _Batch | None:
-    """The next `size` stored vaults after `after_id` as JSONL documents (None at the end)."""
-    records = store.records(after_id=after_id, limit=size)
-    if not records:
-        return None
+def encode_records(records: Iterable[tuple[str, str]], seq: int) -> DocumentBatch:
+    """(id, stored record JSON) pairs as JSONL documents of publish `seq`."""
     lines: list[bytes] = []
     compared: list[dict[str, Any]] = []
     for _, record in records:
@@ -192,7 +190,139 @@ def _encode_batch(store: VaultStore, after_id: str | None, size: int, seq: int) 
         doc["publish_seq"] = seq
         lines.append(to_json(doc))
         compared.append({"id": doc["id"], **{f: doc.get(f) for f in SAMPLE_FIELDS}})
-    return _Batch(body=b"\n".join(lines), last_id=records[-1][0], compared=compared)
+    return DocumentBatch(body=b"\n".join(lines), compared=compared)
+
+
+class Publisher:
+    """One publish of the write store, which can be fed while the store is being written.
+
+    The pipeline hands over each slice of vaults once its store transaction has committed
+    (`push`), so Typesense indexes one slice while the next is merged; `finish` then pushes
+    every stored vault not pushed yet, removes documents of earlier publishes and records
+    the publication. Only a finished publish removes anything: a run that fails or is
+    cancelled midway leaves the index holding every document it held, some of them newer,
+    and never a vault the store has not committed.
+
+    Imports run one at a time in a task of their own, at most `queue_size` batches behind
+    the pipeline. Import refusals do not raise: they are recorded as the publication's
+    error (the staleness check then sees the gap). An import that raises (Typesense
+    unreachable) stops the publish: later batches are dropped and `finish` raises it.
+    """
+
+    def __init__(
+        self,
+        store: VaultStore,
+        client: TypesenseClient,
+        *,
+        collection: str = COLLECTION,
+        run_id: str | None = None,
+        batch_size: int = BATCH_SIZE,
+        queue_size: int = 8,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.collection = collection
+        self.run_id = run_id
+        self.batch_size = batch_size
+        # Which publish wrote a document: `finish` removes the ones written before.
+        self.seq = time.time_ns() // 1000
+        self._queue: asyncio.Queue[DocumentBatch | None] = asyncio.Queue(queue_size)
+        self._task: asyncio.Task[None] | None = None
+        self._sent: set[str] = set()
+        # Accepted documents by id (a vault pushed twice counts once, as the store has it).
+        self._pushed: dict[str, dict[str, Any]] = {}
+        self._failures: list[str] = []
+        self._error: Exception | None = None
+
+    @property
+    def started(self) -> bool:
+        """True once anything was handed over (or `finish` began)."""
+        return self._task is not None
+
+    async def push(self, batch: DocumentBatch) -> None:
+        """Queue documents of vaults whose store write has committed."""
+        if not batch.compared:
+            return
+        self._start()
+        self._sent.update(row["id"] for row in batch.compared)
+        await self._queue.put(batch)
+
+    def _start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._import_all())
+
+    async def _import_all(self) -> None:
+        try:
+            await ensure_schema(self.client, self.collection)
+        except Exception as exc:  # reported by `finish`, like a failed import
+            self._error = exc
+        while (batch := await self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # drained, so `push` never waits on a stopped publish
+            try:
+                summary = await self.client.import_jsonl(self.collection, batch.body, "upsert")
+            except Exception as exc:
+                self._error = exc
+                continue
+            refused = {f.line for f in summary.failures}
+            for i, row in enumerate(batch.compared):
+                if i not in refused:
+                    self._pushed[row["id"]] = row
+            self._failures.extend(
+                f"{batch.compared[f.line]['id']}: {f.error}" for f in summary.failures[:5]
+            )
+
+    def _encode_stored(self, vault_ids: list[str]) -> DocumentBatch:
+        return encode_records(self.store.records_for(vault_ids), self.seq)
+
+    async def finish(self) -> Publication:
+        """Push every stored vault not pushed yet, remove older documents, record it all."""
+        self._start()
+        # Vaults this run did not write (a failed source's, or ones a source no longer
+        # lists) are published as stored; the next batch is encoded during an import.
+        stored = await asyncio.to_thread(self.store.vault_ids)
+        missing = [vault_id for vault_id in stored if vault_id not in self._sent]
+        for start in range(0, len(missing), self.batch_size):
+            chunk = missing[start : start + self.batch_size]
+            await self.push(await asyncio.to_thread(self._encode_stored, chunk))
+        # The store's checksum (a read of every row) is taken while the last import runs.
+        fingerprint = asyncio.create_task(asyncio.to_thread(self.store.fingerprint))
+        try:
+            await self._queue.put(None)
+            assert self._task is not None
+            await self._task
+        finally:
+            checksum = await fingerprint
+        if self._error is not None:
+            raise self._error
+        try:
+            await self.client.delete_documents(self.collection, f"publish_seq:<{self.seq}")
+        except TypesenseError as exc:
+            if exc.status != 404:
+                raise
+        info = await self.client.retrieve_collection(self.collection)
+        error = None
+        if self._failures:
+            error = f"{len(self._failures)}+ documents refused: " + "; ".join(self._failures[:5])
+        pushed = [self._pushed[vault_id] for vault_id in sorted(self._pushed)]
+        publication = Publication(
+            run_id=self.run_id,
+            collection=self.collection,
+            published_at=time.time(),
+            count=info.num_documents,
+            newest_updated_at=max((row["updated_at"] for row in pushed), default=None),
+            revision=checksum.revision,
+            checksum=checksum.checksum,
+            sample=_spread(pushed),
+            error=error,
+        )
+        return self.store.record_publication(publication)
+
+    async def abort(self) -> None:
+        """Stop a publish that will not be finished (a crash or cancellation midway)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task})
 
 
 async def publish(
@@ -210,55 +340,10 @@ async def publish(
     they are recorded as the publication's error (and the staleness check will then see
     the gap). Typesense being unreachable does raise.
     """
-    # The store's checksum (a read of every row) is taken while the schema is checked.
-    fingerprint, _ = await asyncio.gather(
-        asyncio.to_thread(store.fingerprint), ensure_schema(client, collection)
+    publisher = Publisher(
+        store, client, collection=collection, run_id=run_id, batch_size=batch_size
     )
-    seq = time.time_ns() // 1000
-    pushed: list[dict[str, Any]] = []
-    failures: list[str] = []
-
-    def settle(batch: _Batch, summary: ImportSummary) -> None:
-        refused = {f.line for f in summary.failures}
-        pushed.extend(row for i, row in enumerate(batch.compared) if i not in refused)
-        failures.extend(f"{batch.compared[f.line]['id']}: {f.error}" for f in summary.failures[:5])
-
-    in_flight: tuple[_Batch, asyncio.Task[ImportSummary]] | None = None
-    after: str | None = None
     try:
-        while True:
-            batch = await asyncio.to_thread(_encode_batch, store, after, batch_size, seq)
-            if in_flight is not None:
-                settle(in_flight[0], await in_flight[1])
-                in_flight = None
-            if batch is None:
-                break
-            after = batch.last_id
-            task = asyncio.create_task(client.import_jsonl(collection, batch.body, "upsert"))
-            in_flight = (batch, task)
+        return await publisher.finish()
     finally:
-        # Encoding failed (or we were cancelled) with an import still running: stop it.
-        if in_flight is not None and not in_flight[1].done():
-            in_flight[1].cancel()
-            await asyncio.wait({in_flight[1]})
-    try:
-        await client.delete_documents(collection, f"publish_seq:<{seq}")
-    except TypesenseError as exc:
-        if exc.status != 404:
-            raise
-    info = await client.retrieve_collection(collection)
-    error = None
-    if failures:
-        error = f"{len(failures)}+ documents refused: " + "; ".join(failures[:5])
-    publication = Publication(
-        run_id=run_id,
-        collection=collection,
-        published_at=time.time(),
-        count=info.num_documents,
-        newest_updated_at=max((row["updated_at"] for row in pushed), default=None),
-        revision=fingerprint.revision,
-        checksum=fingerprint.checksum,
-        sample=_spread(pushed),
-        error=error,
-    )
-    return store.record_publication(publication)
+        await publisher.abort()
