@@ -4,6 +4,14 @@ A source that fails (HTTP error, bad payload, anything raised) is logged in the 
 its error and does not stop the others. The index is published when at least one source
 succeeded; the run's status is ``ok`` (all sources and the publish succeeded), ``failed``
 (no source succeeded) or ``partial`` (anything in between, a failed publish included).
+
+Every source is fetched, parsed and enriched (enrichment joins all of them) before any is
+merged. Each source is then written in slices, one transaction each, and a slice goes to
+the index once it has committed, so Typesense indexes while the next slice is merged. A
+store write failing midway fails its source with the slices before it kept (and
+published); the publish still ends with every stored vault pushed, so the index shows the
+store. A crash midway leaves the index with this run's committed slices and older
+documents for the rest: nothing is removed from it until a publish has pushed everything.
 """
 
 from __future__ import annotations
@@ -102,7 +110,7 @@ def _write_slice(
 
 
 async def _merge(
-    store: VaultStore, result: ProcessorResult, publisher: Publisher | None
+    store: VaultStore, result: ProcessorResult, publisher: Publisher | None, slice_size: int
 ) -> SourceRun:
     """Write a source's vaults slice by slice, each published once committed; then history.
 
@@ -116,8 +124,8 @@ async def _merge(
     try:
         revision = await asyncio.to_thread(store.next_revision)
         seq = publisher.seq if publisher is not None else None
-        for start in range(0, len(vaults), MERGE_SLICE):
-            part = vaults[start : start + MERGE_SLICE]
+        for start in range(0, len(vaults), slice_size):
+            part = vaults[start : start + slice_size]
             written, batch = await asyncio.to_thread(_write_slice, store, part, revision, seq)
             counts.inserted += written.inserted
             counts.updated += written.updated
@@ -205,17 +213,19 @@ async def run_pipeline(
     *,
     http: httpx.AsyncClient | None = None,
     collection: str = COLLECTION,
+    slice_size: int = MERGE_SLICE,
 ) -> PipelineReport:
     """Run every processor, merge into the store, publish to the index; log it all.
 
     ``http`` is the client the processors fetch with (an offline one in tests and in the
     local stack); without it a client for the real APIs is created and closed here.
     ``index_client`` None skips the publish (the run is then at best ``partial``).
+    ``slice_size`` vaults are written per store transaction and published once committed.
     """
     # The run allocates a few hundred thousand long-lived objects; see `gc_pause`.
     with collector_paused():
         return await _run(
-            sources, store, index_client, progress or NullProgress(), http, collection
+            sources, store, index_client, progress or NullProgress(), http, collection, slice_size
         )
 
 
@@ -226,6 +236,7 @@ async def _run(
     progress: PipelineProgress,
     http: httpx.AsyncClient | None,
     collection: str,
+    slice_size: int,
 ) -> PipelineReport:
     started = time.monotonic()
     run_id = store.start_run()
@@ -241,7 +252,7 @@ async def _run(
             if result is None:
                 outcome = SourceRun(source=processor.name, ok=False, error=error)
             else:
-                outcome = await _merge(store, result, publisher)
+                outcome = await _merge(store, result, publisher, slice_size)
             outcome.duration_s = round(duration, 3)
             store.record_source(run_id, outcome)
             outcomes.append(outcome)

@@ -178,23 +178,52 @@ def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
 
 
 def score_of(inputs: SecurityInputs) -> tuple[float, RiskRating]:
-    """The score and its rating alone: what a vault record stores (no breakdown built).
-
-    The same arithmetic as `_points`, in the same order, so the float is identical. It
-    skips the two dicts and the model, and takes the points of components with few
-    possible values from small caches: `round(x, 3)` alone costs about a microsecond.
-    """
-    earned = (
-        _earned("audits", _audits_component(inputs.audits))
-        + _earned_age(inputs.protocol_age_days)
-        + round(WEIGHTS["tvl"] * _tvl_component(inputs.tvl_usd), 3)
-        + _earned("exploits", _exploits_component(inputs.exploits))
-        + _earned("chain", CHAIN_TIERS.get(inputs.chain, DEFAULT_CHAIN_TIER))
-        + _earned("il_risk", 0.0 if inputs.il_risk else 1.0)
-        + _earned("exposure", 1.0 if inputs.exposure == "single" else 0.5)
+    """The score and its rating alone: what a vault record stores (no breakdown built)."""
+    return _score(
+        inputs.audits,
+        inputs.protocol_age_days,
+        inputs.tvl_usd,
+        inputs.exploits,
+        inputs.chain,
+        inputs.il_risk,
+        inputs.exposure,
+        inputs.source_flags,
     )
-    lost = sum({f: FLAG_PENALTIES[f] for f in inputs.source_flags if f in FLAG_PENALTIES}.values())
-    score = round(max(0.0, min(earned - lost, 100.0)), 1)
+
+
+def _score(
+    audits: int | None,
+    protocol_age_days: int | None,
+    tvl_usd: float | None,
+    exploits: int,
+    chain: str,
+    il_risk: bool,
+    exposure: str,
+    source_flags: list[str],
+) -> tuple[float, RiskRating]:
+    """`score_of` from the inputs' values, for callers that have them before the model.
+
+    The same arithmetic as `_points`, in the same order, so the float is identical: the
+    components are added one by one from left to right (float addition is not
+    associative), each already rounded as `_points` rounds it. Components with few
+    possible values come from small caches (`round(x, 3)` alone costs about a
+    microsecond); a processor scores every vault it reads.
+    """
+    earned = _earned_head(audits, protocol_age_days)
+    if tvl_usd is None:
+        earned += _TVL_UNKNOWN
+    elif tvl_usd <= 0:
+        earned += _TVL_NONE
+    else:
+        earned += round(WEIGHTS["tvl"] * max(0.0, min((math.log10(tvl_usd) - 5.0) / 4.0, 1.0)), 3)
+    earned += _EXPLOIT_POINTS.get(exploits, _EXPLOIT_POINTS_MANY)
+    earned += _chain_points(chain)
+    earned += _IL_POINTS[bool(il_risk)]
+    earned += _SINGLE_POINTS if exposure == "single" else _MULTI_POINTS
+    if source_flags:
+        lost = sum({f: FLAG_PENALTIES[f] for f in source_flags if f in FLAG_PENALTIES}.values())
+        earned -= lost
+    score = round(max(0.0, min(earned, 100.0)), 1)
     return score, rating_for(score)
 
 
@@ -204,8 +233,25 @@ def _earned(name: str, value: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _earned_age(days: int | None) -> float:
-    return round(WEIGHTS["protocol_age"] * _age_component(days), 3)
+def _earned_head(audits: int | None, days: int | None) -> float:
+    # The first two terms of the sum, audits then protocol age, as `_points` adds them.
+    return _earned("audits", _audits_component(audits)) + round(
+        WEIGHTS["protocol_age"] * _age_component(days), 3
+    )
+
+
+@lru_cache(maxsize=256)
+def _chain_points(chain: str) -> float:
+    return _earned("chain", CHAIN_TIERS.get(chain, DEFAULT_CHAIN_TIER))
+
+
+_TVL_UNKNOWN = round(WEIGHTS["tvl"] * _tvl_component(None), 3)
+_TVL_NONE = round(WEIGHTS["tvl"] * _tvl_component(0.0), 3)
+_EXPLOIT_POINTS = {n: round(WEIGHTS["exploits"] * v, 3) for n, v in _EXPLOIT_COMPONENT.items()}
+_EXPLOIT_POINTS_MANY = round(WEIGHTS["exploits"] * _exploits_component(2), 3)
+_IL_POINTS = {False: round(WEIGHTS["il_risk"] * 1.0, 3), True: round(WEIGHTS["il_risk"] * 0.0, 3)}
+_SINGLE_POINTS = round(WEIGHTS["exposure"] * 1.0, 3)
+_MULTI_POINTS = round(WEIGHTS["exposure"] * 0.5, 3)
 
 
 def inputs_for(

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
-from albert.search.typesense_client import SearchParams, TypesenseClient
+from albert.search.typesense_client import SearchParams, TypesenseClient, TypesenseError
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.vaults.index import (
+    DocumentBatch,
+    Publisher,
     collection_schema,
     document,
+    encode_records,
     ensure_schema,
     publish,
     record_document,
@@ -165,3 +169,77 @@ async def test_publish_maps_refusals_to_vaults_across_batches(store: VaultStore)
     assert [s["id"] for s in publication.sample] == [
         "beefy:base:v0", "beefy:base:v1", "beefy:base:v2", "beefy:base:v4",
     ]  # fmt: skip
+
+
+def _fake_typesense(
+    imported: list[list[str]], deleted: list[str], *, failing_import: int | None = None
+) -> httpx.MockTransport:
+    """A Typesense API on a mock transport; the `failing_import`-th import answers 503."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if request.method == "GET" and path.endswith("/collections/vaults"):
+            fields = collection_schema("vaults")["fields"]
+            return httpx.Response(
+                200, json={"name": "vaults", "num_documents": 0, "fields": fields}
+            )
+        if path.endswith("/documents/import"):
+            imported.append([json.loads(line)["id"] for line in request.content.split(b"\n")])
+            if len(imported) == failing_import:
+                return httpx.Response(503, json={"message": "Not Ready or Lagging"})
+            return httpx.Response(200, text="\n".join('{"success":true}' for _ in imported[-1]))
+        if request.method == "DELETE":
+            deleted.append(str(request.url.params.get("filter_by")))
+            return httpx.Response(200, json={"num_deleted": 0})
+        return httpx.Response(404, json={"message": "not found"})
+
+    return httpx.MockTransport(handler)
+
+
+def _slice(publisher: Publisher, store: VaultStore, vaults: list[Vault]) -> DocumentBatch:
+    store.upsert_vaults(vaults)
+    return encode_records(store.records_for(v.id for v in vaults), publisher.seq)
+
+
+async def test_a_publisher_sends_pushed_slices_once_and_the_rest_of_the_store_at_finish(
+    store: VaultStore,
+) -> None:
+    store.upsert_vaults([_vault("old-a"), _vault("old-b")])  # from earlier runs
+    imported: list[list[str]] = []
+    deleted: list[str] = []
+    async with httpx.AsyncClient(transport=_fake_typesense(imported, deleted)) as http:
+        client = TypesenseClient("http://typesense.test", "k", http=http)
+        publisher = Publisher(store, client, collection="vaults", batch_size=2)
+        assert not publisher.started
+        await publisher.push(_slice(publisher, store, [_vault("n1"), _vault("n2")]))
+        await publisher.push(_slice(publisher, store, [_vault("n3")]))
+        assert publisher.started
+        publication = await publisher.finish()
+    assert imported == [
+        ["beefy:base:n1", "beefy:base:n2"],
+        ["beefy:base:n3"],
+        ["beefy:base:old-a", "beefy:base:old-b"],
+    ]
+    assert deleted == [f"publish_seq:<{publisher.seq}"]
+    assert publication.error is None
+    # The sample and the newest time are those of a publish of the whole store at once.
+    assert [s["id"] for s in publication.sample] == sorted(i for batch in imported for i in batch)
+    assert publication.checksum == store.fingerprint().checksum
+
+
+async def test_a_failed_import_stops_the_publish_and_removes_nothing(store: VaultStore) -> None:
+    imported: list[list[str]] = []
+    deleted: list[str] = []
+    transport = _fake_typesense(imported, deleted, failing_import=2)
+    async with httpx.AsyncClient(transport=transport) as http:
+        client = TypesenseClient("http://typesense.test", "k", http=http)
+        publisher = Publisher(store, client, collection="vaults", queue_size=1)
+        # Pushing goes on after the failure (the merge does not wait on a dead index)...
+        for i in range(6):
+            await publisher.push(_slice(publisher, store, [_vault(f"v{i}")]))
+        with pytest.raises(TypesenseError, match="Not Ready"):
+            await publisher.finish()
+    # ...but nothing is sent after the failed import, and nothing is removed.
+    assert imported == [["beefy:base:v0"], ["beefy:base:v1"]]
+    assert deleted == []
+    assert store.last_publication("vaults") is None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from io import StringIO
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +17,8 @@ from data_server.fixtures import fixture_handler, load
 from data_server.pipeline import NullProgress, RichProgress, check, run_pipeline
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
+from data_server.vaults.index import record_document
+from tests.typesense_fixture import TypesenseServer
 
 from .conftest import http_client
 
@@ -192,3 +197,131 @@ def test_warning_summaries_group_labels_by_reason() -> None:
         "8 warnings (vault config 0, vault config 1, vault config 2 and 2 more: "
         "ValidationError; a: x; b: y; 1 more kind)"
     )
+
+
+# -- slices: what a fault midway leaves in the store and the index ------------------------
+
+
+class _FaultyStore(VaultStore):
+    """A write store whose n-th vault write from now raises a fault (before writing)."""
+
+    fail_on: int = 0
+    fault: BaseException | None = None
+
+    def arm(self, fail_on: int, fault: BaseException) -> _FaultyStore:
+        self.writes, self.fail_on, self.fault = 0, fail_on, fault
+        return self
+
+    def upsert_vaults(self, vaults: Any, **options: Any) -> Any:
+        self.writes = getattr(self, "writes", 0) + 1
+        if self.fault is not None and self.writes == self.fail_on:
+            raise self.fault
+        return super().upsert_vaults(vaults, **options)
+
+
+class _Crash(BaseException):
+    """Stands for a crash: not an Exception, so nothing on the way catches it."""
+
+
+async def _indexed(server: TypesenseServer, collection: str) -> dict[str, dict[str, Any]]:
+    """Every document of a collection, by id (Typesense's export endpoint)."""
+    async with httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": server.api_key}) as http:
+        response = await http.get(f"{server.url}/collections/{collection}/documents/export")
+    response.raise_for_status()
+    docs = [json.loads(line) for line in response.text.splitlines() if line.strip()]
+    return {doc["id"]: doc for doc in docs}
+
+
+def _stored_documents(store: VaultStore) -> dict[str, dict[str, Any]]:
+    """The index document of every stored vault (without its publish_seq)."""
+    return {vid: record_document(json.loads(rec)) for vid, rec in store.records(limit=10**6)}
+
+
+def _without_seq(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "publish_seq"}
+
+
+def _same_values(indexed: dict[str, Any], stored: dict[str, Any]) -> bool:
+    # Typesense keeps `float` fields in single precision.
+    if indexed.keys() != stored.keys():
+        return False
+    return all(
+        v == stored[k] or (isinstance(v, float) and abs(v - stored[k]) <= 1e-6 * abs(v) + 1e-9)
+        for k, v in indexed.items()
+    )
+
+
+async def test_a_store_write_failing_midway_fails_its_source_and_the_index_shows_the_store(
+    tmp_path: Path,
+    typesense_server: TypesenseServer,
+    index_client: TypesenseClient,
+    collection: str,
+) -> None:
+    # DefiLlama's third slice of 100 fails; the first two stay written and published.
+    fault = sqlite3.OperationalError("disk I/O error")
+    with _FaultyStore(tmp_path / "s.db").arm(3, fault) as store:
+        async with http_client() as http:
+            report = await run_pipeline(
+                _subset(), store, index_client, http=http, collection=collection, slice_size=100
+            )
+        by_source = {s.source: s for s in report.run.sources}
+        defillama = by_source["defillama"]
+        assert not defillama.ok and defillama.error == "OperationalError: disk I/O error"
+        assert (defillama.inserted, defillama.vaults) == (200, 200)
+        assert by_source["yearn"].ok
+        assert report.run.status == "partial"
+        assert report.run.publication is not None and report.publish_error is None
+        assert store.counts().by_source == {"defillama": 200, "yearn": by_source["yearn"].vaults}
+        stored = _stored_documents(store)
+        indexed = await _indexed(typesense_server, collection)
+        assert indexed.keys() == stored.keys()
+        assert all(_same_values(_without_seq(indexed[i]), stored[i]) for i in stored)
+        assert (await check(store, index_client, collection=collection)).ok
+
+
+async def test_a_crash_midway_leaves_the_index_with_committed_vaults_and_older_documents(
+    tmp_path: Path,
+    typesense_server: TypesenseServer,
+    index_client: TypesenseClient,
+    collection: str,
+) -> None:
+    # A first run publishes a later snapshot (every DefiLlama APY 1 point higher)...
+    def shifted(request: httpx.Request) -> httpx.Response:
+        response = fixture_handler(request)
+        if request.url.host == "yields.llama.fi" and request.url.path == "/pools":
+            body = json.loads(response.content)
+            for row in body["data"]:
+                if isinstance(row.get("apy"), int | float):
+                    row["apy"] += 1.0
+            return httpx.Response(200, json=body, headers={"date": response.headers["date"]})
+        return response
+
+    # ...then the second run crashes at its 40th DefiLlama slice (of 59).
+    with _FaultyStore(tmp_path / "s.db") as store:
+        async with http_client(shifted) as http:
+            first = await run_pipeline(
+                _subset(), store, index_client, http=http, collection=collection, slice_size=100
+            )
+        assert first.ok
+        before = await _indexed(typesense_server, collection)
+        store.arm(40, _Crash())
+        async with http_client() as http:
+            with pytest.raises(_Crash):
+                await run_pipeline(
+                    _subset(), store, index_client, http=http, collection=collection, slice_size=20
+                )
+        (crashed, _) = store.runs()
+        assert crashed.status == "failed" and crashed.publication is None
+        stored = _stored_documents(store)
+        after = await _indexed(typesense_server, collection)
+    # Nothing was removed; a document is either this run's, equal to what the store
+    # committed, or the previous publish's, untouched.
+    assert after.keys() == before.keys() == stored.keys()
+    newer = [i for i in after if after[i]["publish_seq"] != before[i]["publish_seq"]]
+    older = [i for i in after if after[i]["publish_seq"] == before[i]["publish_seq"]]
+    assert all(_same_values(_without_seq(after[i]), stored[i]) for i in newer)
+    assert all(after[i] == before[i] for i in older)
+    # Imports run at most nine slices behind: by the 40th, the first 30 were indexed.
+    assert len(newer) >= 30 * 20
+    # The slices from the 40th on, and Yearn, were never written: older documents.
+    assert len(older) >= _expected_count() - 39 * 20
