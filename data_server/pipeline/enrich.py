@@ -31,6 +31,11 @@ def symbol_registry(vaults: Iterable[Vault]) -> dict[TokenKey, list[str]]:
     }
 
 
+def lacks_symbols(vault: Vault) -> bool:
+    """True for a vault `fill_asset_symbols` may change: no symbols, a single token."""
+    return not vault.asset_symbols and len(vault.underlying_tokens) == 1
+
+
 def fill_asset_symbols(
     vaults: list[Vault], registry: dict[TokenKey, list[str]]
 ) -> tuple[list[Vault], int]:
@@ -41,7 +46,7 @@ def fill_asset_symbols(
     filled = 0
     out: list[Vault] = []
     for vault in vaults:
-        if not vault.asset_symbols and len(vault.underlying_tokens) == 1:
+        if lacks_symbols(vault):
             symbols = registry.get((vault.chain, vault.underlying_tokens[0].lower()))
             if symbols:
                 stable = vault.stablecoin or is_stable_set(symbols)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 
 import httpx
 from pydantic import BaseModel, Field
@@ -27,7 +28,7 @@ from pydantic import BaseModel, Field
 from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
 from data_server.gc_pause import collector_paused
-from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
+from data_server.pipeline.enrich import fill_asset_symbols, lacks_symbols, symbol_registry
 from data_server.pipeline.progress import NullProgress, PipelineProgress
 from data_server.processors import (
     BeefyProcessor,
@@ -37,7 +38,7 @@ from data_server.processors import (
     YearnProcessor,
     run_processor,
 )
-from data_server.processors.base import describe_error
+from data_server.processors.base import RawBatch, SlicedProcessor, describe_error
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
 from data_server.store.sqlite import RunStatus, UpsertCounts
 from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_records
@@ -79,15 +80,39 @@ def offline_http() -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=offline_transport(), headers={"user-agent": USER_AGENT})
 
 
-async def _fetch_one(
-    processor: Processor, http: httpx.AsyncClient
-) -> tuple[ProcessorResult | None, str | None, float]:
+@dataclass
+class _Fetched:
+    """One source after its fetch: parsed (`result`), or raw to be parsed in slices."""
+
+    result: ProcessorResult | None = None
+    raw: RawBatch | None = None
+    error: str | None = None
+    duration: float = 0.0
+
+
+async def _fetch_one(processor: Processor, http: httpx.AsyncClient) -> _Fetched:
     started = time.monotonic()
     try:
+        if isinstance(processor, SlicedProcessor):
+            raw = await processor.fetch(http)
+            return _Fetched(raw=raw, duration=time.monotonic() - started)
         result = await run_processor(processor, http)
     except Exception as exc:  # a broken source must not stop the others
-        return None, describe_error(exc), time.monotonic() - started
-    return result, None, time.monotonic() - started
+        return _Fetched(error=describe_error(exc), duration=time.monotonic() - started)
+    return _Fetched(result=result, duration=time.monotonic() - started)
+
+
+async def _fetch_all(
+    sources: Sequence[Processor], http: httpx.AsyncClient | None
+) -> list[_Fetched]:
+    client = http or httpx.AsyncClient(
+        timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
+    )
+    try:
+        return list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+    finally:
+        if http is None:
+            await client.aclose()
 
 
 # Vaults per store transaction and per import request while merging: the first slice is
@@ -109,71 +134,126 @@ def _write_slice(
     return counts, encode_records(last.items(), seq)
 
 
-async def _merge(
-    store: VaultStore, result: ProcessorResult, publisher: Publisher | None, slice_size: int
-) -> SourceRun:
-    """Write a source's vaults slice by slice, each published once committed; then history.
+class _SourceWriter:
+    """Writes one source's vaults slice by slice, each published once committed.
 
     All slices take one store revision, as one transaction would. A slice that fails stops
-    the source: the slices before it stay written (and published), and the outcome says
+    the writes: the slices before it stay written (and published), and the outcome says
     what was written along with the error.
     """
-    # By id: each slice reads back only its own id range, and documents go out in id order.
-    vaults = sorted(result.vaults, key=lambda vault: vault.id)
-    counts = UpsertCounts()
-    try:
-        revision = await asyncio.to_thread(store.next_revision)
-        seq = publisher.seq if publisher is not None else None
-        for start in range(0, len(vaults), slice_size):
-            part = vaults[start : start + slice_size]
-            written, batch = await asyncio.to_thread(_write_slice, store, part, revision, seq)
-            counts.inserted += written.inserted
-            counts.updated += written.updated
-            counts.unchanged += written.unchanged
-            if publisher is not None and batch is not None:
-                await publisher.push(batch)
-        # History may only reference vaults the store knows (a chart row without its pool).
-        known = {v.id for v in result.vaults}
-        history = [p for p in result.history if p.vault_id in known]
-        await asyncio.to_thread(store.upsert_history, history)
-    except Exception as exc:  # a store write failing for one source is logged too
+
+    def __init__(
+        self, store: VaultStore, publisher: Publisher | None, slice_size: int, source: str
+    ) -> None:
+        self.store = store
+        self.publisher = publisher
+        self.slice_size = slice_size
+        self.source = source
+        self.counts = UpsertCounts()
+        self.written: set[str] = set()
+        self.error: str | None = None
+        self._revision: int | None = None
+
+    async def write(self, vaults: list[Vault]) -> None:
+        """Write (and hand to the publisher) these vaults, unless an earlier write failed."""
+        if self.error is not None or not vaults:
+            return
+        seq = self.publisher.seq if self.publisher is not None else None
+        try:
+            if self._revision is None:
+                self._revision = await asyncio.to_thread(self.store.next_revision)
+            for start in range(0, len(vaults), self.slice_size):
+                part = vaults[start : start + self.slice_size]
+                written, batch = await asyncio.to_thread(
+                    _write_slice, self.store, part, self._revision, seq
+                )
+                self.counts.inserted += written.inserted
+                self.counts.updated += written.updated
+                self.counts.unchanged += written.unchanged
+                self.written.update(vault.id for vault in part)
+                if self.publisher is not None and batch is not None:
+                    await self.publisher.push(batch)
+        except Exception as exc:  # a store write failing for one source is logged too
+            self.error = describe_error(exc)
+
+    async def finish(self, result: ProcessorResult) -> SourceRun:
+        """Write the source's vaults not written yet, then its history; its outcome."""
+        # By id: each slice then reads back only its own id range of stored rows.
+        rest = sorted(
+            (vault for vault in result.vaults if vault.id not in self.written),
+            key=lambda vault: vault.id,
+        )
+        await self.write(rest)
+        counts = self.counts
+        if self.error is None:
+            # History may only reference vaults the store knows (a chart row without its
+            # pool).
+            known = {v.id for v in result.vaults}
+            history = [p for p in result.history if p.vault_id in known]
+            try:
+                await asyncio.to_thread(self.store.upsert_history, history)
+            except Exception as exc:
+                self.error = describe_error(exc)
+        if self.error is not None:
+            return SourceRun(
+                source=self.source,
+                ok=False,
+                vaults=counts.inserted + counts.updated + counts.unchanged,
+                inserted=counts.inserted,
+                updated=counts.updated,
+                unchanged=counts.unchanged,
+                warnings=result.warnings,
+                error=self.error,
+            )
         return SourceRun(
-            source=result.source,
-            ok=False,
-            vaults=counts.inserted + counts.updated + counts.unchanged,
+            source=self.source,
+            ok=True,
+            vaults=len(result.vaults),
+            history_points=len(history),
             inserted=counts.inserted,
             updated=counts.updated,
             unchanged=counts.unchanged,
             warnings=result.warnings,
-            error=describe_error(exc),
         )
-    return SourceRun(
-        source=result.source,
-        ok=True,
-        vaults=len(result.vaults),
-        history_points=len(history),
-        inserted=counts.inserted,
-        updated=counts.updated,
-        unchanged=counts.unchanged,
-        warnings=result.warnings,
-    )
 
 
-async def _fetch_all(
-    sources: Sequence[Processor], http: httpx.AsyncClient | None
-) -> list[tuple[ProcessorResult | None, str | None, float]]:
-    client = http or httpx.AsyncClient(
-        timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
-    )
+def _next_slice(
+    slices: Generator[list[Vault], None, ProcessorResult],
+) -> tuple[list[Vault], ProcessorResult | None]:
+    # StopIteration cannot cross into a future: the result comes back as a value.
     try:
-        return list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
-    finally:
-        if http is None:
-            await client.aclose()
+        return next(slices), None
+    except StopIteration as stop:
+        return [], stop.value
 
 
-def _enrich(store: VaultStore, results: list[ProcessorResult]) -> None:
-    registry = symbol_registry([*store.iter_vaults(), *(v for r in results for v in r.vaults)])
+async def _parse_in_slices(
+    processor: SlicedProcessor, fetched: _Fetched, writer: _SourceWriter
+) -> None:
+    """Parse a raw batch slice by slice, writing each slice's final vaults as it comes.
+
+    A vault enrichment may still change (`lacks_symbols`) waits for the other sources; a
+    failed write stops the writes, not the parse (its vaults still inform enrichment).
+    """
+    assert fetched.raw is not None
+    started = time.monotonic()
+    try:
+        slices = processor.parse_slices(fetched.raw, writer.slice_size)
+        while True:
+            part, result = await asyncio.to_thread(_next_slice, slices)
+            if result is not None:
+                break
+            await writer.write([vault for vault in part if not lacks_symbols(vault)])
+    except Exception as exc:  # a broken source must not stop the others
+        fetched.error = describe_error(exc)
+    else:
+        result.warnings[:0] = fetched.raw.warnings
+        fetched.result = result
+    fetched.duration += time.monotonic() - started
+
+
+def _enrich(store_vaults: list[Vault], results: list[ProcessorResult]) -> None:
+    registry = symbol_registry([*store_vaults, *(v for r in results for v in r.vaults)])
     for result in results:
         result.vaults, _ = fill_asset_symbols(result.vaults, registry)
 
@@ -246,14 +326,37 @@ async def _run(
         publisher = Publisher(store, index_client, collection=collection, run_id=run_id)
     try:
         fetched = await _fetch_all(sources, http)
-        await asyncio.to_thread(_enrich, store, [r for r, _, _ in fetched if r is not None])
+        # Enrichment reads the store as it was before this run writes anything.
+        store_vaults = await asyncio.to_thread(lambda: list(store.iter_vaults()))
+        writers = {
+            index: _SourceWriter(store, publisher, slice_size, processor.name)
+            for index, processor in enumerate(sources)
+        }
+        # Large sources first: their final vaults are written and published while they
+        # parse, so Typesense starts indexing before the other sources are merged.
+        for index, processor in enumerate(sources):
+            if isinstance(processor, SlicedProcessor) and fetched[index].raw is not None:
+                await _parse_in_slices(processor, fetched[index], writers[index])
+        results = [f.result for f in fetched if f.result is not None]
+        await asyncio.to_thread(_enrich, store_vaults, results)
         outcomes: list[SourceRun] = []
-        for processor, (result, error, duration) in zip(sources, fetched, strict=True):
-            if result is None:
-                outcome = SourceRun(source=processor.name, ok=False, error=error)
+        order = sorted(range(len(sources)), key=lambda i: not writers[i].written)
+        for index in order:
+            processor, one = sources[index], fetched[index]
+            if one.result is None:
+                writer = writers[index]
+                outcome = SourceRun(
+                    source=processor.name,
+                    ok=False,
+                    vaults=len(writer.written),
+                    inserted=writer.counts.inserted,
+                    updated=writer.counts.updated,
+                    unchanged=writer.counts.unchanged,
+                    error=one.error,
+                )
             else:
-                outcome = await _merge(store, result, publisher, slice_size)
-            outcome.duration_s = round(duration, 3)
+                outcome = await writers[index].finish(one.result)
+            outcome.duration_s = round(one.duration, 3)
             store.record_source(run_id, outcome)
             outcomes.append(outcome)
             progress.step(_describe(outcome))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Generator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -233,6 +234,26 @@ class Processor(Protocol):
     def parse(self, raw: RawBatch) -> ProcessorResult:
         """Turn raw bodies into normalised records (pure, no I/O)."""
         ...
+
+
+@runtime_checkable
+class SlicedProcessor(Processor, Protocol):
+    """A processor that can hand over its vaults in slices while it parses (a large source)."""
+
+    def parse_slices(
+        self, raw: RawBatch, size: int
+    ) -> Generator[list[Vault], None, ProcessorResult]:
+        """Yield each vault once, final, `size` at a time; return what `parse` returns."""
+        ...
+
+
+def drain(slices: Generator[Any, None, ProcessorResult]) -> ProcessorResult:
+    """Run a slice generator to its end and return its result."""
+    while True:
+        try:
+            next(slices)
+        except StopIteration as stop:
+            return stop.value
 
 
 async def run_processor(processor: Processor, client: httpx.AsyncClient) -> ProcessorResult:

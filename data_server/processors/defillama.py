@@ -10,6 +10,7 @@ exporters store them (snake_case such as ``tvl_usd``/``il_risk``, ``poolId`` or
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Generator
 from typing import Any, ClassVar
 
 import httpx
@@ -21,6 +22,7 @@ from data_server.processors.base import (
     chain_slug,
     day_start,
     describe_error,
+    drain,
     get_json,
     parse_time,
     to_float,
@@ -155,6 +157,17 @@ class DefiLlamaProcessor:
 
     def parse(self, raw: RawBatch) -> ProcessorResult:
         """Normalise pools (percent APY as reported) and chart rows into records."""
+        return drain(self.parse_slices(raw, 1 << 30))
+
+    def parse_slices(
+        self, raw: RawBatch, size: int
+    ) -> Generator[list[Vault], None, ProcessorResult]:
+        """`parse`, yielding the vaults `size` at a time as they are built.
+
+        Each vault is yielded once, in its final form (of pools listed twice, the newer
+        row), so a pipeline can store and publish a slice while the next is built. The
+        result it returns is the one `parse` returns, every vault included.
+        """
         result = ProcessorResult(source=SOURCE)
         fallback_time = raw.received_at("pools") or 0
         rows: list[PoolRow] = []
@@ -170,15 +183,28 @@ class DefiLlamaProcessor:
             if row.count:
                 project_days[row.project] = max(project_days.get(row.project, 0), row.count)
 
-        by_id: dict[str, Vault] = {}
+        # Which row each vault comes from: the newest, the later one on a tie. Vaults keep
+        # the order in which their ids first appear.
+        winners: dict[str, int] = {}
+        updated: list[int] = []
         pool_to_id: dict[str, str] = {}
-        for row in rows:
-            vault = self._vault(row, fallback_time, project_days.get(row.project))
-            pool_to_id[row.pool] = vault.id
-            current = by_id.get(vault.id)
-            if current is None or vault.updated_at >= current.updated_at:
-                by_id[vault.id] = vault
-        result.vaults = list(by_id.values())
+        for index, row in enumerate(rows):
+            vid = vault_id(SOURCE, chain_slug(row.chain), row.pool)
+            updated.append(parse_time(row.timestamp) or fallback_time)
+            pool_to_id[row.pool] = vid
+            current = winners.get(vid)
+            if current is None or updated[index] >= updated[current]:
+                winners[vid] = index
+
+        vaults: list[Vault] = []
+        for index in winners.values():
+            row = rows[index]
+            vaults.append(self._vault(row, fallback_time, project_days.get(row.project)))
+            if len(vaults) % size == 0:
+                yield vaults[-size:]
+        if len(vaults) % size:
+            yield vaults[len(vaults) - len(vaults) % size :]
+        result.vaults = vaults
 
         points: dict[tuple[str, int], HistoryPoint] = {}
         for name, response in raw.responses.items():

@@ -212,15 +212,16 @@ class VaultStore:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                # Only the stored rows this batch can match: its id range (ids lead with
-                # the source, so one source's merge does not read the others' rows).
-                ids = [vault.id for vault in batch]
+                # Only the stored rows this batch can match, by id: a slice of a source
+                # (in any order) reads its own rows, not the source's whole id range.
+                ids = list({vault.id: None for vault in batch})
                 existing: dict[str, str] = {}
-                if ids:
-                    existing = dict(
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    existing.update(
                         conn.execute(
-                            "SELECT id, content_hash FROM vaults WHERE id BETWEEN ? AND ?",
-                            (min(ids), max(ids)),
+                            f"SELECT id, content_hash FROM vaults WHERE id IN ({marks})", chunk
                         ).fetchall()
                     )
                 if revision is None:

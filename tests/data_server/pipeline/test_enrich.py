@@ -1,17 +1,22 @@
-"""Asset symbols of Yearn vaults filled from other sources' knowledge of the same token."""
+"""Asset symbols of vaults filled from other sources' knowledge of the same token."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
+from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import fixture_handler, load
 from data_server.pipeline import run_pipeline
 from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
-from data_server.processors import BeefyProcessor, YearnProcessor
+from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
 from data_server.vaults.model import Vault
 
 from .conftest import http_client
+
+CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
 
 
 def _v(native: str, tokens: list[str], symbols: list[str], chain: str = "ethereum") -> Vault:
@@ -71,3 +76,40 @@ async def test_yearn_vaults_get_symbols_from_beefy_and_keep_them(store: VaultSto
     assert yearn_run.updated == 0  # the store still knows the token: nothing flips back
     again = store.get_vault(vid)
     assert again is not None and again.asset_symbols == vault.asset_symbols
+
+
+async def test_a_large_source_written_in_slices_still_gets_symbols_from_the_others(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    # A DefiLlama pool naming its token only by address, which a Beefy vault names.
+    config = next(
+        c
+        for c in load("beefy/vaults_config_ethereum.json")
+        if c.get("tokenAddress") and len(c["assets"]) == 1
+    )
+    token, symbols = config["tokenAddress"], [a.upper() for a in config["assets"]]
+    pool = next(r for r in load(CAMEL)["pools"] if r["chain"] == "Ethereum")["poolId"]
+
+    def unnamed_pool(request: httpx.Request) -> httpx.Response:
+        response = fixture_handler(request)
+        if request.url.host == "yields.llama.fi" and request.url.path == "/pools":
+            body = json.loads(response.content)
+            for row in body["data"]:
+                if row.get("poolId") == pool:
+                    row["symbol"], row["underlyingTokens"] = "", [token]
+            return httpx.Response(200, json=body, headers={"date": response.headers["date"]})
+        return response
+
+    sources = [DefiLlamaProcessor(chart_pools=[]), BeefyProcessor()]
+    async with http_client(unnamed_pool) as http:
+        report = await run_pipeline(
+            sources, store, index_client, http=http, collection=collection, slice_size=50
+        )
+    assert report.ok
+    vid = f"defillama:ethereum:{pool}"
+    vault = store.get_vault(vid)
+    assert vault is not None and vault.asset_symbols == symbols
+    assert (await index_client.get_document(collection, vid))["asset_symbols"] == symbols
+    # Written once: held back from its slice until the other sources were parsed.
+    defillama = next(s for s in report.run.sources if s.source == "defillama")
+    assert (defillama.inserted, defillama.updated) == (defillama.vaults, 0)

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from data_server.fixtures import load, recorded_chart_pools
+from data_server.fixtures import load, offline_transport, recorded_chart_pools
 from data_server.processors import DefiLlamaProcessor
 from data_server.processors.base import DAY, parse_time
+from data_server.vaults.model import Vault
 
 from .conftest import run_offline
 
@@ -119,3 +120,31 @@ def test_parse_time_reads_every_spelling_the_sources_use() -> None:
     assert parse_time(1_766_561_221) == 1_766_561_221
     assert parse_time("not a time") is None
     assert parse_time("") is None and parse_time(None) is None and parse_time(True) is None
+
+
+@pytest.mark.parametrize("size", [1, 7, 500, 100_000])
+async def test_slices_are_the_parsed_vaults_each_once_and_final(size: int) -> None:
+    processor = DefiLlamaProcessor(chart_pools=recorded_chart_pools())
+    async with httpx.AsyncClient(transport=offline_transport()) as client:
+        raw = await processor.fetch(client)
+    # Pools listed twice, here the older row first: the slices hold the newer one, once.
+    rows = raw.responses["pools"].body["data"]
+    rows.reverse()
+    whole = processor.parse(raw)
+    slices = processor.parse_slices(raw, size)
+    seen: list[Vault] = []
+    while True:
+        try:
+            part = next(slices)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        assert 0 < len(part) <= size
+        seen.extend(part)
+    assert [v.model_dump() for v in seen] == [v.model_dump() for v in whole.vaults]
+    assert len({v.id for v in seen}) == len(seen)
+    assert result == whole
+    camel = {r["poolId"]: r for r in load(CAMEL)["pools"]}
+    by_pool = {v.id.rsplit(":", 1)[1]: v for v in seen}
+    shared = set(camel) & {r["pool"] for r in load(SNAKE)}
+    assert shared and all(by_pool[p].apy == pytest.approx(camel[p]["apy"]) for p in shared)
