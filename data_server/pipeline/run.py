@@ -41,7 +41,7 @@ from data_server.processors import (
 from data_server.processors.base import RawBatch, SlicedProcessor, describe_error
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
 from data_server.store.sqlite import RunStatus, UpsertCounts
-from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_records
+from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_vaults
 from data_server.vaults.model import Vault
 
 HTTP_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -124,14 +124,14 @@ def _write_slice(
     store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
 ) -> tuple[UpsertCounts, DocumentBatch | None]:
     """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
-    # One serialisation per vault: the stored row, its hash and its index document.
+    # One serialisation per vault serves the stored row and its hash.
     records = [vault.model_dump_json() for vault in vaults]
     counts = store.upsert_vaults(vaults, records=records, revision=revision)
     if seq is None:
         return counts, None
     # A vault listed twice is published as stored: its last record.
-    last = {vault.id: record for vault, record in zip(vaults, records, strict=True)}
-    return counts, encode_records(last.items(), seq)
+    last = {vault.id: vault for vault in vaults}
+    return counts, encode_vaults(last.values(), seq)
 
 
 class _SourceWriter:

@@ -17,6 +17,7 @@ by slice as its store transactions commit, so indexing overlaps with merging.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -165,6 +166,51 @@ def record_document(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if v is not None}
 
 
+def vault_document(vault: Vault) -> dict[str, Any]:
+    """`record_document` of the vault's stored JSON, built from the vault itself.
+
+    The pipeline has each vault in hand when it writes it: this skips decoding the JSON
+    it just encoded. A float JSON cannot carry (infinity, NaN) is stored as null, so it is
+    left out here as well; the keys come in `record_document`'s order, so the encoded
+    document is the same bytes.
+    """
+    inputs = vault.security_inputs
+    apy, apy_reward = _finite(vault.apy), _finite(vault.apy_reward)
+    doc: dict[str, Any] = {
+        "id": vault.id,
+        "name": vault.name,
+        "source": vault.source,
+        "protocol": vault.protocol,
+        "chain": vault.chain,
+        "address": vault.address,
+        "asset_symbols": list(vault.asset_symbols),
+        "underlying_tokens": list(vault.underlying_tokens),
+        "stablecoin": vault.stablecoin,
+        "il_risk": vault.il_risk,
+        "exposure": vault.exposure,
+        "risk_rating": vault.risk_rating,
+        "status": vault.status,
+        "source_flags": list(inputs.source_flags) if inputs is not None else [],
+        "apy": apy,
+        "apy_base": _finite(vault.apy_base),
+        "apy_reward": apy_reward,
+        "reward_share": _reward_share(apy, apy_reward),
+        "tvl_usd": _finite(vault.tvl_usd),
+        "share_price": _finite(vault.share_price),
+        "security_score": _finite(vault.security_score),
+        "protocol_age_days": inputs.protocol_age_days if inputs is not None else None,
+        "audits": inputs.audits if inputs is not None else None,
+        "exploits": inputs.exploits if inputs is not None else None,
+        "url": vault.url,
+        "updated_at": vault.updated_at,
+    }
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
 def _spread(rows: list[dict[str, Any]], size: int = SAMPLE_SIZE) -> list[dict[str, Any]]:
     if not rows:
         return []
@@ -183,13 +229,23 @@ class DocumentBatch:
 
 def encode_records(records: Iterable[tuple[str, str]], seq: int) -> DocumentBatch:
     """(id, stored record JSON) pairs as JSONL documents of publish `seq`."""
+    return _encode((record_document(from_json(record)) for _, record in records), seq)
+
+
+def encode_vaults(vaults: Iterable[Vault], seq: int) -> DocumentBatch:
+    """Vaults as JSONL documents of publish `seq`: the bytes `encode_records` makes of
+    their stored JSON."""
+    return _encode((vault_document(vault) for vault in vaults), seq)
+
+
+def _encode(docs: Iterable[dict[str, Any]], seq: int) -> DocumentBatch:
     lines: list[bytes] = []
     compared: list[dict[str, Any]] = []
-    for _, record in records:
-        doc = record_document(from_json(record))
+    get = dict.get
+    for doc in docs:
         doc["publish_seq"] = seq
         lines.append(to_json(doc))
-        compared.append({"id": doc["id"], **{f: doc.get(f) for f in SAMPLE_FIELDS}})
+        compared.append({"id": doc["id"], **{f: get(doc, f) for f in SAMPLE_FIELDS}})
     return DocumentBatch(body=b"\n".join(lines), compared=compared)
 
 

@@ -16,9 +16,11 @@ from data_server.vaults.index import (
     collection_schema,
     document,
     encode_records,
+    encode_vaults,
     ensure_schema,
     publish,
     record_document,
+    vault_document,
 )
 from data_server.vaults.model import SecurityInputs, Vault
 from tests.data_server.pipeline.conftest import http_client
@@ -113,6 +115,22 @@ async def test_documents_from_stored_records_equal_documents_from_vaults(
     assert len(records) > 4000
     for _, record in records:
         assert record_document(json.loads(record)) == document(Vault.model_validate_json(record))
+    # The pipeline encodes documents from the vaults it writes: the same bytes.
+    vaults = [Vault.model_validate_json(record) for _, record in records]
+    assert encode_vaults(vaults, 7).body == encode_records(records, 7).body
+
+
+def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
+    inputs = SecurityInputs(chain="base", il_risk=False, exposure="single", audits=2)
+    odd = [
+        _vault("inf", apy=float("inf"), apy_reward=1.0, tvl_usd=float("nan")),
+        _vault("neg", apy=-0.0, apy_base=-1e308, share_price=float("-inf"), address="0xab"),
+        _vault("scored", security_inputs=inputs, security_score=55.5, risk_rating="medium"),
+        _vault("plain", apy=12.5, apy_reward=2.5, url="https://example.org/ü", status="eol"),
+    ]
+    records = [(v.id, v.model_dump_json()) for v in odd]
+    assert encode_vaults(odd, 1).body == encode_records(records, 1).body
+    assert "apy" not in vault_document(odd[0]) and "tvl_usd" not in vault_document(odd[0])
 
 
 async def test_publish_in_many_batches_pushes_every_vault_once(
