@@ -72,12 +72,17 @@ CHAIN_IDS: dict[int, str] = {
 }
 
 
+# A source names a few dozen chains over thousands of rows: each spelling is worked out once.
+@lru_cache(maxsize=1024)
 def chain_slug(name: str) -> str:
     """Normalise a chain name from any source to one lowercase slug ('Op_bnb' → 'opbnb')."""
     key = name.strip().lower()
     if key in _CHAIN_ALIASES:
         return _CHAIN_ALIASES[key]
-    return re.sub(r"[\s_]+", "-", key)
+    return _CHAIN_SEPARATORS.sub("-", key)
+
+
+_CHAIN_SEPARATORS = re.compile(r"[\s_]+")
 
 
 def vault_id(source: str, chain: str, native_id: str) -> str:

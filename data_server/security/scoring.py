@@ -304,10 +304,12 @@ def secured_vault(
         chain=fields["chain"],
         il_risk=fields.get("il_risk", False),
         exposure=fields.get("exposure", "single"),
-        source_flags=sorted(set(source_flags or [])),
+        source_flags=sorted(set(source_flags)) if source_flags else [],
     )
     score, rating = score_of(inputs)
-    return Vault(**fields, security_inputs=inputs, security_score=score, risk_rating=rating)
+    return Vault.model_validate(
+        {**fields, "security_inputs": inputs, "security_score": score, "risk_rating": rating}
+    )
 
 
 def explain(vault: Vault) -> ScoreBreakdown | None:

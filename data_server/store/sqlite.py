@@ -203,7 +203,7 @@ class VaultStore:
         the next one: the pipeline writes one source in several transactions under one
         revision, as a single call would.
         """
-        counts = UpsertCounts()
+        inserted = updated = unchanged = 0
         now = time.time()
         batch = list(vaults)
         if records is not None and len(records) != len(batch):
@@ -236,7 +236,7 @@ class VaultStore:
                     digest = _digest(record)
                     old = existing.get(vault.id)
                     if old == digest:
-                        counts.unchanged += 1
+                        unchanged += 1
                         continue
                     rows.append(
                         (
@@ -261,15 +261,15 @@ class VaultStore:
                     )
                     existing[vault.id] = digest
                     if old is None:
-                        counts.inserted += 1
+                        inserted += 1
                     else:
-                        counts.updated += 1
+                        updated += 1
                 conn.executemany(_UPSERT_VAULT, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return counts
+        return UpsertCounts(inserted=inserted, updated=updated, unchanged=unchanged)
 
     def upsert_history(self, points: Iterable[HistoryPoint]) -> int:
         """Insert or replace history points keyed by (vault_id, timestamp); returns how many."""
