@@ -36,7 +36,6 @@ from data_server.processors import (
     Processor,
     ProcessorResult,
     YearnProcessor,
-    run_processor,
 )
 from data_server.processors.base import RawBatch, SlicedProcessor, describe_error
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
@@ -82,10 +81,10 @@ def offline_http() -> httpx.AsyncClient:
 
 @dataclass
 class _Fetched:
-    """One source after its fetch: parsed (`result`), or raw to be parsed in slices."""
+    """One source: its raw batch once fetched, its result once parsed, or its error."""
 
-    result: ProcessorResult | None = None
     raw: RawBatch | None = None
+    result: ProcessorResult | None = None
     error: str | None = None
     duration: float = 0.0
 
@@ -93,13 +92,24 @@ class _Fetched:
 async def _fetch_one(processor: Processor, http: httpx.AsyncClient) -> _Fetched:
     started = time.monotonic()
     try:
-        if isinstance(processor, SlicedProcessor):
-            raw = await processor.fetch(http)
-            return _Fetched(raw=raw, duration=time.monotonic() - started)
-        result = await run_processor(processor, http)
+        raw = await processor.fetch(http)
     except Exception as exc:  # a broken source must not stop the others
         return _Fetched(error=describe_error(exc), duration=time.monotonic() - started)
-    return _Fetched(result=result, duration=time.monotonic() - started)
+    return _Fetched(raw=raw, duration=time.monotonic() - started)
+
+
+def _parse(processor: Processor, fetched: _Fetched) -> None:
+    """Parse a fetched batch whole (fetch warnings first), or record why it failed."""
+    assert fetched.raw is not None
+    started = time.monotonic()
+    try:
+        result = processor.parse(fetched.raw)
+    except Exception as exc:  # a broken source must not stop the others
+        fetched.error = describe_error(exc)
+    else:
+        result.warnings[:0] = fetched.raw.warnings
+        fetched.result = result
+    fetched.duration += time.monotonic() - started
 
 
 async def _fetch_all(
@@ -333,10 +343,14 @@ async def _run(
             for index, processor in enumerate(sources)
         }
         # Large sources first: their final vaults are written and published while they
-        # parse, so Typesense starts indexing before the other sources are merged.
+        # parse, so Typesense starts indexing before the other sources are even parsed.
         for index, processor in enumerate(sources):
             if isinstance(processor, SlicedProcessor) and fetched[index].raw is not None:
                 await _parse_in_slices(processor, fetched[index], writers[index])
+        for index, processor in enumerate(sources):
+            if fetched[index].raw is not None and fetched[index].result is None:
+                if not isinstance(processor, SlicedProcessor):
+                    await asyncio.to_thread(_parse, processor, fetched[index])
         results = [f.result for f in fetched if f.result is not None]
         await asyncio.to_thread(_enrich, store_vaults, results)
         outcomes: list[SourceRun] = []
