@@ -249,6 +249,9 @@ def _encode(docs: Iterable[dict[str, Any]], seq: int) -> DocumentBatch:
     return DocumentBatch(body=b"\n".join(lines), compared=compared)
 
 
+_NOTHING = object()
+
+
 class Publisher:
     """One publish of the write store, which can be fed while the store is being written.
 
@@ -289,6 +292,8 @@ class Publisher:
         self._pushed: dict[str, dict[str, Any]] = {}
         self._failures: list[str] = []
         self._error: Exception | None = None
+        # A batch taken from the queue that did not fit into the import being joined.
+        self._held: DocumentBatch | object | None = _NOTHING
 
     @property
     def started(self) -> bool:
@@ -312,7 +317,7 @@ class Publisher:
             await ensure_schema(self.client, self.collection)
         except Exception as exc:  # reported by `finish`, like a failed import
             self._error = exc
-        while (batch := await self._queue.get()) is not None:
+        while (batch := await self._next_batch()) is not None:
             if self._error is not None:
                 continue  # drained, so `push` never waits on a stopped publish
             try:
@@ -327,6 +332,34 @@ class Publisher:
             self._failures.extend(
                 f"{batch.compared[f.line]['id']}: {f.error}" for f in summary.failures[:5]
             )
+
+    async def _next_batch(self) -> DocumentBatch | None:
+        """The next import: what is queued joined up to `batch_size` documents (None: end).
+
+        The pipeline's slices are small so that indexing starts early; when Typesense is
+        the slower side, slices wait in the queue and go out together, in fewer requests.
+        """
+        first = self._held
+        self._held = _NOTHING
+        if first is _NOTHING:
+            first = await self._queue.get()
+        if first is None:
+            return None
+        assert isinstance(first, DocumentBatch)
+        parts, count = [first], len(first.compared)
+        while count < self.batch_size and not self._queue.empty():
+            following = self._queue.get_nowait()
+            if following is None or count + len(following.compared) > self.batch_size:
+                self._held = following  # the end, or the start of the next import
+                break
+            parts.append(following)
+            count += len(following.compared)
+        if len(parts) == 1:
+            return first
+        return DocumentBatch(
+            body=b"\n".join(part.body for part in parts),
+            compared=[row for part in parts for row in part.compared],
+        )
 
     def _encode_stored(self, vault_ids: list[str]) -> DocumentBatch:
         return encode_records(self.store.records_for(vault_ids), self.seq)

@@ -258,6 +258,24 @@ async def test_a_failed_import_stops_the_publish_and_removes_nothing(store: Vaul
         with pytest.raises(TypesenseError, match="Not Ready"):
             await publisher.finish()
     # ...but nothing is sent after the failed import, and nothing is removed.
-    assert imported == [["beefy:base:v0"], ["beefy:base:v1"]]
+    assert len(imported) == 2
+    sent = [vault_id for request in imported for vault_id in request]
+    assert sent == [f"beefy:base:v{i}" for i in range(len(sent))]
     assert deleted == []
     assert store.last_publication("vaults") is None
+
+
+async def test_slices_waiting_for_an_import_go_out_together_up_to_the_batch_size(
+    store: VaultStore,
+) -> None:
+    imported: list[list[str]] = []
+    deleted: list[str] = []
+    async with httpx.AsyncClient(transport=_fake_typesense(imported, deleted)) as http:
+        client = TypesenseClient("http://typesense.test", "k", http=http)
+        publisher = Publisher(store, client, collection="vaults", batch_size=3)
+        # Queued before the importer first runs: they wait together.
+        for i in range(4):
+            await publisher.push(_slice(publisher, store, [_vault(f"v{i}")]))
+        publication = await publisher.finish()
+    assert imported == [["beefy:base:v0", "beefy:base:v1", "beefy:base:v2"], ["beefy:base:v3"]]
+    assert publication.error is None and len(publication.sample) == 4
