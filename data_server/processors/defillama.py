@@ -162,7 +162,7 @@ class DefiLlamaProcessor:
     def parse_slices(
         self, raw: RawBatch, size: int
     ) -> Generator[list[Vault], None, ProcessorResult]:
-        """`parse`, yielding the vaults `size` at a time as they are built.
+        """`parse`, yielding the vaults `size` at a time as they are built, by id.
 
         Each vault is yielded once, in its final form (of pools listed twice, the newer
         row), so a pipeline can store and publish a slice while the next is built. The
@@ -183,8 +183,7 @@ class DefiLlamaProcessor:
             if row.count:
                 project_days[row.project] = max(project_days.get(row.project, 0), row.count)
 
-        # Which row each vault comes from: the newest, the later one on a tie. Vaults keep
-        # the order in which their ids first appear.
+        # Which row each vault comes from: the newest, the later one on a tie.
         winners: dict[str, int] = {}
         updated: list[int] = []
         pool_to_id: dict[str, str] = {}
@@ -196,9 +195,11 @@ class DefiLlamaProcessor:
             if current is None or updated[index] >= updated[current]:
                 winners[vid] = index
 
+        # By id: a slice is then one id range of the store, and the index receives the
+        # documents in the order a publish of the whole store sends them.
         vaults: list[Vault] = []
-        for index in winners.values():
-            row = rows[index]
+        for vid in sorted(winners):
+            row = rows[winners[vid]]
             vaults.append(self._vault(row, fallback_time, project_days.get(row.project)))
             if len(vaults) % size == 0:
                 yield vaults[-size:]
