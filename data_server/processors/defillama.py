@@ -185,11 +185,13 @@ class DefiLlamaProcessor:
 
         # Which row each vault comes from: the newest, the later one on a tie.
         winners: dict[str, int] = {}
+        chains: list[str] = []
         updated: list[int] = []
         pool_to_id: dict[str, str] = {}
         for index, row in enumerate(rows):
-            vid = vault_id(SOURCE, chain_slug(row.chain), row.pool)
+            chains.append(chain_slug(row.chain))
             updated.append(parse_time(row.timestamp) or fallback_time)
+            vid = vault_id(SOURCE, chains[index], row.pool)
             pool_to_id[row.pool] = vid
             current = winners.get(vid)
             if current is None or updated[index] >= updated[current]:
@@ -199,8 +201,10 @@ class DefiLlamaProcessor:
         # documents in the order a publish of the whole store sends them.
         vaults: list[Vault] = []
         for vid in sorted(winners):
-            row = rows[winners[vid]]
-            vaults.append(self._vault(row, fallback_time, project_days.get(row.project)))
+            index = winners[vid]
+            row = rows[index]
+            days = project_days.get(row.project)
+            vaults.append(self._vault(row, vid, chains[index], updated[index], days))
             if len(vaults) % size == 0:
                 yield vaults[-size:]
         if len(vaults) % size:
@@ -239,28 +243,28 @@ class DefiLlamaProcessor:
         result.history = sorted(points.values(), key=lambda p: (p.vault_id, p.timestamp))
         return result
 
-    def _vault(self, row: PoolRow, fallback_time: int, project_days: int | None) -> Vault:
-        chain = chain_slug(row.chain)
-        updated = parse_time(row.timestamp) or fallback_time
+    def _vault(
+        self, row: PoolRow, vid: str, chain: str, updated: int, project_days: int | None
+    ) -> Vault:
         name = row.symbol if not row.pool_meta else f"{row.symbol} ({row.pool_meta})"
-        fields = dict(
-            id=vault_id(SOURCE, chain, row.pool),
-            source=SOURCE,
-            name=name or row.pool,
-            protocol=row.project.lower(),
-            chain=chain,
-            address=_address(row),
-            asset_symbols=_symbols(row.symbol),
-            underlying_tokens=[t.lower() for t in row.underlying_tokens or []],
-            apy=row.apy,
-            apy_base=row.apy_base,
-            apy_reward=row.apy_reward,
-            tvl_usd=row.tvl_usd,
-            stablecoin=bool(row.stablecoin),
-            il_risk=(row.il_risk or "").lower() == "yes",
-            exposure="single" if (row.exposure or "").lower() == "single" else "multi",
-            url=row.url or f"https://defillama.com/yields/pool/{row.pool}",
-            updated_at=updated,
-        )
-        flags = ["defillama:outlier"] if row.outlier else []
+        fields = {
+            "id": vid,
+            "source": SOURCE,
+            "name": name or row.pool,
+            "protocol": row.project.lower(),
+            "chain": chain,
+            "address": _address(row),
+            "asset_symbols": _symbols(row.symbol),
+            "underlying_tokens": [t.lower() for t in row.underlying_tokens or []],
+            "apy": row.apy,
+            "apy_base": row.apy_base,
+            "apy_reward": row.apy_reward,
+            "tvl_usd": row.tvl_usd,
+            "stablecoin": bool(row.stablecoin),
+            "il_risk": (row.il_risk or "").lower() == "yes",
+            "exposure": "single" if (row.exposure or "").lower() == "single" else "multi",
+            "url": row.url or f"https://defillama.com/yields/pool/{row.pool}",
+            "updated_at": updated,
+        }
+        flags = ["defillama:outlier"] if row.outlier else None
         return secured_vault(fields, protocol_age_days=project_days, source_flags=flags)

@@ -11,6 +11,7 @@ from albert.search.typesense_client import SearchParams, TypesenseClient, Typese
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.vaults.index import (
+    SAMPLE_FIELDS,
     DocumentBatch,
     Publisher,
     collection_schema,
@@ -131,6 +132,9 @@ def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
     records = [(v.id, v.model_dump_json()) for v in odd]
     assert encode_vaults(odd, 1).body == encode_records(records, 1).body
     assert "apy" not in vault_document(odd[0]) and "tvl_usd" not in vault_document(odd[0])
+    compared = encode_vaults(odd, 1).compared
+    assert all(row.keys() == {"id", *SAMPLE_FIELDS} for row in compared)
+    assert compared[3]["apy"] == 12.5 and compared[0]["apy"] is None
 
 
 async def test_publish_in_many_batches_pushes_every_vault_once(
