@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple, Protocol
 
 from data_server.processors.base import is_stable_set
 from data_server.vaults.model import Vault
@@ -17,7 +18,26 @@ from data_server.vaults.model import Vault
 TokenKey = tuple[str, str]
 
 
-def symbol_registry(vaults: Iterable[Vault]) -> dict[TokenKey, list[str]]:
+class Naming(Protocol):
+    """What enrichment reads of a vault: its chain, its tokens and their symbols."""
+
+    @property
+    def chain(self) -> str: ...
+    @property
+    def underlying_tokens(self) -> list[str]: ...
+    @property
+    def asset_symbols(self) -> list[str]: ...
+
+
+class StoredNaming(NamedTuple):
+    """The naming of a stored vault, read without validating the whole record."""
+
+    chain: str
+    underlying_tokens: list[str]
+    asset_symbols: list[str]
+
+
+def symbol_registry(vaults: Iterable[Naming]) -> dict[TokenKey, list[str]]:
     """(chain, token address) → asset symbols, from vaults that hold exactly one token."""
     votes: dict[TokenKey, Counter[tuple[str, ...]]] = {}
     for vault in vaults:

@@ -28,7 +28,12 @@ from pydantic import BaseModel, Field
 from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
 from data_server.gc_pause import collector_paused
-from data_server.pipeline.enrich import fill_asset_symbols, lacks_symbols, symbol_registry
+from data_server.pipeline.enrich import (
+    StoredNaming,
+    fill_asset_symbols,
+    lacks_symbols,
+    symbol_registry,
+)
 from data_server.pipeline.progress import NullProgress, PipelineProgress
 from data_server.processors import (
     BeefyProcessor,
@@ -262,7 +267,14 @@ async def _parse_in_slices(
     fetched.duration += time.monotonic() - started
 
 
-def _enrich(store_vaults: list[Vault], results: list[ProcessorResult]) -> None:
+def _stored_namings(store: VaultStore) -> list[StoredNaming]:
+    return [
+        StoredNaming(chain, [token], symbols)
+        for chain, token, symbols in store.single_token_namings()
+    ]
+
+
+def _enrich(store_vaults: list[StoredNaming], results: list[ProcessorResult]) -> None:
     registry = symbol_registry([*store_vaults, *(v for r in results for v in r.vaults)])
     for result in results:
         result.vaults, _ = fill_asset_symbols(result.vaults, registry)
@@ -337,7 +349,7 @@ async def _run(
     try:
         fetched = await _fetch_all(sources, http)
         # Enrichment reads the store as it was before this run writes anything.
-        store_vaults = await asyncio.to_thread(lambda: list(store.iter_vaults()))
+        store_vaults = await asyncio.to_thread(_stored_namings, store)
         writers = {
             index: _SourceWriter(store, publisher, slice_size, processor.name)
             for index, processor in enumerate(sources)

@@ -456,6 +456,20 @@ class VaultStore:
             )
         return [(r[0], r[1]) for r in rows]
 
+    def single_token_namings(self) -> list[tuple[str, str, list[str]]]:
+        """(chain, token, asset symbols) of every stored vault of one token with symbols.
+
+        What enrichment needs of the store, read by SQLite from the stored JSON: no model
+        per stored vault (the records were validated when written).
+        """
+        rows = self._rows(
+            "SELECT chain, json_extract(record, '$.underlying_tokens[0]'),"
+            " json_extract(record, '$.asset_symbols') FROM vaults"
+            " WHERE json_array_length(record, '$.underlying_tokens') = 1"
+            " AND json_array_length(record, '$.asset_symbols') > 0 ORDER BY id"
+        )
+        return [(r[0], r[1], json.loads(r[2])) for r in rows]
+
     def records_for(self, vault_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(id, record JSON) of the given vaults that the store has, by id."""
         ids = sorted(set(vault_ids))

@@ -8,8 +8,8 @@ import httpx
 
 from albert.search.typesense_client import TypesenseClient
 from data_server.fixtures import fixture_handler, load
-from data_server.pipeline import run_pipeline
-from data_server.pipeline.enrich import fill_asset_symbols, symbol_registry
+from data_server.pipeline import offline_processors, run_pipeline
+from data_server.pipeline.enrich import StoredNaming, fill_asset_symbols, symbol_registry
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
 from data_server.vaults.model import Vault
@@ -113,3 +113,22 @@ async def test_a_large_source_written_in_slices_still_gets_symbols_from_the_othe
     # Written once: held back from its slice until the other sources were parsed.
     defillama = next(s for s in report.run.sources if s.source == "defillama")
     assert (defillama.inserted, defillama.updated) == (defillama.vaults, 0)
+
+
+async def test_the_store_lends_the_same_votes_read_from_its_json(store: VaultStore) -> None:
+    async with http_client() as http:
+        await run_pipeline(offline_processors(), store, None, http=http)
+    store.upsert_vaults(
+        [
+            _v("mixed", ["0xAbC"], ["WETH"]),
+            _v("two", ["0x1", "0x2"], ["A", "B"]),
+            _v("unnamed", ["0x3"], []),
+        ]
+    )
+    namings = store.single_token_namings()
+    assert ("ethereum", "0xAbC", ["WETH"]) in namings
+    assert not any(token in ("0x1", "0x2", "0x3") for _, token, _ in namings)
+    stored = [StoredNaming(chain, [token], symbols) for chain, token, symbols in namings]
+    registry = symbol_registry(list(store.iter_vaults()))
+    assert len(registry) > 100
+    assert symbol_registry(stored) == registry
