@@ -193,7 +193,8 @@ class _SourceWriter:
 
     async def finish(self, result: ProcessorResult) -> SourceRun:
         """Write the source's vaults not written yet, then its history; its outcome."""
-        # By id: each slice then reads back only its own id range of stored rows.
+        # By id (stable: of a vault listed twice the later wins, as in one transaction):
+        # documents go out in the order a publish of the whole store sends them.
         rest = sorted(
             (vault for vault in result.vaults if vault.id not in self.written),
             key=lambda vault: vault.id,
