@@ -309,10 +309,7 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
         "By protocol: " + ", ".join(_bucket_text(b) for b in data.by_protocol),
     ]
     if data.by_risk_rating:
-        lines.append(
-            "Vaults by risk: "
-            + ", ".join(_bucket_text(b) for b in data.by_risk_rating)
-        )
+        lines.append("Vaults by risk: " + ", ".join(_bucket_text(b) for b in data.by_risk_rating))
     lines.append("Positions:")
     lines += [_position_line(p) for p in data.positions]
     lines += _problem_lines(readout)

@@ -63,9 +63,7 @@ class SqlFailingOnce:
         return getattr(self._sql, name)
 
 
-def manager(
-    sql: Any, settings: Settings, clock: Any = None
-) -> tuple[McpManager, Hub, LoopAlarm]:
+def manager(sql: Any, settings: Settings, clock: Any = None) -> tuple[McpManager, Hub, LoopAlarm]:
     alarm = LoopAlarm()
     hub = Hub()
     built = McpManager(
@@ -96,9 +94,7 @@ async def test_a_connect_task_that_dies_goes_on_along_the_schedule(
         died = [r for r in caplog.records if "died" in r.getMessage()]
         assert died and died[0].exc_info is not None, caplog.records
         # The browser was told why, with the state that follows from it.
-        told = [
-            s for f in hub.socket.frames for s in f["servers"] if s["state"] == "reconnecting"
-        ]
+        told = [s for f in hub.socket.frames for s in f["servers"] if s["state"] == "reconnecting"]
         assert told and told[0]["last_error"] == "internal error (RuntimeError: clock unavailable)"
         await gate.start()
         await wait_state(mcp, "vaults", "ready")
