@@ -5,9 +5,12 @@ its error and does not stop the others. The index is published when at least one
 succeeded; the run's status is ``ok`` (all sources and the publish succeeded), ``failed``
 (no source succeeded) or ``partial`` (anything in between, a failed publish included).
 
-Every source is fetched, parsed and enriched (enrichment joins all of them) before any is
-merged. Each source is then written in slices, one transaction each, and a slice goes to
-the index once it has committed, so Typesense indexes while the next slice is merged. A
+Every source is fetched before any is parsed. A large source (a `SlicedProcessor`) is
+parsed slice by slice and each slice's final vaults are written at once, one transaction
+each; only vaults enrichment may still change wait until every source is parsed and
+enriched (enrichment joins all of them), and the other sources are written after that. A
+slice goes to the index once it has committed, so Typesense indexes while the next slice
+is parsed and merged. A
 store write failing midway fails its source with the slices before it kept (and
 published); the publish still ends with every stored vault pushed, so the index shows the
 store. A crash midway leaves the index with this run's committed slices and older
