@@ -85,17 +85,25 @@ class McpConnection:
 
     def _http_client(self, within: float) -> httpx2.AsyncClient:
         timeout = httpx2.Timeout(within, read=300.0)
-        if self._connect_check is None or sys.platform == "emscripten":
+        if sys.platform == "emscripten":
             # Under Pyodide the platform's fetch opens the connection (and refuses
             # private addresses itself); the SDK picks that transport on its own.
             return create_mcp_http_client(headers=self._headers, timeout=timeout)
-        from albert.mcp.pinned_transport import CheckedTransport
+        from albert.mcp.lean_transport import LeanHttpTransport
 
-        return httpx2.AsyncClient(
-            headers=self._headers,
-            timeout=timeout,
-            transport=CheckedTransport(self._connect_check),
-        )
+        # Plain HTTP goes out over the lean asyncio transport, TLS through httpx2's own.
+        if self._connect_check is None:
+            transport: httpx2.AsyncBaseTransport = LeanHttpTransport(httpx2.AsyncHTTPTransport())
+        else:
+            from albert.mcp.pinned_transport import CheckedTransport
+
+            # Checked and pinned first, then sent as above (no proxy from the environment:
+            # a proxy would resolve the name itself).
+            transport = CheckedTransport(
+                self._connect_check,
+                LeanHttpTransport(httpx2.AsyncHTTPTransport(trust_env=False)),
+            )
+        return httpx2.AsyncClient(headers=self._headers, timeout=timeout, transport=transport)
 
     async def _own(self, within: float) -> None:
         http = self._http_client(within)
