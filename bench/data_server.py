@@ -18,7 +18,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from data_server.mcp_server.vault_index import search_params
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
-from miniflare.process import ChildProcess
+from miniflare.process import ChildProcess, answers_http
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 API_KEY = "bench-typesense-key"
@@ -139,20 +139,6 @@ class Served:
     pid: int
 
 
-def _answers(url: str) -> Callable[[], bool]:
-    """True once `url` answers at all. /healthz checksums the 20,000-vault store, which
-    takes over a second on a loaded machine: a 1 s probe would never see it answer."""
-
-    def probe() -> bool:
-        try:
-            httpx.get(url, timeout=15.0)
-        except httpx.TransportError:
-            return False
-        return True
-
-    return probe
-
-
 @contextmanager
 def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Iterator[Served]:
     """`albert-data serve` as a process."""
@@ -171,7 +157,10 @@ def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Itera
         grace=10.0,
     ).start()
     try:
-        child.wait_ready(_answers(f"http://127.0.0.1:{port}/healthz"), 60, "serving")
+        # /readyz, not /healthz: the health check compares the whole store with the index.
+        child.wait_ready(
+            answers_http(f"http://127.0.0.1:{port}/readyz", healthy_only=True), 60, "serving"
+        )
         assert child.pid is not None
         yield Served(f"http://127.0.0.1:{port}/mcp", child.pid)
     finally:

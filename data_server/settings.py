@@ -36,6 +36,9 @@ class DataServerSettings(BaseModel):
     host: str = Field("127.0.0.1", alias="DATA_SERVER_HOST")
     port: int = Field(8788, alias="DATA_SERVER_PORT", ge=0, le=65535)
     mcp_path: str = Field("/mcp", alias="DATA_SERVER_MCP_PATH")
+    # One log line per HTTP request (uvicorn's access log); off by default: it costs on
+    # every tool call, and failures are logged by the tools themselves.
+    access_log: bool = Field(False, alias="DATA_SERVER_ACCESS_LOG")
 
     # Pipeline schedule (cron expression, UTC) and how old a publish may get before
     # /healthz reports the index as stale.

@@ -1,4 +1,4 @@
-"""The data server app: /healthz with the staleness check, /platform, /mcp, and `serve`."""
+"""The data server app: /healthz with the staleness check, /readyz, /platform, /mcp, `serve`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from albert.outbound.asyncio_transport import AsyncioHttp11Transport
 from data_server.app import create_app
 from data_server.mcp_server import TOOL_NAMES, build_mcp_server
 from data_server.settings import DataServerSettings
@@ -21,6 +23,7 @@ from data_server.typesense.process import free_port
 from miniflare.process import ChildProcess, answers_http
 from tests.data_server.mcp_server.servers import (
     AppServer,
+    UvicornThread,
     fresh_app,
     publish_store,
 )
@@ -79,6 +82,45 @@ async def test_mcp_endpoint_serves_the_ten_tools(app_server: AppServer) -> None:
     assert sorted(t.name for t in tools.tools) == sorted(TOOL_NAMES)
 
 
+class SlowStore(VaultStore):
+    """A store whose publication lookup takes longer than a start-up probe waits (as the
+    staleness check does at 20,000 vaults on a loaded machine)."""
+
+    def last_publication(self, collection: str):  # type: ignore[no-untyped-def]
+        time.sleep(1.5)
+        return super().last_publication(collection)
+
+
+def test_readiness_answers_within_the_probe_while_the_health_check_takes_longer(
+    typesense_server: TypesenseServer, tmp_path: Path
+) -> None:
+    settings = DataServerSettings(
+        TYPESENSE_URL=typesense_server.url,
+        TYPESENSE_API_KEY=typesense_server.api_key,
+        TYPESENSE_VAULTS_COLLECTION=unique_name("vaults_ready"),
+    )
+    port = free_port()
+    with SlowStore(tmp_path / "slow.sqlite3") as store:
+        server = UvicornThread(create_app(settings, store=store), port)
+        server.start()
+        try:
+            base = f"http://127.0.0.1:{port}"
+            # The runtime's probe (1 s timeout) on each route.
+            assert answers_http(f"{base}/readyz", healthy_only=True)() is True
+            assert answers_http(f"{base}/healthz")() is False
+            assert httpx.get(f"{base}/readyz", timeout=5).json() == {"status": "ready"}
+        finally:
+            server.stop()
+
+
+def test_the_index_is_reached_over_the_lean_transport(tmp_path: Path) -> None:
+    # Every test of this module that serves the app talks to Typesense through it.
+    with VaultStore(tmp_path / "store.sqlite3") as store:
+        app = create_app(DataServerSettings(), store=store)
+        client = app.state.deps.index.client
+        assert isinstance(client._http._transport, AsyncioHttp11Transport)
+
+
 async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path) -> None:
     settings = DataServerSettings(
         TYPESENSE_URL=f"http://127.0.0.1:{free_port()}", SEARCH_TIMEOUT_SECONDS=2
@@ -88,15 +130,20 @@ async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path) -> None
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             response = await http.get("/healthz")
+            ready = await http.get("/readyz")
         assert response.status_code == 503
         assert response.json()["index"]["reachable"] is False
+        assert ready.status_code == 503 and ready.json() == {"status": "index_unreachable"}
         async with Client(build_mcp_server(app.state.deps)) as client:
             result = await client.call_tool("search_vaults", {"chain": "base"})
         assert result.is_error
         assert "vault index is unavailable" in result.content[0].text  # type: ignore[union-attr]
 
 
-def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("access_log", [None, "true"], ids=["default", "access_log"])
+def test_serve_command_runs_the_app(
+    typesense_server: TypesenseServer, tmp_path: Path, access_log: str | None
+) -> None:
     port = free_port()
     env = {
         "DATA_SERVER_DB_PATH": str(tmp_path / "serve.sqlite3"),
@@ -105,6 +152,8 @@ def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path:
         "TYPESENSE_VAULTS_COLLECTION": unique_name("vaults_serve"),
         "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
     }
+    if access_log is not None:
+        env["DATA_SERVER_ACCESS_LOG"] = access_log
     serve = ChildProcess(
         [sys.executable, "-m", "data_server.cli", "serve", "--port", str(port)],
         name="albert-data serve",
@@ -115,11 +164,16 @@ def test_serve_command_runs_the_app(typesense_server: TypesenseServer, tmp_path:
         grace=10,
     )
     with serve:
-        serve.wait_ready(answers_http(f"http://127.0.0.1:{port}/healthz"), 20, "serving")
-        body = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
+        serve.wait_ready(
+            answers_http(f"http://127.0.0.1:{port}/readyz", healthy_only=True), 20, "serving"
+        )
+        body = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()
         # Nothing was published to this collection: reachable, but not healthy.
         assert body["index"]["reachable"] is True and body["status"] == "degraded"
     assert serve.returncode == 0, serve.log_tail()
+    # One access line per request only when asked for (off by default: it costs per call).
+    logged = '"GET /healthz HTTP/1.1" 200' in (tmp_path / "serve.log").read_text()
+    assert logged is (access_log is not None)
 
 
 def test_settings_from_environment_names() -> None:
