@@ -74,6 +74,9 @@ def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Serve
         runtime,
         host=host,
         port=port,
+        # h11 stays the runtime's HTTP parser even though httptools is installed (for the
+        # data server): uvicorn's "auto" would switch to it.
+        http="h11",
         ws="websockets-sansio",
         interface="asgi3",
         lifespan="on",

@@ -113,7 +113,7 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
 def _data_server(
     typesense_url: str, db_path: Path, port: int, rpc_urls: dict[str, str]
 ) -> uvicorn.Server:
-    from data_server.app import create_app
+    from data_server.app import DATA_SERVER_HTTP, create_app
     from data_server.settings import DataServerSettings
 
     settings = DataServerSettings.model_validate(
@@ -129,6 +129,7 @@ def _data_server(
         create_app(settings),
         host="127.0.0.1",
         port=port,
+        http=DATA_SERVER_HTTP,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -193,3 +194,19 @@ def test_settings_from_environment_names() -> None:
     }
     with pytest.raises(ValueError, match="must start with '/'"):
         DataServerSettings.from_env({"DATA_SERVER_MCP_PATH": "mcp"})
+
+
+def test_serve_parses_http_with_httptools_while_the_runtime_keeps_h11(tmp_path: Path) -> None:
+    import uvicorn
+
+    from data_server.app import DATA_SERVER_HTTP
+    from miniflare.server import uvicorn_server
+
+    with VaultStore(tmp_path / "store.sqlite3") as store:
+        config = uvicorn.Config(
+            create_app(DataServerSettings(), store=store), http=DATA_SERVER_HTTP
+        )
+        config.load()
+    assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
+    runtime = SimpleNamespace(env=SimpleNamespace())
+    assert uvicorn_server(runtime, "127.0.0.1", 0).config.http == "h11"  # type: ignore[arg-type]
