@@ -8,12 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from albert.search.typesense_client import (
     SearchParams,
     TypesenseClient,
     TypesenseConnectionError,
     TypesenseError,
+    request_url,
 )
 from data_server.typesense.process import free_port
 from tests.typesense_fixture import TypesenseServer, unique_name
@@ -171,3 +174,31 @@ def test_search_params_query() -> None:
         "prefix": "false",
         "infix": "off",
     }
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=20),
+        st.text(max_size=60),
+        max_size=6,
+    )
+)
+def test_request_url_is_the_url_httpx_builds_from_params(params: dict[str, str]) -> None:
+    base, path = "http://127.0.0.1:8108", "/collections/v%C3%A4ults/documents/search"
+    with httpx.Client() as http:
+        expected = http.build_request("GET", base + path, params=params).url
+        built = http.build_request("GET", request_url(base, path, params)).url
+    assert built.raw_path == expected.raw_path
+    assert built == expected
+
+
+def test_request_url_of_a_filtered_search() -> None:
+    query = SearchParams(
+        q="usdc lending", filter_by="chain:=[`base`] && apy:>=3.5", sort_by="apy:desc"
+    ).to_query()
+    url = request_url("http://ts:8108", "/collections/vaults/documents/search", query)
+    assert url == (
+        "http://ts:8108/collections/vaults/documents/search?q=usdc+lending"
+        "&filter_by=chain%3A%3D%5B%60base%60%5D+%26%26+apy%3A%3E%3D3.5&sort_by=apy%3Adesc"
+        "&page=1&per_page=10"
+    )
