@@ -73,20 +73,34 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def error_result(message: str) -> CallToolResult:
-    """A tool error the model can read and recover from."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"Error: {message}")], is_error=True
+class ToolResult(CallToolResult):
+    """A result built here: its structured content is an output model's JSON-mode dump."""
+
+
+def wire_form(result: ToolResult) -> dict[str, Any]:
+    """The result as the SDK dumps it (`by_alias`, JSON mode, no None fields), with the
+    structured content taken as it is: it is JSON already, and walking it again was one
+    of the five passes the SDK and this server made over every page of vaults."""
+    out = result.model_dump(
+        by_alias=True, mode="json", exclude_none=True, exclude={"structured_content"}
     )
+    if result.structured_content is not None:
+        out["structuredContent"] = result.structured_content
+    return out
 
 
-def success_result(output: ToolOutput[Any]) -> CallToolResult:
+def error_result(message: str) -> ToolResult:
+    """A tool error the model can read and recover from."""
+    return ToolResult(content=[TextContent(type="text", text=f"Error: {message}")], is_error=True)
+
+
+def success_result(output: ToolOutput[Any]) -> ToolResult:
     """Readable text, a guidelines part when a risk rating is present, structured content."""
     content = [TextContent(type="text", text=output.text)]
     guidelines = guidelines_block(output.coach)
     if guidelines is not None:
         content.append(TextContent(type="text", text=guidelines))
-    return CallToolResult(content=content, structured_content=output.data.model_dump(mode="json"))
+    return ToolResult(content=content, structured_content=output.data.model_dump(mode="json"))
 
 
 def build_tool(
@@ -100,7 +114,7 @@ def build_tool(
 ) -> Tool:
     """An SDK Tool whose schemas come from the two models and whose errors are tool results."""
 
-    async def call(arguments: dict[str, Any]) -> CallToolResult:
+    async def call(arguments: dict[str, Any]) -> ToolResult:
         try:
             params = input_model.model_validate(arguments)
         except ValidationError as exc:

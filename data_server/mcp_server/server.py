@@ -8,11 +8,12 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+from mcp.types import CallToolRequestParams
 from pydantic import BaseModel
 
 from data_server.mcp_server import catalog_tools, risk_tools, search, vault_tools, wallet_tools
 from data_server.mcp_server.deps import ToolDeps
-from data_server.mcp_server.framework import ToolOutput, build_tool
+from data_server.mcp_server.framework import ToolOutput, ToolResult, build_tool, wire_form
 
 INSTRUCTIONS = (
     "Vault and yield data for DeFi research. APY values are in percent. Find vaults with "
@@ -142,7 +143,8 @@ def declares_param_headers(input_schema: dict[str, Any]) -> bool:
 
 
 class VaultMcpServer(MCPServer):
-    """MCPServer that hands the header check only the schemas it can act on.
+    """MCPServer that hands the header check only the schemas it can act on, and hands the
+    SDK our tool results already dumped.
 
     Before every `tools/call` the SDK walks the called tool's whole input schema (30
     parameters for search_vaults) looking for `x-mcp-header` annotations; without any, the
@@ -164,6 +166,13 @@ class VaultMcpServer(MCPServer):
             known = (schema, declares_param_headers(schema))
             self._declares[name] = known
         return schema if known[1] else None
+
+    async def _handle_call_tool(self, ctx: Any, params: CallToolRequestParams) -> Any:
+        # The SDK dumps a handler's model result before checking it against the protocol's
+        # result model; a result of ours is handed over in that dumped form directly (the
+        # SDK takes a dict as it is), so its page of vaults is not walked once more.
+        result = await super()._handle_call_tool(ctx, params)
+        return wire_form(result) if isinstance(result, ToolResult) else result
 
 
 def build_mcp_server(deps: ToolDeps) -> MCPServer:
