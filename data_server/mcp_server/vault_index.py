@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from albert.search import SearchParams, TypesenseClient, TypesenseError
+from albert.search import SearchParams, SearchResponse, TypesenseClient, TypesenseError
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
 from data_server.vaults.model import Vault
@@ -95,10 +95,44 @@ _HIT_FIELDS = frozenset(VaultHit.model_fields)
 def hit_from_document(doc: dict[str, Any]) -> VaultHit:
     """Parse one index document; unknown fields are ignored, missing ones are None."""
     data = {k: v for k, v in doc.items() if k in _HIT_FIELDS and v is not None}
-    hit = VaultHit.model_validate(data)
+    return _with_reward_share(VaultHit.model_validate(data))
+
+
+def _with_reward_share(hit: VaultHit) -> VaultHit:
+    """The hit, with its reward share worked out from its APYs when the index has none."""
     if hit.reward_share is None and hit.apy and hit.apy_reward is not None and hit.apy > 0:
         hit = hit.model_copy(update={"reward_share": round(100.0 * hit.apy_reward / hit.apy, 4)})
     return hit
+
+
+class _IndexedHit(BaseModel):
+    document: VaultHit
+
+
+class _IndexedPage(BaseModel):
+    """A Typesense answer read straight into vault hits (unknown fields ignored)."""
+
+    found: int
+    page: int
+    search_time_ms: int
+    hits: list[_IndexedHit] = Field(default_factory=list)
+    facet_counts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def page_from_answer(body: bytes) -> tuple[int, list[VaultHit], list[dict[str, Any]]]:
+    """(found, hits, facet counts) of a search answer, each hit as `hit_from_document` reads it.
+
+    The answer is validated into `VaultHit`s in one pass from the bytes. A document with a
+    null where the hit has a non-null default (a list, a flag) fails that pass; the page
+    is then read document by document, nulls dropped, exactly as `hit_from_document` does.
+    """
+    try:
+        page = _IndexedPage.model_validate_json(body)
+    except ValidationError:
+        response = SearchResponse.model_validate_json(body)
+        hits = [hit_from_document(h.document) for h in response.hits]
+        return response.found, hits, response.facet_counts
+    return page.found, [_with_reward_share(h.document) for h in page.hits], page.facet_counts
 
 
 # The tools read documents only: Typesense is asked for no highlight or snippet (both
@@ -165,9 +199,10 @@ class VaultIndex:
             facet_by=facet_by,
             query_by=query_by,
         )
-        response = await self.client.search(self.collection, params)
-        hits = [hit_from_document(h.document) for h in response.hits]
-        return SearchPage(found=response.found, hits=hits), response.facet_counts
+        found, hits, facets = page_from_answer(
+            await self.client.search_body(self.collection, params)
+        )
+        return SearchPage(found=found, hits=hits), facets
 
     async def scan(
         self,

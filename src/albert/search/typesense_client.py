@@ -295,13 +295,18 @@ class TypesenseClient:
 
     async def search(self, collection: str, params: SearchParams) -> SearchResponse:
         """Run one search and return the requested page."""
+        # Straight from the bytes: no intermediate dicts for hits and highlights.
+        return SearchResponse.model_validate_json(await self.search_body(collection, params))
+
+    async def search_body(self, collection: str, params: SearchParams) -> bytes:
+        """Run one search and return Typesense's JSON answer as it came (for a caller that
+        validates the page straight into models of its own documents)."""
         resp = await self._request(
             "GET",
             f"/collections/{_seg(collection)}/documents/search",
             params=params.to_query(),
         )
-        # Straight from the bytes: no intermediate dicts for hits and highlights.
-        return SearchResponse.model_validate_json(resp.content)
+        return resp.content
 
     async def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
         """One document by id; 404 if missing."""
