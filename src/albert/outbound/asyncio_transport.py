@@ -38,6 +38,7 @@ MAX_CHUNK_LINE_BYTES = 4 * 1024
 _HIGH_WATER = 1024 * 1024
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
+_HAS_POLL = hasattr(select, "poll")
 
 Origin = tuple[bytes, str, int]
 
@@ -191,10 +192,9 @@ class _Connection(asyncio.Protocol):
         if sock is None:
             return True
         try:
-            readable, _, _ = select.select([sock], [], [], 0)
+            return not _readable_now(sock.fileno())
         except (OSError, ValueError):
             return False
-        return not readable
 
     # --- writing -----------------------------------------------------------------------
 
@@ -218,6 +218,22 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None and not self._closed:
             self._closed = True
             self.transport.abort()
+
+
+def _readable_now(fd: int) -> bool:
+    """True when the descriptor has bytes or an end-of-stream waiting (or is broken).
+
+    poll, not select: select() refuses descriptors from FD_SETSIZE (1024) up, and a
+    runtime serving a thousand objects (their sockets and SQLite files) hands its model
+    connections descriptors far above that, which made every idle connection look closed:
+    each request opened a new one.
+    """
+    if _HAS_POLL:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # Windows: no poll, and no such ceiling
+    return bool(readable)
 
 
 class _Pool:

@@ -13,6 +13,8 @@ import gzip
 import ipaddress
 import itertools
 import json
+import os
+import resource
 import socket
 import ssl
 import threading
@@ -302,6 +304,66 @@ async def test_a_close_the_loop_has_not_read_yet_is_seen_before_reuse() -> None:
     finally:
         thread.join(timeout=10)
         listener.close()
+    assert not thread.is_alive()
+
+
+async def test_connections_are_reused_when_the_process_has_over_1024_files_open() -> None:
+    # A runtime with a thousand objects holds thousands of sockets and SQLite files, so its
+    # model connections get descriptors above select()'s FD_SETSIZE (1024): the check of an
+    # idle connection must still tell an open one from a closed one there.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            pytest.skip(f"this process may not open 1,200 files (hard limit {hard})")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        t = transport()
+        async with RawServer(answer_each) as server, httpx.AsyncClient(transport=t) as client:
+            for _ in range(3):
+                assert (await client.get(server.url())).status_code == 200
+            idle = t._pool()._idle[(b"http", "127.0.0.1", server.port)][0].transport
+            assert idle is not None
+            assert idle.get_extra_info("socket").fileno() >= 1024
+        assert server.connections == 1
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_close_on_a_descriptor_over_1024_is_still_seen_before_reuse() -> None:
+    # The same situation as the test above it, with a close the loop has not read yet.
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            pytest.skip(f"this process may not open 1,200 files (hard limit {hard})")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    try:
+        async with httpx.AsyncClient(transport=transport()) as client:
+            assert (await client.get(url)).text == "ok"
+            time.sleep(0.2)  # noqa: ASYNC251 - keeps the loop from reading the close
+            assert (await client.get(url)).text == "ok"
+    finally:
+        thread.join(timeout=10)
+        listener.close()
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert not thread.is_alive()
 
 
