@@ -120,6 +120,34 @@ async def test_request_body_is_the_json_httpx_would_send() -> None:
     assert sent[0].headers["authorization"] == "Bearer k"
 
 
+async def test_each_request_goes_to_the_same_url_with_the_same_timeout() -> None:
+    # The URL is parsed once and reused; every request still names the same target,
+    # query and path included, with the client's timeout for each phase.
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        client = OpenAICompatibleClient(
+            http, base_url="http://gateway:8080/v1/", api_key="k", model="m", timeout=12.5
+        )
+        for _ in range(2):
+            with pytest.raises(ModelError):
+                [e async for e in client.stream(REQUEST)]
+    assert [str(r.url) for r in sent] == ["http://gateway:8080/v1/chat/completions"] * 2
+    assert all(r.extensions["timeout"] == httpx.Timeout(12.5).as_dict() for r in sent)
+
+
+async def test_a_base_url_httpx_cannot_parse_fails_each_request_not_the_client() -> None:
+    async with httpx.AsyncClient() as http:
+        client = OpenAICompatibleClient(http, base_url="http://[::1", api_key="", model="m")
+        for _ in range(2):
+            with pytest.raises(httpx.InvalidURL):
+                [e async for e in client.stream(REQUEST)]
+
+
 async def test_rate_limit_is_typed_and_retryable(model_server) -> None:
     model_server.script(Reply(status=429, retry_after=7))
     with pytest.raises(ModelError) as caught:
