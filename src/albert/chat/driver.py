@@ -101,7 +101,7 @@ class TurnDriver:
             vault_data_available=turn_tools.vault_data_available,
             flavour=self._settings.prompt_flavour,
         )
-        history = history_for_model(self._store.history(thread_id, HISTORY_MESSAGES))
+        history = history_for_model(self._store.model_history(thread_id, HISTORY_MESSAGES))
         return [ChatMessage(role="system", content=system), *history], registry
 
     def _ending(self, exc: Exception, turn_id: str) -> TurnEnding:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from albert.ai.model import ChatMessage, ChatToolCall
-from albert.protocol.http import Message
 
 # How many of the newest messages a turn sends; the context budget trims further.
 HISTORY_MESSAGES = 200
@@ -11,7 +13,33 @@ HISTORY_MESSAGES = 200
 INTERRUPTED_RESULT = "No result: the turn was interrupted before this tool finished."
 
 
-def history_for_model(messages: list[Message]) -> list[ChatMessage]:
+class _StoredCall(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...
+
+
+class StoredMessage(Protocol):
+    """What is read of a stored message: `Message` and `HistoryEntry` both have it."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[_StoredCall]: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+
+
+def history_for_model(messages: Sequence[StoredMessage]) -> list[ChatMessage]:
     """Stored messages in the model's shape.
 
     Incomplete answers are left out (the model should not continue a cut text),
@@ -34,7 +62,7 @@ def history_for_model(messages: list[Message]) -> list[ChatMessage]:
     return out
 
 
-def _assistant(m: Message, answered_calls: set[str | None]) -> list[ChatMessage]:
+def _assistant(m: StoredMessage, answered_calls: set[str | None]) -> list[ChatMessage]:
     if m.status != "complete" and not m.tool_calls:
         return []
     calls = [ChatToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls]

@@ -7,7 +7,7 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -85,6 +85,29 @@ def clean_title(title: str | None) -> str:
     """A title safe to show: see albert.protocol.display_text; blank means the default."""
     cleaned = clean_label(title or "")
     return cleaned if has_visible_text(cleaned) else DEFAULT_TITLE
+
+
+class StoredCall(NamedTuple):
+    """A tool call of a stored assistant message, as the model's context reads it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class HistoryEntry(NamedTuple):
+    """A stored message as the model's context reads it: only the fields it needs.
+
+    Rows were validated (as `Message`) when written; building a model per message
+    again cost ~30 µs each on every turn, more than reading the rows.
+    """
+
+    role: str
+    content: str
+    status: str
+    tool_calls: list[StoredCall]
+    tool_call_id: str | None
+    name: str | None
 
 
 class ThreadStore:
@@ -375,6 +398,29 @@ class ThreadStore:
             max_messages,
         )
         return [_message_from_row(r) for r in rows]
+
+    def model_history(self, thread_id: str, max_messages: int = 200) -> list[HistoryEntry]:
+        """Like `history`, with only what the model's context reads of each message."""
+        rows = self._sql.execute(_MODEL_HISTORY_SQL, thread_id, max_messages)
+        return [
+            HistoryEntry(
+                r["role"],
+                r["content"],
+                r["status"],
+                [StoredCall(c["id"], c["name"], c["arguments"]) for c in json.loads(calls)]
+                if (calls := r["tool_calls"])
+                else [],
+                r["tool_call_id"],
+                r["name"],
+            )
+            for r in rows
+        ]
+
+
+_MODEL_HISTORY_SQL = (
+    "SELECT role, content, status, tool_calls, tool_call_id, name FROM "
+    "(SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+)
 
 
 class ToolOutputs:

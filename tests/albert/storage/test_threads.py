@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from albert.chat.history import history_for_model
 from albert.cloudflare.sql import WorkersSql
 from albert.protocol.http import Message, Thread, ToolCallRecord
 from albert.storage.migrations import MIGRATIONS, THREADS, migrate
@@ -203,3 +204,52 @@ def test_json_pages_reject_malformed_cursors(store: ThreadStore) -> None:
         store.threads_page_json(5, "%%%")
     with pytest.raises(ValueError):
         store.messages_page_items("t", 5, "%%%")
+
+
+def test_model_history_reads_what_history_reads_for_the_model(store: ThreadStore) -> None:
+    store.create_thread("t", None)
+    calls = [ToolCallRecord(id="c1", name="lookup", arguments='{"q": "é \\u2028"}')]
+    store.add_message(message_id="u1", thread_id="t", turn_id="u1", role="user", content="hi")
+    store.add_message(
+        message_id="a1", thread_id="t", turn_id="u1", role="assistant", content="", tool_calls=calls
+    )
+    store.add_message(
+        message_id="r1",
+        thread_id="t",
+        turn_id="u1",
+        role="tool",
+        content="result",
+        tool_call_id="c1",
+        name="lookup",
+        meta={"source": "local"},
+    )
+    store.add_message(
+        message_id="a2",
+        thread_id="t",
+        turn_id="u1",
+        role="assistant",
+        content="cut",
+        status="incomplete",
+    )
+    store.add_message(message_id="u2", thread_id="t", turn_id="u2", role="user", content="more")
+    store.create_thread("other", None)
+    store.add_message(message_id="x", thread_id="other", turn_id="x", role="user", content="no")
+    for limit in (200, 5, 3, 1):
+        lean = store.model_history("t", limit)
+        full = store.history("t", limit)
+        assert [
+            (m.role, m.content, m.status, m.tool_call_id, m.name, list(m.tool_calls)) for m in lean
+        ] == [
+            (
+                m.role,
+                m.content,
+                m.status,
+                m.tool_call_id,
+                m.name,
+                [(c.id, c.name, c.arguments) for c in m.tool_calls],
+            )
+            for m in full
+        ]
+        assert history_for_model(lean) == history_for_model(full)
+    assert [m.content for m in store.model_history("t", 2)] == ["cut", "more"]
+    assert store.model_history("nothing-here") == []
