@@ -23,6 +23,7 @@ from types import FrameType
 import uvicorn
 
 from miniflare.config import load_config
+from miniflare.gc_policy import FreezeSurvivors
 from miniflare.runtime import LocalRuntime
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,8 @@ async def serve_until_stopped(
         loop.call_soon_threadsafe(request_stop, time.monotonic())
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    # One heap for every object: see miniflare.gc_policy.
+    collector = FreezeSurvivors().install()
     tasks = [asyncio.ensure_future(server.serve()) for server in servers]
     stopped = asyncio.ensure_future(stop.wait())
     try:
@@ -142,6 +145,7 @@ async def serve_until_stopped(
             task.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        collector.uninstall()
 
 
 def run(

@@ -1,0 +1,99 @@
+"""The runtime's collector policy: survivors of a full collection are frozen, garbage cycles
+among frozen objects are still freed once the frozen set has grown enough, and uninstalling
+gives everything back."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from miniflare.gc_policy import FreezeSurvivors
+
+
+class Node:
+    """A container that can hold itself in a cycle."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+@pytest.fixture
+def policy() -> Iterator[FreezeSurvivors]:
+    gc.collect()
+    gc.unfreeze()
+    policy = FreezeSurvivors(growth=2.0).install()
+    try:
+        yield policy
+    finally:
+        policy.uninstall()
+        gc.collect()
+
+
+def cycle() -> tuple[Node, weakref.ref[Node]]:
+    node = Node()
+    node.other = node
+    return node, weakref.ref(node)
+
+
+def test_a_full_collection_freezes_what_survived_it(policy: FreezeSurvivors) -> None:
+    kept = [Node() for _ in range(100)]
+    gc.collect()
+    assert policy.freezes == 1
+    assert gc.get_freeze_count() >= len(kept)
+    # Made after the freeze: still the collector's.
+    late, late_ref = cycle()
+    del late
+    gc.collect()
+    assert late_ref() is None
+
+
+def test_young_collections_freeze_nothing(policy: FreezeSurvivors) -> None:
+    gc.collect(0)
+    gc.collect(1)
+    assert policy.freezes == 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_cycles_that_die_frozen_are_freed_once_the_frozen_set_doubles(
+    policy: FreezeSurvivors,
+) -> None:
+    node, ref = cycle()
+    gc.collect()  # the cycle is alive: frozen with everything else
+    base = gc.get_freeze_count()
+    del node
+    gc.collect()
+    assert ref() is not None  # frozen garbage waits
+    growth = [Node() for _ in range(base + 1000)]  # the frozen set doubles
+    gc.collect()
+    assert gc.get_freeze_count() >= 2 * base
+    thaws = policy.thaws
+    gc.collect()  # the threshold is reached: everything is thawed
+    assert policy.thaws == thaws + 1
+    gc.collect()  # and this pass walks it all
+    assert ref() is None
+    assert gc.get_freeze_count() > 0  # the survivors are frozen again
+    assert len(growth) > base
+
+
+def test_uninstall_thaws_everything_and_stops_freezing() -> None:
+    gc.collect()
+    policy = FreezeSurvivors().install()
+    policy.install()  # twice: still one callback
+    try:
+        assert gc.callbacks.count(policy._on_gc) == 1
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+    finally:
+        policy.uninstall()
+    assert gc.get_freeze_count() == 0
+    assert policy._on_gc not in gc.callbacks
+    gc.collect()
+    assert gc.get_freeze_count() == 0
+
+
+def test_growth_must_be_above_one() -> None:
+    with pytest.raises(ValueError, match="above 1"):
+        FreezeSurvivors(growth=1.0)
