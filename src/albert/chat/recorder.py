@@ -283,13 +283,13 @@ def _tool_meta(call: ChatToolCall, outcome: GuardedResult, source: str) -> dict[
         "duration_ms": round(outcome.duration_ms, 1),
         "truncated": outcome.truncated,
         "source": source,
-        "arguments": json.loads(call.arguments) if _is_json(call.arguments) else {},
+        "arguments": _parsed_or_empty(call.arguments),
     }
 
 
-def _is_json(text: str) -> bool:
+def _parsed_or_empty(text: str) -> Any:
+    """The arguments' JSON value (parsed once), or {} when they are not JSON."""
     try:
-        json.loads(text)
+        return json.loads(text)
     except ValueError:
-        return False
-    return True
+        return {}
