@@ -23,7 +23,6 @@ from albert.protocol.frames import (
     ErrorFrame,
     client_frame_adapter,
 )
-from albert.protocol.http import Thread
 from albert.settings import Settings
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from albert.validation import frame_error_message
@@ -93,7 +92,7 @@ class Admission:
         found = self._locate(frame)
         if isinstance(found, ErrorFrame):
             return found
-        thread, stored_in = found
+        title, stored_in = found
         repeated = self._repeat(frame, stored=stored_in is not None, busy=busy)
         if repeated is not None:
             return repeated
@@ -106,11 +105,11 @@ class Admission:
                 retry_after=wait,
             )
         if stored_in is None:
-            self._store_user_message(frame, thread)
+            self._store_user_message(frame, title)
         return Admitted(retry=stored_in is not None)
 
-    def _locate(self, frame: ChatFrame) -> tuple[Thread, str | None] | ErrorFrame:
-        """The message's thread, and where its id was stored before (if it was)."""
+    def _locate(self, frame: ChatFrame) -> tuple[str, str | None] | ErrorFrame:
+        """The title of the message's thread, and where its id was stored before (if it was)."""
         if len(frame.text) > self._settings.max_message_chars:
             return refusal(
                 "too_large",
@@ -118,17 +117,18 @@ class Admission:
                 thread_id=frame.thread_id,
             )
         try:
-            thread = self._store.get_thread(frame.thread_id)
+            title, stored_in = self._store.title_and_message_thread(
+                frame.thread_id, frame.message_id
+            )
         except NotFound:
             return refusal("unknown_thread", "no such thread", thread_id=frame.thread_id)
-        stored_in = self._store.message_thread(frame.message_id)
         if stored_in is not None and stored_in != frame.thread_id:
             return refusal(
                 "duplicate_id",
                 "message_id already used in another thread",
                 thread_id=frame.thread_id,
             )
-        return thread, stored_in
+        return title, stored_in
 
     def _repeat(self, frame: ChatFrame, *, stored: bool, busy: bool) -> Verdict | None:
         """The answer to a message that cannot start a turn now; None when it can."""
@@ -146,11 +146,11 @@ class Admission:
             return ack(frame, duplicate=True)
         return None
 
-    def _store_user_message(self, frame: ChatFrame, thread: Thread) -> None:
+    def _store_user_message(self, frame: ChatFrame, title: str) -> None:
         # The message, its thread's bump and a first title: one commit.
-        self._store.transaction(lambda: self._write_user_message(frame, thread))
+        self._store.transaction(lambda: self._write_user_message(frame, title))
 
-    def _write_user_message(self, frame: ChatFrame, thread: Thread) -> None:
+    def _write_user_message(self, frame: ChatFrame, title: str) -> None:
         self._store.add_message(
             message_id=frame.message_id,
             thread_id=frame.thread_id,
@@ -158,7 +158,7 @@ class Admission:
             role="user",
             content=frame.text,
         )
-        if thread.title == DEFAULT_TITLE:
+        if title == DEFAULT_TITLE:
             # First words of the first question make a better title than "New chat".
-            title = " ".join(frame.text.split())[:60]
-            self._store.rename_thread(frame.thread_id, title or DEFAULT_TITLE)
+            first_words = " ".join(frame.text.split())[:60]
+            self._store.set_title(frame.thread_id, first_words or DEFAULT_TITLE)

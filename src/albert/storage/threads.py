@@ -175,15 +175,28 @@ class ThreadStore:
             next_cursor = ThreadCursor(updated_at=last.updated_at, thread_id=last.id).encode()
         return threads, next_cursor
 
-    def rename_thread(self, thread_id: str, title: str) -> Thread:
-        """Change a thread's title (cleaned as on create)."""
-        self.get_thread(thread_id)
+    def title_and_message_thread(self, thread_id: str, message_id: str) -> tuple[str, str | None]:
+        """The thread's title, and the thread `message_id` was stored in (None if it was
+        not); NotFound when there is no such thread. One statement: every chat message
+        asks both."""
+        rows = self._sql.execute(_TITLE_AND_MESSAGE_THREAD_SQL, message_id, thread_id)
+        if not rows:
+            raise NotFound(thread_id)
+        return rows[0]["title"], rows[0]["stored_in"]
+
+    def set_title(self, thread_id: str, title: str) -> None:
+        """Like `rename_thread` for a thread known to exist, without reading it back."""
         self._sql.execute(
             "UPDATE threads SET title = ?, updated_at = ? WHERE id = ?",
             clean_title(title),
             self._clock.now_ms(),
             thread_id,
         )
+
+    def rename_thread(self, thread_id: str, title: str) -> Thread:
+        """Change a thread's title (cleaned as on create)."""
+        self.get_thread(thread_id)
+        self.set_title(thread_id, title)
         return self.get_thread(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -292,20 +305,25 @@ class ThreadStore:
         meta: dict[str, Any] | None = None,
     ) -> None:
         """Rewrite an assistant message as its stream progresses or ends."""
-        rows = self._sql.execute("SELECT * FROM messages WHERE id = ?", message_id)
+        rows = self._sql.execute(_MESSAGE_IDENTITY_SQL, message_id)
         if not rows:
             return
-        # The whole message is validated again with its new fields, and its stored JSON
-        # rewritten from it (albert.storage.migrations: message_wire).
+        row = rows[0]
+        # The whole message is validated with its new fields before anything is written,
+        # and its stored JSON rewritten from it (albert.storage.migrations: message_wire).
         message = Message(
-            **{
-                **_message_from_row(rows[0]).model_dump(),
-                "content": content,
-                "status": status,
-                "finish_reason": finish_reason,
-                "tool_calls": tool_calls or [],
-                "meta": meta or {},
-            }
+            id=row["id"],
+            thread_id=row["thread_id"],
+            turn_id=row["turn_id"],
+            role=row["role"],
+            content=content,
+            tool_calls=tool_calls or [],
+            tool_call_id=row["tool_call_id"],
+            name=row["name"],
+            status=status,
+            finish_reason=finish_reason,
+            meta=meta or {},
+            created_at=row["created_at"],
         )
         calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
         self._sql.execute(
@@ -318,7 +336,7 @@ class ThreadStore:
             json.dumps(meta) if meta else None,
             message_id,
         )
-        store_message_wire(self._sql, message_id, message.model_dump_json())
+        self._sql.execute(_STORE_WIRE_BY_SEQ_SQL, row["seq"], message.model_dump_json())
 
     def list_messages(
         self, thread_id: str, limit: int, cursor: str | None = None
@@ -499,6 +517,21 @@ _MESSAGES_PAGE_SQL = (
 # A message's JSON, made by its model, kept (or replaced) for the message with this id.
 _STORE_WIRE_SQL = (
     "INSERT INTO message_wire (seq, wire) SELECT seq, ? FROM messages WHERE id = ? "
+    "ON CONFLICT (seq) DO UPDATE SET wire = excluded.wire"
+)
+
+
+_TITLE_AND_MESSAGE_THREAD_SQL = (
+    "SELECT title, (SELECT thread_id FROM messages WHERE id = ?) AS stored_in "
+    "FROM threads WHERE id = ?"
+)
+# What an update keeps of a message: it is rebuilt from these and the new fields.
+_MESSAGE_IDENTITY_SQL = (
+    "SELECT seq, id, thread_id, turn_id, role, tool_call_id, name, created_at "
+    "FROM messages WHERE id = ?"
+)
+_STORE_WIRE_BY_SEQ_SQL = (
+    "INSERT INTO message_wire (seq, wire) VALUES (?, ?) "
     "ON CONFLICT (seq) DO UPDATE SET wire = excluded.wire"
 )
 

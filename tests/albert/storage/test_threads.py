@@ -253,3 +253,27 @@ def test_model_history_reads_what_history_reads_for_the_model(store: ThreadStore
         assert history_for_model(lean) == history_for_model(full)
     assert [m.content for m in store.model_history("t", 2)] == ["cut", "more"]
     assert store.model_history("nothing-here") == []
+
+
+def test_title_and_message_thread_answer_admission_in_one_read(store: ThreadStore) -> None:
+    store.create_thread("t", None)
+    store.create_thread("u", "  Named\u200b ")
+    store.add_message(message_id="m", thread_id="u", turn_id="m", role="user", content="x")
+    assert store.title_and_message_thread("t", "new") == (DEFAULT_TITLE, None)
+    assert store.title_and_message_thread("t", "m") == (DEFAULT_TITLE, "u")
+    assert store.title_and_message_thread("u", "m") == (store.get_thread("u").title, "u")
+    with pytest.raises(NotFound):
+        store.title_and_message_thread("nope", "m")
+
+
+def test_set_title_cleans_like_rename_and_bumps_the_thread(store: ThreadStore) -> None:
+    store.create_thread("t", None)
+    store.create_thread("u", None)
+    before = store.get_thread("t")
+    store.set_title("t", "  First\u202e words ")
+    store.rename_thread("u", "  First\u202e words ")
+    after = store.get_thread("t")
+    assert after.title == store.get_thread("u").title != DEFAULT_TITLE
+    assert after.updated_at > before.updated_at and after.created_at == before.created_at
+    store.set_title("t", "   ")
+    assert store.get_thread("t").title == DEFAULT_TITLE
