@@ -150,8 +150,7 @@ class ToolLoop:
         hit_cap = False
         step, text, finish = 0, "", "stop"
         # The turn's tools do not change while it runs: described and measured once.
-        specs = registry.specs()
-        specs_chars = sum(len(t.model_dump_json()) for t in specs)
+        specs, specs_chars = registry.specs_and_size()
         for step in range(1, self._max_steps + 1):
             # Reaching the last step means every earlier step asked for tools: this
             # call gets no tools and is told to answer from what it has.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -128,3 +129,22 @@ class ToolSpec(BaseModel):
 def spec_of(tool: Tool) -> ToolSpec:
     """The model-facing description of a tool, schema untouched."""
     return ToolSpec(name=tool.name, description=tool.description, parameters=tool.input_schema)
+
+
+# A tool's name, description and schema do not change once it is built, and every turn
+# describes and measures each of its tools: that is done once per tool object.
+_described: weakref.WeakKeyDictionary[Any, tuple[ToolSpec, int]] = weakref.WeakKeyDictionary()
+
+
+def described(tool: Tool) -> tuple[ToolSpec, int]:
+    """The tool's spec and the length of that spec's JSON (the share of the context it
+    takes), made once per tool object."""
+    try:
+        found = _described.get(tool)
+    except TypeError:  # a tool that cannot be weakly referenced is described every time
+        spec = spec_of(tool)
+        return spec, len(spec.model_dump_json())
+    if found is None:
+        spec = spec_of(tool)
+        found = _described[tool] = (spec, len(spec.model_dump_json()))
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from albert.tools.base import Tool, ToolSpec, spec_of
+from albert.tools.base import Tool, ToolSpec, described
 from albert.tools.quarantine import Rejection, sanitised, vet
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,12 @@ class ToolRegistry:
 
     def specs(self) -> list[ToolSpec]:
         """What the model is told, schemas untouched."""
-        return [spec_of(t) for t in self._tools.values()]
+        return [described(t)[0] for t in self._tools.values()]
+
+    def specs_and_size(self) -> tuple[list[ToolSpec], int]:
+        """`specs()`, and how many characters their JSON takes in all."""
+        pairs = [described(t) for t in self._tools.values()]
+        return [spec for spec, _ in pairs], sum(size for _, size in pairs)
 
     def __len__(self) -> int:
         return len(self._tools)

@@ -1,0 +1,66 @@
+"""The registry's view of a turn's tools: specs, and how much of the context they take."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from pydantic import Field
+
+from albert.tools.base import LocalTool, ToolInput, ToolResult, described, spec_of
+from albert.tools.registry import ToolRegistry
+
+
+class _Query(ToolInput):
+    symbol: str = Field(description="token symbol ✓")
+
+
+async def _run(args: _Query) -> ToolResult:
+    return ToolResult.text(args.symbol)
+
+
+def tool(name: str, description: str = "Looks a token up.") -> LocalTool[_Query]:
+    return LocalTool(name, description, _Query, _run)
+
+
+class Unreferenceable:
+    """A tool written with __slots__ and no weakref slot."""
+
+    __slots__ = ("description", "input_schema", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.description = "no weak references"
+        self.input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+
+    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult.text("ok")
+
+
+def test_specs_and_size_are_the_specs_and_their_json_length() -> None:
+    tools = [tool("a"), tool("b", "Ünïcode description"), Unreferenceable("c")]
+    registry = ToolRegistry(tools)  # type: ignore[list-item]
+    specs, size = registry.specs_and_size()
+    assert specs == [spec_of(t) for t in tools]  # type: ignore[arg-type]
+    assert specs == registry.specs()
+    assert size == sum(len(spec_of(t).model_dump_json()) for t in tools)  # type: ignore[arg-type]
+
+
+def test_a_tool_is_described_once_and_each_tool_on_its_own() -> None:
+    first, second = tool("same"), tool("same", "Another description.")
+    assert described(first) is described(first)
+    assert described(second)[0].description == "Another description."
+    assert described(first)[0].description == "Looks a token up."
+    # A per-turn registry (read_tool_result is built for every turn) gets its copy too.
+    assert ToolRegistry([first]).extended([second], "local").specs() == [spec_of(second)]
+
+
+def test_a_described_tool_is_forgotten_with_it() -> None:
+    from albert.tools import base
+
+    gone = tool("gone")
+    described(gone)
+    before = len(base._described)
+    del gone
+    gc.collect()
+    assert len(base._described) == before - 1
