@@ -168,24 +168,43 @@ def test_a_retry_replaces_the_interrupted_entry(storage) -> None:
     assert journal.running() == []
 
 
-async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("chunk_delay", "pieces"),
+    [
+        # Words 5 ms apart: the text goes out in timed pieces, all checkpointed.
+        (0.005, "several"),
+        # One burst: the last piece is still held back when the step ends, and goes out
+        # once the step's message (which holds the whole text) is stored.
+        (0.0, "one"),
+    ],
+)
+async def test_every_piece_of_text_is_stored_before_it_is_sent(
+    tmp_path: Path, chunk_delay: float, pieces: str
+) -> None:
     checks: list[tuple[str, str]] = []
     service = None
+
+    def stored_text(step: int) -> str:
+        # Stored text of the step: its message once written, else the journal's checkpoints.
+        assert service is not None
+        answers = [m for m in service.store.history(thread) if m.role == "assistant"]
+        if answers:
+            return answers[-1].content
+        entry = service.turns.journal.running()[0]
+        return entry.partial if entry.step == step else ""
 
     def on_send(frame: dict) -> None:
         if frame["type"] != "text_delta":
             return
-        assert service is not None
         seen = "".join(
             f["delta"]
             for f in sockets.frames
             if f["type"] == "text_delta" and f["step"] == frame["step"]
         )
-        entry = service.turns.journal.running()[0]
-        checks.append((seen, entry.partial))
+        checks.append((seen, stored_text(frame["step"])))
 
     sockets = Sockets(on_send)
-    words = [f"word{i} " for i in range(60)]
+    words = [f"word{i} " for i in range(60 if pieces == "several" else 20)]
     with ScriptedModelServer() as model:
         async with httpx.AsyncClient() as http:
             service = build_chat_service(
@@ -195,13 +214,17 @@ async def test_every_piece_of_text_is_stored_before_it_is_sent(tmp_path: Path) -
                 http=http,
             )
             thread = service.store.create_thread("t1", None).id
-            model.script(Reply(text=words, chunk_delay_seconds=0.005))
+            model.script(Reply(text=words, chunk_delay_seconds=chunk_delay))
             frame = {"type": "chat", "thread_id": thread, "message_id": "m1", "text": "go"}
             await service.handle_frame(sockets, json.dumps(frame))
 
     assert sockets.frames[-1]["type"] == "done"
-    assert len(checks) > 3  # the stream went out in several pieces
+    if pieces == "several":
+        assert len(checks) > 3  # the stream went out in several pieces
+    else:
+        assert checks  # a burst under the size limit may go out as one piece
     assert all(seen == stored for seen, stored in checks), checks
+    assert checks[-1][0] == "".join(words)
     # The turn ended: nothing left for a restart to recover.
     assert service.turns.journal.running() == []
 
