@@ -178,30 +178,7 @@ def score_inputs(inputs: SecurityInputs) -> ScoreBreakdown:
 
 
 def score_of(inputs: SecurityInputs) -> tuple[float, RiskRating]:
-    """The score and its rating alone: what a vault record stores (no breakdown built)."""
-    return _score(
-        inputs.audits,
-        inputs.protocol_age_days,
-        inputs.tvl_usd,
-        inputs.exploits,
-        inputs.chain,
-        inputs.il_risk,
-        inputs.exposure,
-        inputs.source_flags,
-    )
-
-
-def _score(
-    audits: int | None,
-    protocol_age_days: int | None,
-    tvl_usd: float | None,
-    exploits: int,
-    chain: str,
-    il_risk: bool,
-    exposure: str,
-    source_flags: list[str],
-) -> tuple[float, RiskRating]:
-    """`score_of` from the inputs' values, for callers that have them before the model.
+    """The score and its rating alone: what a vault record stores (no breakdown built).
 
     The same arithmetic as `_points`, in the same order, so the float is identical: the
     components are added one by one from left to right (float addition is not
@@ -209,20 +186,15 @@ def _score(
     possible values come from small caches (`round(x, 3)` alone costs about a
     microsecond); a processor scores every vault it reads.
     """
-    earned = _earned_head(audits, protocol_age_days)
-    if tvl_usd is None:
-        earned += _TVL_UNKNOWN
-    elif tvl_usd <= 0:
-        earned += _TVL_NONE
-    else:
-        earned += round(WEIGHTS["tvl"] * max(0.0, min((math.log10(tvl_usd) - 5.0) / 4.0, 1.0)), 3)
-    earned += _EXPLOIT_POINTS.get(exploits, _EXPLOIT_POINTS_MANY)
-    earned += _chain_points(chain)
-    earned += _IL_POINTS[bool(il_risk)]
-    earned += _SINGLE_POINTS if exposure == "single" else _MULTI_POINTS
-    if source_flags:
-        lost = sum({f: FLAG_PENALTIES[f] for f in source_flags if f in FLAG_PENALTIES}.values())
-        earned -= lost
+    earned = _earned_head(inputs.audits, inputs.protocol_age_days)
+    earned += round(WEIGHTS["tvl"] * _tvl_component(inputs.tvl_usd), 3)
+    earned += _EXPLOIT_POINTS.get(inputs.exploits, _EXPLOIT_POINTS_MANY)
+    earned += _chain_points(inputs.chain)
+    earned += _IL_POINTS[bool(inputs.il_risk)]
+    earned += _SINGLE_POINTS if inputs.exposure == "single" else _MULTI_POINTS
+    if inputs.source_flags:
+        flags = inputs.source_flags
+        earned -= sum({f: FLAG_PENALTIES[f] for f in flags if f in FLAG_PENALTIES}.values())
     score = round(max(0.0, min(earned, 100.0)), 1)
     return score, rating_for(score)
 
@@ -245,8 +217,6 @@ def _chain_points(chain: str) -> float:
     return _earned("chain", CHAIN_TIERS.get(chain, DEFAULT_CHAIN_TIER))
 
 
-_TVL_UNKNOWN = round(WEIGHTS["tvl"] * _tvl_component(None), 3)
-_TVL_NONE = round(WEIGHTS["tvl"] * _tvl_component(0.0), 3)
 _EXPLOIT_POINTS = {n: round(WEIGHTS["exploits"] * v, 3) for n, v in _EXPLOIT_COMPONENT.items()}
 _EXPLOIT_POINTS_MANY = round(WEIGHTS["exploits"] * _exploits_component(2), 3)
 _IL_POINTS = {False: round(WEIGHTS["il_risk"] * 1.0, 3), True: round(WEIGHTS["il_risk"] * 0.0, 3)}
