@@ -216,9 +216,7 @@ class VaultStore:
                 # (in any order) reads its own rows, not the source's whole id range.
                 ids = list({vault.id: None for vault in batch})
                 existing: dict[str, str] = {}
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
+                for marks, chunk in _id_chunks(ids):
                     existing.update(
                         conn.execute(
                             f"SELECT id, content_hash FROM vaults WHERE id IN ({marks})", chunk
@@ -474,9 +472,7 @@ class VaultStore:
         """(id, record JSON) of the given vaults that the store has, by id."""
         ids = sorted(set(vault_ids))
         out: list[tuple[str, str]] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+        for marks, chunk in _id_chunks(ids):
             sql = f"SELECT id, record FROM vaults WHERE id IN ({marks}) ORDER BY id"
             out.extend((r[0], r[1]) for r in self._rows(sql, chunk))
         return out
@@ -596,3 +592,14 @@ def _publication(row: sqlite3.Row) -> Publication:
         sample=json.loads(row["sample"]),
         error=row["error"],
     )
+
+
+# Ids per `IN (…)` list: far below SQLite's limit on bound parameters.
+_IDS_PER_QUERY = 500
+
+
+def _id_chunks(ids: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """(placeholders, ids) for `WHERE id IN (…)` over `ids`, a bounded number at a time."""
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        yield ",".join("?" * len(chunk)), chunk
