@@ -37,6 +37,8 @@ SAMPLE_SIZE = 20
 
 # Fields whose published values the staleness check compares with the store.
 SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "updated_at")
+# What a publish keeps of each document it sent: its id and the sampled values.
+_COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
 
 
 def _field(name: str, type_: str, **options: Any) -> dict[str, Any]:
@@ -255,18 +257,7 @@ def _encode(docs: Iterable[dict[str, Any]], seq: int) -> DocumentBatch:
         doc["publish_seq"] = seq
         lines.append(to_json(doc))
         get = doc.get
-        # SAMPLE_FIELDS, spelled out: this runs once per published vault.
-        compared.append(
-            {
-                "id": doc["id"],
-                "apy": get("apy"),
-                "apy_base": get("apy_base"),
-                "apy_reward": get("apy_reward"),
-                "tvl_usd": get("tvl_usd"),
-                "security_score": get("security_score"),
-                "updated_at": get("updated_at"),
-            }
-        )
+        compared.append({field: get(field) for field in _COMPARED_FIELDS})
     return DocumentBatch(body=b"\n".join(lines), compared=compared)
 
 
