@@ -409,12 +409,7 @@ class ThreadStore:
 
     def history(self, thread_id: str, max_messages: int = 200) -> list[Message]:
         """The newest messages of a thread in order, for the model's context."""
-        rows = self._sql.execute(
-            "SELECT * FROM (SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) "
-            "ORDER BY seq",
-            thread_id,
-            max_messages,
-        )
+        rows = self._sql.execute(_HISTORY_SQL, thread_id, max_messages)
         return [_message_from_row(r) for r in rows]
 
     def model_history(self, thread_id: str, max_messages: int = 200) -> list[HistoryEntry]:
@@ -435,10 +430,16 @@ class ThreadStore:
         ]
 
 
-_MODEL_HISTORY_SQL = (
-    "SELECT role, content, status, tool_calls, tool_call_id, name FROM "
-    "(SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
-)
+def _newest_messages_sql(columns: str) -> str:
+    # The newest messages of a thread (bound: thread id, how many), oldest first.
+    return (
+        f"SELECT {columns} FROM "
+        "(SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+    )
+
+
+_HISTORY_SQL = _newest_messages_sql("*")
+_MODEL_HISTORY_SQL = _newest_messages_sql("role, content, status, tool_calls, tool_call_id, name")
 
 
 class ToolOutputs:
