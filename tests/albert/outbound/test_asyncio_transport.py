@@ -8,6 +8,7 @@ closing ones a real network produces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gzip
 import ipaddress
@@ -19,7 +20,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -278,39 +279,13 @@ async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
     assert server.connections == 2
 
 
-async def test_a_close_the_loop_has_not_read_yet_is_seen_before_reuse() -> None:
-    # A server in a thread answers once per connection and closes it, while the client's
-    # loop is busy (blocked here): the close is on the socket, not yet in the protocol.
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(10)
-    answered = threading.Event()
+@contextlib.contextmanager
+def descriptors_above_1024() -> Iterator[None]:
+    """Hold enough files open that new sockets get descriptors above select()'s FD_SETSIZE.
 
-    def serve() -> None:
-        for _ in range(2):
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                answered.set()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    try:
-        async with httpx.AsyncClient(transport=transport()) as client:
-            assert (await client.get(url)).text == "ok"
-            time.sleep(0.2)  # noqa: ASYNC251 - keeps the loop from reading the close
-            assert (await client.get(url)).text == "ok"
-    finally:
-        thread.join(timeout=10)
-        listener.close()
-    assert not thread.is_alive()
-
-
-async def test_connections_are_reused_when_the_process_has_over_1024_files_open() -> None:
-    # A runtime with a thousand objects holds thousands of sockets and SQLite files, so its
-    # model connections get descriptors above select()'s FD_SETSIZE (1024): the check of an
-    # idle connection must still tell an open one from a closed one there.
+    A runtime with a thousand objects holds thousands of sockets and SQLite files, so its
+    model connections are numbered there.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 1200:
         if hard != resource.RLIM_INFINITY and hard < 1200:
@@ -318,6 +293,45 @@ async def test_connections_are_reused_when_the_process_has_over_1024_files_open(
         resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
     filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
     try:
+        yield
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("above_1024", [False, True], ids=["low fds", "fds above 1024"])
+async def test_a_close_the_loop_has_not_read_yet_is_seen_before_reuse(above_1024: bool) -> None:
+    # A server in a thread answers once per connection and closes it, while the client's
+    # loop is busy (blocked here): the close is on the socket, not yet in the protocol.
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    try:
+        with descriptors_above_1024() if above_1024 else contextlib.nullcontext():
+            async with httpx.AsyncClient(transport=transport()) as client:
+                assert (await client.get(url)).text == "ok"
+                time.sleep(0.2)  # noqa: ASYNC251 - keeps the loop from reading the close
+                assert (await client.get(url)).text == "ok"
+    finally:
+        thread.join(timeout=10)
+        listener.close()
+    assert not thread.is_alive()
+
+
+async def test_connections_are_reused_when_the_process_has_over_1024_files_open() -> None:
+    # The check of an idle connection must still tell an open one from a closed one there.
+    with descriptors_above_1024():
         t = transport()
         async with RawServer(answer_each) as server, httpx.AsyncClient(transport=t) as client:
             for _ in range(3):
@@ -326,45 +340,6 @@ async def test_connections_are_reused_when_the_process_has_over_1024_files_open(
             assert idle is not None
             assert idle.get_extra_info("socket").fileno() >= 1024
         assert server.connections == 1
-    finally:
-        for fd in filler:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-async def test_a_close_on_a_descriptor_over_1024_is_still_seen_before_reuse() -> None:
-    # The same situation as the test above it, with a close the loop has not read yet.
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(10)
-
-    def serve() -> None:
-        for _ in range(2):
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 1200:
-        if hard != resource.RLIM_INFINITY and hard < 1200:
-            pytest.skip(f"this process may not open 1,200 files (hard limit {hard})")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
-    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    try:
-        async with httpx.AsyncClient(transport=transport()) as client:
-            assert (await client.get(url)).text == "ok"
-            time.sleep(0.2)  # noqa: ASYNC251 - keeps the loop from reading the close
-            assert (await client.get(url)).text == "ok"
-    finally:
-        thread.join(timeout=10)
-        listener.close()
-        for fd in filler:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert not thread.is_alive()
 
 
 async def test_expired_idle_connections_are_replaced() -> None:
