@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from miniflare.process import exit_on_signals, require_port
+from miniflare.process import exit_on_signals, reserve_port
 from miniflare.server import run
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> None:
                 chains=[c.strip().lower() for c in args.chains.split(",") if c.strip()],
             )
             return
-        require_port(args.host, args.port, "--port")
+        sock = reserve_port(args.host, args.port, "--port")
         print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
-        run(args.project_dir, args.state_dir, args.host, args.port, overrides)
+        run(args.project_dir, args.state_dir, args.host, sock, overrides)
     except KeyboardInterrupt:
         # A stop asked for by a signal is a clean stop.
         print("stopped", flush=True)

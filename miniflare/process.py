@@ -43,6 +43,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import signal
@@ -95,13 +96,47 @@ class PortTaken(SystemExit):
     """A port given on the command line is in use; the message says which and what to do."""
 
 
-def require_port(host: str, port: int, option: str) -> None:
-    """Fail with a clear message when `host:port`, given as `option`, cannot be listened on."""
-    if not port_is_free(port, host):
+# uvicorn's default backlog: the reserved socket is the one the server then serves on.
+LISTEN_BACKLOG = 2048
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on `host:port` (0: any free port), bound as uvicorn binds.
+
+    Raises OSError when it cannot be had. Listening, not just bound: two sockets that both
+    set SO_REUSEADDR may bind the same port as long as neither listens, so only a listening
+    socket keeps the port.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def reserve_port(host: str, port: int, option: str) -> socket.socket:
+    """The listening socket of `host:port`, given as `option`, or a PortTaken that says why.
+
+    A server is handed this socket instead of binding its port itself, so the port is held
+    from the check on: nothing started in between (Typesense, the local chains, the demo
+    data's seconds of seeding, another program) can take it.
+    """
+    try:
+        return listening_socket(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortTaken(
+                f"{option} {port}: address already in use ({host}:{port} is taken by another "
+                f"process); stop it, or pick another port with {option}"
+            ) from None
         raise PortTaken(
-            f"{option} {port}: address already in use ({host}:{port} is taken by another "
-            f"process); stop it, or pick another port with {option}"
-        )
+            f"{option} {port}: cannot listen on {host}:{port} ({exc.strerror or exc})"
+        ) from None
 
 
 def read_log_tail(path: Path, lines: int, missing: str = "") -> str:
@@ -470,6 +505,10 @@ class Children:
 # --- `albert serve` / `albert dev` as a child ---------------------------------------------------
 
 
+# Starts of a LocalProcess on freshly picked ports, when the ports are lost to a race.
+PORT_ATTEMPTS = 3
+
+
 class LocalProcess:
     """The local runtime (`serve`) or the whole local stack (`dev`) on free ports."""
 
@@ -482,6 +521,7 @@ class LocalProcess:
         command: str = "serve",
         log_name: str = "albert.log",
         grace: float = 10.0,
+        data_port: int | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
         self.state_dir = state_dir
@@ -489,7 +529,10 @@ class LocalProcess:
         self.command = command
         self.variables = dict(variables or {})
         self.port = port or free_port()
-        self.data_port = free_port()
+        self.data_port = data_port or free_port()
+        # Ports picked here may be taken by anyone between the pick and the child's bind;
+        # until the first start succeeds, such a loss is retried on fresh ports.
+        self._ports_movable = port is None and data_port is None
         self.log_path = state_dir / log_name
         self.grace = grace
         self.child: ChildProcess | None = None
@@ -532,6 +575,28 @@ class LocalProcess:
         """
         if self.running:
             return self
+        attempt = 1
+        while True:
+            log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            try:
+                self._start_once(timeout)
+            except ChildStartError as exc:
+                retry = self._ports_movable and attempt < PORT_ATTEMPTS
+                if not (retry and self._lost_port(log_start)):
+                    raise RuntimeError(f"albert {self.command}: {exc}") from exc
+                attempt += 1
+                self.port, self.data_port = free_port(), free_port()
+                continue
+            self._ports_movable = False  # restarts keep the port the clients know
+            return self
+
+    def _lost_port(self, log_start: int) -> bool:
+        """Whether the start that logged from `log_start` on ended on a port taken meanwhile."""
+        with self.log_path.open("rb") as log:
+            log.seek(log_start)
+            return b"address already in use" in log.read().lower()
+
+    def _start_once(self, timeout: float) -> None:
         if self.child is not None:
             self.child.kill()  # it died (or was killed): clear what is left of its group
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -542,16 +607,12 @@ class LocalProcess:
             log_path=self.log_path,
             grace=self.grace,
         ).start()
-        try:
-            self.child.wait_ready(
-                answers_http(f"{self.url}/healthz", healthy_only=True),
-                timeout,
-                "healthy",
-                port=self.port,
-            )
-        except ChildStartError as exc:
-            raise RuntimeError(f"albert {self.command}: {exc}") from exc
-        return self
+        self.child.wait_ready(
+            answers_http(f"{self.url}/healthz", healthy_only=True),
+            timeout,
+            "healthy",
+            port=self.port,
+        )
 
     def stop(self) -> int | None:
         """SIGTERM (the clean stop), then SIGKILL of its group after the grace; the exit code."""

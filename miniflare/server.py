@@ -15,8 +15,9 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -42,7 +43,23 @@ WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 class QuietServer(uvicorn.Server):
-    """uvicorn without signal handlers of its own: `serve_until_stopped` owns the signals."""
+    """uvicorn without signal handlers of its own: `serve_until_stopped` owns the signals.
+
+    Given `sockets` (see miniflare.process.reserve_port), it serves on those instead of
+    binding `config.port` itself; they are closed when it stops.
+    """
+
+    def __init__(self, config: uvicorn.Config, sockets: Sequence[socket.socket] = ()) -> None:
+        super().__init__(config)
+        self.held_sockets = list(sockets)
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().serve(sockets if sockets is not None else self.held_sockets or None)
+
+    def close_held_sockets(self) -> None:
+        """Let the reserved ports go (a server that never started does not close them)."""
+        for sock in self.held_sockets:
+            sock.close()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -69,8 +86,9 @@ def ws_max_message_bytes(runtime: LocalRuntime) -> int:
     return max(WS_MAX_MESSAGE_BYTES, 4 * frame_bytes)
 
 
-def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Server:
-    """A uvicorn server for the runtime, with real WebSockets."""
+def uvicorn_server(runtime: LocalRuntime, host: str, sock: socket.socket) -> QuietServer:
+    """A uvicorn server for the runtime on the reserved `sock`, with real WebSockets."""
+    port = int(sock.getsockname()[1])
     config = uvicorn.Config(
         runtime,
         host=host,
@@ -86,11 +104,11 @@ def uvicorn_server(runtime: LocalRuntime, host: str, port: int) -> uvicorn.Serve
         ws_max_size=ws_max_message_bytes(runtime),
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
     )
-    return QuietServer(config)
+    return QuietServer(config, [sock])
 
 
 async def serve_until_stopped(
-    servers: list[uvicorn.Server],
+    servers: Sequence[QuietServer],
     runtime: LocalRuntime,
     *,
     on_stop: Callable[[], None] | None = None,
@@ -146,15 +164,21 @@ async def serve_until_stopped(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         collector.uninstall()
+        for server in servers:
+            server.close_held_sockets()
 
 
 def run(
     project_dir: Path,
     state_dir: Path,
     host: str,
-    port: int,
+    sock: socket.socket,
     overrides: dict[str, str] | None = None,
 ) -> None:
-    """Blocking entry of `albert serve`: load and serve the worker until a stop signal."""
-    runtime = make_runtime(project_dir, state_dir, overrides)
-    asyncio.run(serve_until_stopped([uvicorn_server(runtime, host, port)], runtime))
+    """Blocking entry of `albert serve`: load and serve the worker on `sock` until a stop signal."""
+    try:
+        runtime = make_runtime(project_dir, state_dir, overrides)
+    except BaseException:
+        sock.close()
+        raise
+    asyncio.run(serve_until_stopped([uvicorn_server(runtime, host, sock)], runtime))

@@ -11,8 +11,10 @@ the machine.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 from pydantic import BaseModel
 
-from miniflare.process import Children, PortTaken, free_port, port_is_free, require_port
+from miniflare.process import Children, PortTaken, listening_socket, reserve_port
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
     QuietServer,
@@ -49,28 +51,34 @@ class StackPorts(BaseModel):
 
 
 DEFAULT_DATA_PORT = 8788
+LOOPBACK = "127.0.0.1"
 
 
-def data_server_port(asked: int | None) -> int:
-    """The data server's port: the one asked for, or 8788, or (only then) any free one.
+def reserve_data_port(asked: int | None) -> socket.socket:
+    """The data server's listening socket: on the port asked for, or 8788, or (only then) any.
 
     A port asked for with `--data-port` is used or the start fails, never moved: the
     worker, the browser and the user's own tools are pointed at it. Ports whose last
-    connections linger in TIME_WAIT after a quick restart are free (see port_is_free).
+    connections linger in TIME_WAIT after a quick restart are free (SO_REUSEADDR). The
+    socket is held until the data server serves on it (see reserve_port).
     """
     if asked is not None:
-        if not port_is_free(asked):
+        try:
+            return listening_socket(LOOPBACK, asked)
+        except OSError as exc:
+            why = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
             raise PortTaken(
-                f"--data-port {asked}: address already in use (127.0.0.1:{asked} is taken by "
-                "another process); stop it, or pick another port (without --data-port any "
-                "free one is taken)"
-            )
-        return asked
-    if port_is_free(DEFAULT_DATA_PORT):
-        return DEFAULT_DATA_PORT
-    port = free_port()
+                f"--data-port {asked}: {why} ({LOOPBACK}:{asked} is taken by another "
+                "process); stop it, or pick another port (without --data-port any free one "
+                "is taken)"
+            ) from None
+    try:
+        return listening_socket(LOOPBACK, DEFAULT_DATA_PORT)
+    except OSError:
+        sock = listening_socket(LOOPBACK, 0)
+    port = sock.getsockname()[1]
     print(f"  port {DEFAULT_DATA_PORT} is in use: the data server takes {port}", flush=True)
-    return port
+    return sock
 
 
 def _start_chains(state_dir: Path, chains: Sequence[str], children: Children) -> list[AnvilProcess]:
@@ -111,11 +119,12 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
 
 
 def _data_server(
-    typesense_url: str, db_path: Path, port: int, rpc_urls: dict[str, str]
-) -> uvicorn.Server:
+    typesense_url: str, db_path: Path, sock: socket.socket, rpc_urls: dict[str, str]
+) -> QuietServer:
     from data_server.app import DATA_SERVER_HTTP, create_app
     from data_server.settings import DataServerSettings
 
+    port = int(sock.getsockname()[1])
     settings = DataServerSettings.model_validate(
         {
             "DATA_SERVER_DB_PATH": str(db_path),
@@ -134,7 +143,7 @@ def _data_server(
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
     )
-    return QuietServer(config)
+    return QuietServer(config, [sock])
 
 
 # Child processes get what is left of the 2 s stop after the runtime drained; Typesense's
@@ -169,9 +178,15 @@ def run_stack(
         stop_began.append(time.monotonic())
         children.send_stop()
 
-    # Before anything starts: a port that cannot be had ends the start here, clearly.
-    data_port = data_server_port(data_port)
-    require_port(host, port, "--port")
+    # Before anything starts: a port that cannot be had ends the start here, clearly. Both
+    # are held from here on, through the seconds of seeding, until their servers serve.
+    data_sock = reserve_data_port(data_port)
+    try:
+        worker_sock = reserve_port(host, port, "--port")
+    except PortTaken:
+        data_sock.close()
+        raise
+    data_port = int(data_sock.getsockname()[1])
     typesense = TypesenseProcess(state_dir / "typesense", LOCAL_TYPESENSE_KEY)
     try:
         print("Starting Typesense…", flush=True)
@@ -203,8 +218,8 @@ def run_stack(
         # The worker first: on a stop it drains (ending its MCP sessions) while the data
         # server still answers.
         servers = [
-            uvicorn_server(runtime, host, port),
-            _data_server(typesense.url, db_path, data_port, rpc_urls),
+            uvicorn_server(runtime, host, worker_sock),
+            _data_server(typesense.url, db_path, data_sock, rpc_urls),
         ]
         print(f"  data server (MCP + platform services) on {data_url}", flush=True)
         chain_list = ", ".join(f"{n.chain} (id {n.chain_id}) {n.url}" for n in nodes) or "none"
@@ -217,3 +232,5 @@ def run_stack(
         children.finish_stop(stop_began[0] + CHILDREN_STOP_SECONDS)
         # Started but not yet owned (interrupted while it became healthy).
         typesense.stop(timeout=CHILDREN_STOP_SECONDS)
+        worker_sock.close()  # a no-op once its server has served and closed it
+        data_sock.close()

@@ -200,6 +200,7 @@ def test_serve_parses_http_with_httptools_while_the_runtime_keeps_h11(tmp_path: 
     import uvicorn
 
     from data_server.app import DATA_SERVER_HTTP
+    from miniflare.process import listening_socket
     from miniflare.server import uvicorn_server
 
     with VaultStore(tmp_path / "store.sqlite3") as store:
@@ -209,4 +210,5 @@ def test_serve_parses_http_with_httptools_while_the_runtime_keeps_h11(tmp_path: 
         config.load()
     assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
     runtime = SimpleNamespace(env=SimpleNamespace())
-    assert uvicorn_server(runtime, "127.0.0.1", 0).config.http == "h11"  # type: ignore[arg-type]
+    with listening_socket("127.0.0.1", 0) as sock:
+        assert uvicorn_server(runtime, "127.0.0.1", sock).config.http == "h11"  # type: ignore[arg-type]

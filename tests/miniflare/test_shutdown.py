@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
@@ -179,8 +180,7 @@ async def test_dev_on_a_taken_data_port_fails_before_starting_anything(tmp_path:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        stack = RuntimeProcess(tmp_path, command="dev")
-        stack.data_port = busy.getsockname()[1]
+        stack = RuntimeProcess(tmp_path, command="dev", data_port=busy.getsockname()[1])
         with pytest.raises(RuntimeError, match=r"exited with code 1[\s\S]*address already in use"):
             stack.start(timeout=60)
         log = stack.log_path.read_text(errors="replace")
@@ -210,6 +210,22 @@ def test_serve_on_a_busy_port_fails_at_once(tmp_path: Path) -> None:
         assert not process.running
 
 
+def test_a_picked_port_taken_before_the_child_listens_is_picked_again(tmp_path: Path) -> None:
+    process = RuntimeProcess(tmp_path, {"ALBERT_MODE": "local"})
+    lost = process.port
+    with socket.socket() as thief:  # another server binds the picked port first
+        thief.bind(("127.0.0.1", lost))
+        thief.listen(1)
+        with process.start(timeout=60):
+            assert process.port != lost
+            assert httpx.get(f"{process.url}/healthz", timeout=10).status_code == 200
+            process.restart()  # a restart keeps the port the clients know
+            assert httpx.get(f"{process.url}/healthz", timeout=10).status_code == 200
+            kept = process.port
+    assert kept != lost
+    assert f"--port {lost}: address already in use" in process.log_path.read_text()
+
+
 async def test_a_server_that_stops_on_its_own_is_not_a_clean_stop() -> None:
     class Ends:
         """A server whose start failed: serve() returns at once."""
@@ -217,6 +233,9 @@ async def test_a_server_that_stops_on_its_own_is_not_a_clean_stop() -> None:
         should_exit = force_exit = False
 
         async def serve(self) -> None:
+            return None
+
+        def close_held_sockets(self) -> None:
             return None
 
     class Runtime:

@@ -22,6 +22,7 @@ class RuntimeProcess(LocalProcess):
         *,
         command: str = "serve",
         env: dict[str, str] | None = None,
+        data_port: int | None = None,
     ) -> None:
         super().__init__(
             state_dir,
@@ -30,4 +31,5 @@ class RuntimeProcess(LocalProcess):
             command=command,
             log_name="runtime.log",
             env=env,
+            data_port=data_port,
         )
