@@ -139,6 +139,32 @@ def reserve_port(host: str, port: int, option: str) -> socket.socket:
         ) from None
 
 
+# Starts of a child on freshly picked ports, when the ports it was given are lost to a race.
+PORT_ATTEMPTS = 3
+
+
+def log_size(path: Path) -> int:
+    """Bytes in a log so far (0 when there is none): where the next start's lines begin."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def lost_its_port(log_path: Path, since: int) -> bool:
+    """Whether the log, from byte `since` on, says a port to listen on was already taken.
+
+    A free port is picked before the child binds it, and anything may bind it in between;
+    uvicorn, Typesense and anvil all say "address already in use" (in their own case).
+    """
+    try:
+        with log_path.open("rb") as log:
+            log.seek(since)
+            return b"address already in use" in log.read().lower()
+    except OSError:
+        return False
+
+
 def read_log_tail(path: Path, lines: int, missing: str = "") -> str:
     """The last `lines` lines of a log file, for error messages; `missing` if it can't be read."""
     try:
@@ -505,10 +531,6 @@ class Children:
 # --- `albert serve` / `albert dev` as a child ---------------------------------------------------
 
 
-# Starts of a LocalProcess on freshly picked ports, when the ports are lost to a race.
-PORT_ATTEMPTS = 3
-
-
 class LocalProcess:
     """The local runtime (`serve`) or the whole local stack (`dev`) on free ports."""
 
@@ -577,24 +599,18 @@ class LocalProcess:
             return self
         attempt = 1
         while True:
-            log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            log_start = log_size(self.log_path)
             try:
                 self._start_once(timeout)
             except ChildStartError as exc:
                 retry = self._ports_movable and attempt < PORT_ATTEMPTS
-                if not (retry and self._lost_port(log_start)):
+                if not (retry and lost_its_port(self.log_path, log_start)):
                     raise RuntimeError(f"albert {self.command}: {exc}") from exc
                 attempt += 1
                 self.port, self.data_port = free_port(), free_port()
                 continue
             self._ports_movable = False  # restarts keep the port the clients know
             return self
-
-    def _lost_port(self, log_start: int) -> bool:
-        """Whether the start that logged from `log_start` on ended on a port taken meanwhile."""
-        with self.log_path.open("rb") as log:
-            log.seek(log_start)
-            return b"address already in use" in log.read().lower()
 
     def _start_once(self, timeout: float) -> None:
         if self.child is not None:

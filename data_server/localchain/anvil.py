@@ -18,7 +18,14 @@ import httpx
 
 from data_server.typesense.process import HOST, free_port, port_is_free
 from data_server.wallets.chain_ids import chain_id as known_chain_id
-from miniflare.process import ChildProcess, ChildStartError, read_log_tail
+from miniflare.process import (
+    PORT_ATTEMPTS,
+    ChildProcess,
+    ChildStartError,
+    log_size,
+    lost_its_port,
+    read_log_tail,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 ANVIL_VERSION = "1.7.1"  # package.json pins the same
@@ -71,6 +78,7 @@ class AnvilProcess:
         self.chain_id = resolved
         self.host = host
         self.port = port or free_port(host)
+        self._auto_port = port is None
         self.log_dir = Path(log_dir)
         self.child: ChildProcess | None = None
 
@@ -109,10 +117,27 @@ class AnvilProcess:
         ]
 
     def start(self, timeout: float = 20.0) -> AnvilProcess:
-        """Launch the node and wait until `eth_chainId` answers with its id."""
+        """Launch the node and wait until `eth_chainId` answers with its id.
+
+        A port picked here (not given) that is taken before the node listens on it is
+        picked again, up to PORT_ATTEMPTS starts.
+        """
         if self.running:
             return self
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        attempt = 1
+        while True:
+            log_start = log_size(self.log_path)
+            try:
+                return self._start_once(timeout)
+            except AnvilStartError:
+                lost = lost_its_port(self.log_path, log_start)
+                if not (self._auto_port and lost and attempt < PORT_ATTEMPTS):
+                    raise
+            attempt += 1
+            self.port = free_port(self.host)
+
+    def _start_once(self, timeout: float) -> AnvilProcess:
         if not port_is_free(self.port, self.host):
             self.port = free_port(self.host)
         # The project's process runner: own process group, stopped as a group, stopped at

@@ -14,7 +14,14 @@ from types import TracebackType
 
 import httpx
 
-from miniflare.process import ChildProcess, ChildStartError, read_log_tail
+from miniflare.process import (
+    PORT_ATTEMPTS,
+    ChildProcess,
+    ChildStartError,
+    log_size,
+    lost_its_port,
+    read_log_tail,
+)
 from miniflare.process import port_is_free as _port_is_free
 
 LOG_FILE_NAME = "typesense.log"
@@ -89,10 +96,29 @@ class TypesenseProcess:
         return self.child.pid if self.child is not None else None
 
     def start(self, timeout: float = 30.0) -> None:
-        """Launch the server and wait until GET /health says ok, at most `timeout` seconds."""
+        """Launch the server and wait until GET /health says ok, at most `timeout` seconds.
+
+        A port picked here (not given) that is taken before the server listens on it is
+        picked again, up to PORT_ATTEMPTS starts.
+        """
         if self.running:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        attempt = 1
+        while True:
+            log_start = log_size(self.log_path)
+            try:
+                self._start_once(timeout)
+                return
+            except TypesenseStartError:
+                lost = lost_its_port(self.log_path, log_start)
+                if not (self._auto_port and lost and attempt < PORT_ATTEMPTS):
+                    raise
+            attempt += 1
+            self.port = free_port(self.host)
+            self.peering_port = None
+
+    def _start_once(self, timeout: float) -> None:
         if not port_is_free(self.port, self.host):
             if not self._auto_port:
                 raise TypesenseStartError(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import data_server.localchain.anvil as anvil_module
 from data_server.localchain.anvil import AnvilProcess, binary_path
 from tests.localchain_fixture import require_anvil, rpc
 
@@ -71,3 +73,21 @@ def test_the_node_serves_its_chain_id_and_is_gone_after_stop(tmp_path: Path) -> 
         node.stop()
     assert pid is not None and not Path(f"/proc/{pid}").exists()
     assert "Listening on 127.0.0.1" in node.log_path.read_text()
+
+
+def test_a_picked_port_taken_before_the_node_listens_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_anvil()
+    node = AnvilProcess("base", tmp_path)
+    lost = node.port
+    # The race: the port was free when checked, and another server listened on it first.
+    monkeypatch.setattr(anvil_module, "port_is_free", lambda port, host="": True)
+    with socket.create_server(("127.0.0.1", lost)):
+        node.start()
+        try:
+            assert node.port != lost
+            assert int(str(rpc(node.url, "eth_chainId", [])), 16) == 8453
+        finally:
+            node.stop()
+    assert "Address already in use" in node.log_path.read_text()

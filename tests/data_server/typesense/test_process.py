@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+import data_server.typesense.process as process_module
 from data_server.typesense.process import TypesenseProcess, TypesenseStartError, free_port
 from miniflare.process import ChildProcess
 from tests.typesense_fixture import TypesenseServer
@@ -93,6 +95,24 @@ def test_busy_port_is_refused_not_mistaken_for_ours(
     with pytest.raises(TypesenseStartError, match="already in use"):
         proc.start(timeout=20)
     assert not proc.running
+
+
+def test_a_picked_port_taken_before_the_server_listens_is_picked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proc = TypesenseProcess(tmp_path / "raced", KEY)
+    lost = proc.port
+    # The race: the port was free when checked, and another server listened on it before
+    # Typesense could.
+    monkeypatch.setattr(process_module, "port_is_free", lambda port, host="": True)
+    with socket.create_server(("127.0.0.1", lost)):
+        try:
+            proc.start(timeout=30)
+            assert proc.port != lost
+            assert httpx.get(f"{proc.url}/health", timeout=5).json() == {"ok": True}
+        finally:
+            proc.stop()
+    assert "Address already in use" in proc.log_path.read_text()
 
 
 def test_child_that_dies_reports_its_log_tail(tmp_path: Path) -> None:
