@@ -28,6 +28,7 @@ from tests.data_server.mcp_server.servers import (
     fresh_app,
     publish_store,
 )
+from tests.support.ports import reserve
 from tests.typesense_fixture import TypesenseServer, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,9 +101,10 @@ def test_readiness_answers_within_the_probe_while_the_health_check_takes_longer(
         TYPESENSE_API_KEY=typesense_server.api_key,
         TYPESENSE_VAULTS_COLLECTION=unique_name("vaults_ready"),
     )
-    port = free_port()
+    sock = reserve()
+    port = sock.getsockname()[1]
     with SlowStore(tmp_path / "slow.sqlite3") as store:
-        server = UvicornThread(create_app(settings, store=store), port)
+        server = UvicornThread(create_app(settings, store=store), sock)
         server.start()
         try:
             base = f"http://127.0.0.1:{port}"

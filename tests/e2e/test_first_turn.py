@@ -11,7 +11,6 @@ import pytest
 
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.mcp_test_server import InProcessMcpServer
-from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 from tests.support.tcp_proxy import TcpProxy
@@ -36,7 +35,8 @@ def model() -> Iterator[ScriptedModelServer]:
 async def test_a_slow_server_costs_the_first_answer_only_the_wait_bound(
     tmp_path: Path, vaults: InProcessMcpServer, model: ScriptedModelServer
 ) -> None:
-    proxy_port = free_port()
+    proxy = TcpProxy(vaults.port)
+    proxy_port = proxy.port
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -46,7 +46,6 @@ async def test_a_slow_server_costs_the_first_answer_only_the_wait_bound(
         "MCP_HEALTH_CACHE_SECONDS": "0",
     }
     with RuntimeProcess(tmp_path, variables) as runtime:
-        proxy = TcpProxy(vaults.port, port=proxy_port)
         proxy.ready_at = asyncio.get_running_loop().time() + 3600  # held until we say so
         await proxy.start()
         try:

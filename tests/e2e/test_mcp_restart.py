@@ -15,7 +15,6 @@ from typing import Any
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient
 from tests.support.mcp_test_server import InProcessMcpServer
-from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 from tests.support.tcp_proxy import TcpProxy
@@ -50,7 +49,9 @@ async def status_when(client: ChatClient, check: Any, within: float) -> dict[str
 async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state(
     tmp_path: Path, model: ScriptedModelServer, platform: AsgiServer
 ) -> None:
-    port = free_port()
+    server = InProcessMcpServer("vaults")
+    gate = TcpProxy(server.port)  # closed: the server is down
+    port = gate.port
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -59,11 +60,7 @@ async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state
         "MCP_DEFAULT_SERVER_NAME": "vaults",
         **SCHEDULE,
     }
-    with (
-        InProcessMcpServer("vaults") as server,
-        RuntimeProcess(tmp_path, variables) as runtime,
-    ):
-        gate = TcpProxy(server.port, port=port)  # closed: the server is down
+    with server, RuntimeProcess(tmp_path, variables) as runtime:
         try:
             async with ChatClient(runtime.url, runtime.ws_url) as client:
                 await client.connect()

@@ -8,14 +8,15 @@ from typing import Any
 
 import uvicorn
 
-from tests.support.ports import free_port
+from tests.support.ports import reserve
 
 
 class AsgiServer:
     """A real HTTP server for a test; stops when the context exits."""
 
     def __init__(self, app: Any, port: int | None = None) -> None:
-        self.port = port or free_port()
+        self._sock = reserve(port or 0)
+        self.port = int(self._sock.getsockname()[1])
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -33,7 +34,9 @@ class AsgiServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 10.0) -> AsgiServer:
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -46,6 +49,7 @@ class AsgiServer:
         self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self._sock.close()  # uvicorn closes it too, unless it never started
 
     def __enter__(self) -> AsgiServer:
         return self.start()

@@ -11,13 +11,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from miniflare.process import ChildProcess, answers_http
-from tests.support.ports import free_port
+from miniflare.process import (
+    PORT_ATTEMPTS,
+    ChildProcess,
+    ChildStartError,
+    answers_http,
+    port_is_free,
+)
+from tests.support.ports import free_port, reserve
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 HUGE_CHARS = 200_000
@@ -329,6 +336,9 @@ class McpTestServer:
         self.port = port or free_port()
         self.tag = tag or profile
         self._child: ChildProcess | None = None
+        # A port picked here can be taken before the child binds it; until the first
+        # start succeeds, that is retried on another port (restarts keep theirs).
+        self._port_movable = port is None
 
     @property
     def url(self) -> str:
@@ -348,10 +358,22 @@ class McpTestServer:
         return self
 
     def wait_ready(self, timeout: float = 30.0) -> McpTestServer:
-        """Block until the server answers HTTP (bounded)."""
-        assert self._child is not None, "launch() first"
-        # Any HTTP answer means uvicorn is listening.
-        self._child.wait_ready(answers_http(self.url), timeout, "listening")
+        """Block until the server answers HTTP on its own port (bounded)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            assert self._child is not None, "launch() first"
+            try:
+                # Any HTTP answer from a socket of the child means uvicorn is listening.
+                self._child.wait_ready(answers_http(self.url), timeout, "listening", self.port)
+            except ChildStartError:
+                lost = self._port_movable and not port_is_free(self.port)
+                if not lost or attempt == PORT_ATTEMPTS:
+                    raise
+                self._child = None
+                self.port = free_port()
+                self.launch()
+                continue
+            self._port_movable = False
+            break
         return self
 
     def start(self, timeout: float = 30.0) -> McpTestServer:
@@ -388,7 +410,8 @@ class InProcessMcpServer:
 
     def __init__(self, profile: str = "vaults", port: int | None = None, tag: str = "") -> None:
         self.profile = profile
-        self.port = port or free_port()
+        self._sock: socket.socket | None = reserve(port or 0)
+        self.port = int(self._sock.getsockname()[1])
         self.tag = tag or profile
         self._server: Any = None
         self._thread: Any = None
@@ -415,7 +438,11 @@ class InProcessMcpServer:
             timeout_graceful_shutdown=1,
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        if self._sock is None:  # started again after a stop: the same port
+            self._sock = reserve(self.port)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -429,7 +456,9 @@ class InProcessMcpServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._server = self._thread = None
+        if self._sock is not None:
+            self._sock.close()  # uvicorn closes it too, unless it never started
+        self._server = self._thread = self._sock = None
 
     def __enter__(self) -> InProcessMcpServer:
         return self.start()

@@ -1,8 +1,17 @@
-"""Free loopback ports for servers started by tests."""
+"""Loopback ports for servers started by tests.
+
+A port picked with `free_port()` and bound later can be taken in between by any other
+server binding port 0 (the other test worker starts hundreds). A server in this process
+is therefore handed a socket that already listens (`reserve()`), and only a port that must
+stay closed, or a child that binds it itself (and starts again elsewhere when it lost it),
+uses `free_port()`.
+"""
 
 from __future__ import annotations
 
 import socket
+
+from miniflare.process import listening_socket
 
 
 def free_port() -> int:
@@ -10,3 +19,8 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def reserve(port: int = 0) -> socket.socket:
+    """A socket listening on 127.0.0.1:`port` (0: a free one), for a server to serve on."""
+    return listening_socket("127.0.0.1", port)

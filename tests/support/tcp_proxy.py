@@ -9,8 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
-from tests.support.ports import free_port
+
+def _closed_gate(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:`port` (0: a free one) that does not listen yet.
+
+    A port picked by the kernel is bound without SO_REUSEADDR, so no other socket can
+    share it; a port given again (a restart) needs it, as its last connections may
+    linger in TIME_WAIT.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class TcpProxy:
@@ -18,7 +35,10 @@ class TcpProxy:
 
     def __init__(self, target_port: int, port: int | None = None, ready_at: float = 0.0) -> None:
         self.target_port = target_port
-        self.port = port or free_port()
+        # Held, bound but not listening, while the gate is closed: connections are refused
+        # as by a server that is down, and no other server can take the port meanwhile.
+        self._sock: socket.socket | None = _closed_gate(port or 0)
+        self.port = int(self._sock.getsockname()[1])
         # Loop time before which connections are held open but unanswered: a server
         # that accepts early and takes a while to come up.
         self.ready_at = ready_at
@@ -27,7 +47,12 @@ class TcpProxy:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> TcpProxy:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        sock, self._sock = self._sock or _closed_gate(self.port), None
+        # Now, as a listener normally is: its connections inherit it, so their TIME_WAIT
+        # remnants do not keep a restart from binding the port again.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.listen()
+        self._server = await asyncio.start_server(self._accept, sock=sock)
         return self
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -87,6 +112,9 @@ class TcpProxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        if self._sock is not None:  # never opened: the reservation goes
+            self._sock.close()
+            self._sock = None
         self.drop_all()
         if server is not None:
             await server.wait_closed()

@@ -21,7 +21,8 @@ from albert.tools.feed_search import feed_search_tool
 from albert.tools.token_analysis import token_analysis_tool, usd
 from data_server.market import load_market_snapshot
 from data_server.platform import platform_app
-from tests.data_server.platform.live_server import free_port, serve
+from tests.data_server.platform.live_server import serve
+from tests.support.ports import free_port
 
 PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
 BYBIT_EXPLOITER = "0x47666Fab8bd0Ac7003bce3f5C3585383F09486E2"

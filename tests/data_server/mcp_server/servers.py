@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,21 +19,25 @@ from data_server.app import create_app
 from data_server.pipeline import offline_http, offline_processors, run_pipeline
 from data_server.settings import DataServerSettings
 from data_server.store import Publication, VaultStore
-from data_server.typesense.process import free_port
 from data_server.vaults.index import publish
 from data_server.vaults.model import Vault
 from tests.data_server.mcp_server.vault_data import constructed_vaults
 from tests.data_server.wallets.rpc_node import RpcNode
+from tests.support.ports import reserve
 from tests.typesense_fixture import TypesenseServer, unique_name
 
 
 class UvicornThread:
     """Serve an ASGI app with uvicorn in a background thread, stop it on demand."""
 
-    def __init__(self, app: object, port: int) -> None:
+    def __init__(self, app: object, sock: socket.socket) -> None:
+        port = int(sock.getsockname()[1])
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.sock = sock
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
 
     def start(self, timeout: float = 10.0) -> None:
         """Start and wait (bounded) until uvicorn reports it is listening."""
@@ -47,6 +52,7 @@ class UvicornThread:
         """Ask uvicorn to exit and wait for the thread."""
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        self.sock.close()  # uvicorn closes it too, unless it never started
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,8 @@ def running_app(
 ) -> Iterator[AppServer]:
     """The data server app with uvicorn on a free port, plus the loopback RPC node."""
     rpc = RpcNode().start()
-    port = free_port()
+    sock = reserve()
+    port = int(sock.getsockname()[1])
     settings = DataServerSettings(
         TYPESENSE_URL=typesense.url,
         TYPESENSE_API_KEY=typesense.api_key,
@@ -109,7 +116,7 @@ def running_app(
         RPC_URL=rpc.url,
         DATA_SERVER_PORT=port,
     )
-    server = UvicornThread(create_app(settings, store=store), port)
+    server = UvicornThread(create_app(settings, store=store), sock)
     try:
         server.start()
         base = f"http://127.0.0.1:{port}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -11,20 +10,16 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+from tests.support.ports import reserve
+
 START_TIMEOUT_SECONDS = 10.0
-
-
-def free_port() -> int:
-    """A port nothing listens on right now (closed again before returning)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
 def serve(app: ASGIApp) -> Iterator[str]:
     """Run app on a free loopback port; yields its base URL and stops the server after."""
-    port = free_port()
+    sock = reserve()
+    port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -34,7 +29,9 @@ def serve(app: ASGIApp) -> Iterator[str]:
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not server.started:
@@ -47,3 +44,4 @@ def serve(app: ASGIApp) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=5)
+        sock.close()  # uvicorn closes it too, unless it never started
