@@ -136,6 +136,8 @@ async def _fetch_all(
 # Vaults per store transaction and per import request while merging: the first slice is
 # indexed while the next ones are merged, so a smaller slice starts Typesense sooner.
 MERGE_SLICE = 1000
+# The first slice of a large source: until it is written, Typesense has nothing to do.
+FIRST_SLICE = 250
 
 
 def _write_slice(
@@ -257,12 +259,20 @@ async def _parse_in_slices(
     assert fetched.raw is not None
     started = time.monotonic()
     try:
-        slices = processor.parse_slices(fetched.raw, writer.slice_size)
+        # The first slice is small, so Typesense starts sooner; the rest go out whole.
+        slices = processor.parse_slices(fetched.raw, min(FIRST_SLICE, writer.slice_size))
+        pending: list[Vault] = []
+        first = True
         while True:
             part, result = await asyncio.to_thread(_next_slice, slices)
             if result is not None:
                 break
-            await writer.write([vault for vault in part if not lacks_symbols(vault)])
+            pending.extend(vault for vault in part if not lacks_symbols(vault))
+            if first or len(pending) >= writer.slice_size:
+                cut = len(pending) if first else writer.slice_size
+                await writer.write(pending[:cut])
+                pending, first = pending[cut:], False
+        await writer.write(pending)
     except Exception as exc:  # a broken source must not stop the others
         fetched.error = describe_error(exc)
     else:

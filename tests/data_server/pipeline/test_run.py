@@ -15,6 +15,7 @@ from rich.console import Console
 from albert.search.typesense_client import SearchParams, TypesenseClient
 from data_server.fixtures import fixture_handler, load
 from data_server.pipeline import NullProgress, RichProgress, check, run_pipeline
+from data_server.pipeline.run import FIRST_SLICE
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
 from data_server.vaults.index import record_document
@@ -217,6 +218,29 @@ class _FaultyStore(VaultStore):
         if self.fault is not None and self.writes == self.fail_on:
             raise self.fault
         return super().upsert_vaults(vaults, **options)
+
+
+class _CountingStore(VaultStore):
+    """A write store that records how many vaults each of its transactions wrote."""
+
+    def upsert_vaults(self, vaults: Any, **options: Any) -> Any:
+        self.sizes = [*getattr(self, "sizes", []), len(vaults)]
+        return super().upsert_vaults(vaults, **options)
+
+
+async def test_a_large_source_writes_a_small_first_slice_then_whole_ones(tmp_path: Path) -> None:
+    # Typesense has nothing to index until the first slice is written: it is cut short.
+    with _CountingStore(tmp_path / "s.db") as store:
+        async with http_client() as http:
+            report = await run_pipeline(
+                [DefiLlamaProcessor(chart_pools=[])], store, None, http=http, slice_size=400
+            )
+        defillama = report.run.sources[0]
+        assert defillama.ok
+        sizes, stored = store.sizes, store.counts().by_source["defillama"]
+    assert sizes[0] == FIRST_SLICE < 400
+    assert set(sizes[1:-1]) == {400} and 0 < sizes[-1] <= 400
+    assert sum(sizes) == defillama.vaults == stored
 
 
 class _Crash(BaseException):
