@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 from pydantic_core import from_json
 
 from data_server.vaults.model import HistoryPoint, Vault
@@ -155,32 +155,12 @@ def response_time(response: httpx.Response) -> int:
 
 
 class RawResponse(BaseModel):
-    """One HTTP response body as received, with the URL and the time it describes.
-
-    A large body can be kept as its bytes (`content`) so that a parser validates its
-    records straight from them, in one pass, without the Python values of the whole
-    document in between; `decoded` then decodes it on first use.
-    """
+    """One HTTP response body as received, with the URL and the time it describes."""
 
     url: str
     status_code: int
     received_at: int = Field(description="Unix seconds from the response Date header")
     body: Any = None
-    content: bytes | None = Field(None, repr=False, exclude=True)
-    # What a processor derived from `content` at fetch, so parse does not derive it again.
-    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
-
-    def decoded(self) -> Any:
-        """The body as Python values (decoded from `content` on first use)."""
-        if self.body is None and self.content is not None:
-            self.body = decode_json(self.content, self.url)
-        return self.body
-
-    def derived(self, key: str, make: Callable[[RawResponse], Any]) -> Any:
-        """`make(self)`, worked out once per response and key."""
-        if key not in self._derived:
-            self._derived[key] = make(self)
-        return self._derived[key]
 
 
 class RawBatch(BaseModel):
@@ -193,7 +173,7 @@ class RawBatch(BaseModel):
     def body(self, name: str) -> Any:
         """The body of a named endpoint, or None when it was absent or failed."""
         response = self.responses.get(name)
-        return None if response is None else response.decoded()
+        return None if response is None else response.body
 
     def received_at(self, name: str) -> int | None:
         """The Date of a named endpoint's response, or None."""
@@ -216,40 +196,24 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-def decode_json(content: bytes, url: str) -> Any:
-    """A JSON body as Python values; ValueError naming the URL when it is not JSON."""
+async def get_json(
+    client: httpx.AsyncClient, url: str, *, params: dict[str, str] | None = None
+) -> RawResponse:
+    """GET a JSON endpoint; raise for HTTP errors so the caller decides what is fatal."""
+    response = await client.get(url, params=params)
+    response.raise_for_status()
     try:
         # pydantic-core's parser reads a large body (DefiLlama's /pools) in under half the
         # time of json.loads, to the same Python values.
-        return from_json(content)
+        body = from_json(response.content)
     except ValueError as exc:
-        raise ValueError(f"invalid JSON from {url}: {exc}") from exc
-
-
-async def get_json(
-    client: httpx.AsyncClient,
-    url: str,
-    *,
-    params: dict[str, str] | None = None,
-    keep_bytes: bool = False,
-) -> RawResponse:
-    """GET a JSON endpoint; raise for HTTP errors so the caller decides what is fatal.
-
-    ``keep_bytes`` keeps the body undecoded (`RawResponse.content`): the caller then
-    validates it, or decodes it, itself.
-    """
-    response = await client.get(url, params=params)
-    response.raise_for_status()
-    raw = RawResponse(
+        raise ValueError(f"invalid JSON from {response.request.url}: {exc}") from exc
+    return RawResponse(
         url=str(response.request.url),
         status_code=response.status_code,
         received_at=response_time(response),
+        body=body,
     )
-    if keep_bytes:
-        raw.content = response.content
-    else:
-        raw.body = decode_json(response.content, raw.url)
-    return raw
 
 
 async def get_optional_json(

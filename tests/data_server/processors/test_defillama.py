@@ -6,12 +6,10 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from pydantic_core import from_json, to_json
 
 from data_server.fixtures import load, offline_transport, recorded_chart_pools
 from data_server.processors import DefiLlamaProcessor
-from data_server.processors.base import DAY, RawResponse, parse_time
-from data_server.processors.defillama import _pool_rows
+from data_server.processors.base import DAY, parse_time
 from data_server.vaults.model import Vault
 
 from .conftest import run_offline
@@ -130,12 +128,8 @@ async def test_slices_are_the_parsed_vaults_each_once_and_final(size: int) -> No
     async with httpx.AsyncClient(transport=offline_transport()) as client:
         raw = await processor.fetch(client)
     # Pools listed twice, here the older row first: the slices hold the newer one, once.
-    pools = raw.responses["pools"]
-    body = pools.decoded()
-    body["data"].reverse()
-    raw.responses["pools"] = RawResponse(
-        url=pools.url, status_code=200, received_at=pools.received_at, body=body
-    )
+    rows = raw.responses["pools"].body["data"]
+    rows.reverse()
     whole = processor.parse(raw)
     slices = processor.parse_slices(raw, size)
     seen: list[Vault] = []
@@ -154,52 +148,3 @@ async def test_slices_are_the_parsed_vaults_each_once_and_final(size: int) -> No
     by_pool = {v.id.rsplit(":", 1)[1]: v for v in seen}
     shared = set(camel) & {r["pool"] for r in load(SNAKE)}
     assert shared and all(by_pool[p].apy == pytest.approx(camel[p]["apy"]) for p in shared)
-
-
-_ODD_ROWS: list[object] = [
-    {"pool": "a", "chain": "Ethereum", "project": "p", "tvlUsd": "12.5", "apy": "NaN"},
-    {"poolId": "b", "chain": "Base", "protocol_slug": "q", "stablecoin": "true", "count": "3"},
-    {"pool_id_defillama": "c", "chain": "Op_bnb", "project": "r", "ilRisk": None, "count": 4.0},
-    {"pool": "d", "chain": "x", "project": "s", "apy": 1e400, "outlier": 1, "extra": [1]},
-    {"pool": "e", "chain": "x", "project": "t", "underlyingTokens": ["0xA", None]},
-    {"pool": "f", "chain": 1, "project": "u"},
-    {"chain": "x", "project": "v"},
-    {"pool": "g", "chain": "x", "project": "w", "count": 1.5, "stablecoin": "maybe"},
-    {"pool": "h", "chain": "x", "project": "y", "symbol": None},
-    "not a row",
-    None,
-]
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        _ODD_ROWS,
-        {"status": "success", "data": _ODD_ROWS},
-        {"data": "none here", "pools": _ODD_ROWS},
-        {"data": _ODD_ROWS[:3], "pools": _ODD_ROWS},
-        {"data": {"a": 1}},
-        {"status": "empty"},
-        "text",
-    ],
-)
-def test_rows_validated_from_the_bytes_are_those_of_the_decoded_body(body: object) -> None:
-    content = to_json(body, inf_nan_mode="constants")
-    from_bytes = _pool_rows(RawResponse(url="u", status_code=200, received_at=0, content=content))
-    decoded = _pool_rows(
-        RawResponse(url="u", status_code=200, received_at=0, body=from_json(content))
-    )
-    assert [r.model_dump() for r in from_bytes.rows] == [r.model_dump() for r in decoded.rows]
-    assert from_bytes.warnings == decoded.warnings
-    if body is _ODD_ROWS:
-        assert len(from_bytes.rows) == 4 and len(from_bytes.warnings) == 7
-
-
-async def test_a_pools_body_that_is_not_json_fails_the_fetch_with_the_url_named() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"<html>busy</html>")
-
-    processor = DefiLlamaProcessor(chart_pools=[])
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        with pytest.raises(ValueError, match=r"invalid JSON from https://yields.llama.fi/pools"):
-            await processor.fetch(client)
