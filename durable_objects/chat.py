@@ -14,8 +14,8 @@ import httpx
 from workers import DurableObject
 
 from albert.agent import build_chat_service
+from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
-from albert.auth.jwks import JwksUnavailable
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService

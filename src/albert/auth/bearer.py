@@ -19,6 +19,12 @@ def bearer_token(request: HttpRequest) -> str:
     return ""
 
 
+def looks_like_jwt(token: str) -> bool:
+    """True for a token of three dot-separated parts (a JWS, albert.auth.host_jwt); session
+    tokens have two."""
+    return token.count(".") == 2
+
+
 def authenticate(request: HttpRequest, settings: Settings, now: int) -> Identity:
     """The verified identity of a request, or TokenError."""
     return verify_token(bearer_token(request), settings.signing_keys(), now=now)

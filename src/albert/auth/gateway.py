@@ -8,15 +8,17 @@ request goes to the router as it is.
 
 from __future__ import annotations
 
-from albert.auth.bearer import bearer_token
-from albert.auth.claim import ChatObjects
-from albert.auth.host_jwt import looks_like_jwt
+from typing import TYPE_CHECKING
+
+from albert.auth.bearer import bearer_token, looks_like_jwt
+from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
-from albert.auth.jwks import JwksUnavailable
-from albert.auth.sign_in import sign_in
 from albert.auth.tokens import TokenError
 from albert.router import Forward, route
 from albert.web import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from albert.auth.claim import ChatObjects
 
 
 async def route_request(
@@ -30,6 +32,9 @@ async def route_request(
     if request.path == "/api/session":
         if request.method != "POST":
             return route(request, settings, now)
+        # Only a sign-in needs these (and the claim steps behind them): imported here.
+        from albert.auth.sign_in import sign_in
+
         return await sign_in(request, now, auth, objects)
     try:
         identity = await auth.identify_token(token, now)

@@ -48,11 +48,6 @@ _USER_ID = re.compile(USER_ID_PATTERN)
 HttpSource = httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None
 
 
-def looks_like_jwt(token: str) -> bool:
-    """True for a token of three dot-separated parts (a JWS); session tokens have two."""
-    return token.count(".") == 2
-
-
 class HostJwtVerifier:
     """Verifies host tokens for every tenant that accepts them."""
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from albert.auth.bearer import bearer_token
-from albert.auth.host_jwt import HostJwtVerifier, HttpSource, looks_like_jwt
-from albert.auth.jwks import JwksRegistry, JwksUnavailable
+from albert.auth.bearer import bearer_token, looks_like_jwt
+from albert.auth.errors import JwksUnavailable
 from albert.auth.tokens import Identity, TokenError, verify_token
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from albert.auth.host_jwt import HostJwtVerifier, HttpSource
+    from albert.auth.jwks import JwksRegistry
 
 
 class Authenticator:
@@ -31,7 +35,23 @@ class Authenticator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self.host_jwt = HostJwtVerifier(settings, http, registry=registry, clock=clock)
+        self._http = http
+        self._registry = registry
+        self._clock = clock
+        self._host_jwt: HostJwtVerifier | None = None
+
+    @property
+    def host_jwt(self) -> HostJwtVerifier:
+        """The host-JWT verifier, made on the first host token: most deployments and most
+        requests carry session tokens only, so its modules are not imported before."""
+        if self._host_jwt is None:
+            # No await in between: one verifier (and one key cache policy) per Authenticator.
+            from albert.auth.host_jwt import HostJwtVerifier
+
+            self._host_jwt = HostJwtVerifier(
+                self.settings, self._http, registry=self._registry, clock=self._clock
+            )
+        return self._host_jwt
 
     async def identify(self, request: HttpRequest, now: int) -> Identity:
         """The verified identity of a request; TokenError or JwksUnavailable."""

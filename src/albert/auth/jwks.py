@@ -32,6 +32,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from albert.auth.errors import JwksUnavailable
+
 log = logging.getLogger(__name__)
 
 MAX_JWKS_BYTES = 256_000
@@ -49,14 +51,6 @@ class JwksPolicy(BaseModel):
     min_refresh_seconds: float = Field(30.0, ge=0)
     max_stale_seconds: int = Field(86_400, ge=0)
     timeout_seconds: float = Field(5.0, gt=0)
-
-
-class JwksUnavailable(Exception):
-    """No usable key set: never fetched, or expired, and the endpoint cannot be reached."""
-
-    def __init__(self, retry_after_seconds: float) -> None:
-        super().__init__("the identity provider's signing keys are unavailable")
-        self.retry_after_seconds = retry_after_seconds
 
 
 @dataclass(frozen=True)

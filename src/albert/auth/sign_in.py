@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from albert.auth.bearer import bearer_token
 from albert.auth.claim import ChatObjects, claim_anonymous_work
+from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
-from albert.auth.jwks import JwksUnavailable
 from albert.auth.tenants import PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id, verify_token
 from albert.protocol.http import ClaimOutcome, SessionRequest, SessionResponse
