@@ -1,14 +1,5 @@
-"""Product analytics: one typed event catalog, batched delivery after the response."""
+"""Product analytics: one typed event catalog, batched delivery after the response.
 
-from albert.analytics.catalog import BY_NAME, CLIENT_EVENTS, EVENTS, CatalogEvent
-from albert.analytics.service import AnalyticsService, BackgroundDefer, Defer
-
-__all__ = [
-    "BY_NAME",
-    "CLIENT_EVENTS",
-    "EVENTS",
-    "AnalyticsService",
-    "BackgroundDefer",
-    "CatalogEvent",
-    "Defer",
-]
+Nothing is re-exported here: with analytics off (no key, no log file) a chat object
+imports the service alone, never the catalog (albert.analytics.catalog) or the sinks.
+"""

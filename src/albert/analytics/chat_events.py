@@ -1,16 +1,23 @@
-"""Server events of the chat: derived from the turn's frames and tool outcomes."""
+"""Server events of the chat: derived from the turn's frames and tool outcomes.
+
+Each event is built only when analytics is on, and the catalog imported with the first
+one: a turn of an object without analytics builds no event model.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from albert.analytics.catalog import AiResponseGenerated, MessageSent, ToolInvoked, ToolSource
 from albert.analytics.service import AnalyticsService
 from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame
 from albert.tools.guard import GuardedResult
+
+if TYPE_CHECKING:
+    from albert.analytics.catalog import ToolSource
 
 
 class TurnEvents:
@@ -25,6 +32,10 @@ class TurnEvents:
 
     def message_sent(self, frame: ChatFrame, *, retry: bool) -> None:
         """A user message was stored (or retried) and its turn is about to run."""
+        if not self.analytics.enabled:
+            return
+        from albert.analytics.catalog import MessageSent
+
         self.analytics.track(
             MessageSent(thread_id=frame.thread_id, chars=len(frame.text), retry=retry)
         )
@@ -36,6 +47,8 @@ class TurnEvents:
         if isinstance(frame, StartFrame):
             self._started[frame.turn_id] = (self._monotonic(), frame.model)
         elif isinstance(frame, DoneFrame):
+            from albert.analytics.catalog import AiResponseGenerated
+
             started, model = self._started.pop(frame.turn_id, (self._monotonic(), ""))
             self.analytics.track(
                 AiResponseGenerated(
@@ -50,6 +63,10 @@ class TurnEvents:
 
     def tool_invoked(self, name: str, source: str, outcome: GuardedResult) -> None:
         """A tool call finished; `source` is 'local', 'unknown' or the remote server's name."""
+        if not self.analytics.enabled:
+            return
+        from albert.analytics.catalog import ToolInvoked
+
         kind: ToolSource = source if source in ("local", "unknown") else "remote"  # type: ignore[assignment]
         self.analytics.track(
             ToolInvoked(

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from albert.analytics.catalog import CLIENT_EVENTS, CatalogEvent
 from albert.analytics.service import AnalyticsService
 from albert.clock import Clock, SystemClock
 from albert.protocol.frames import ID_PATTERN
 from albert.validation import validation_message
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
+
+if TYPE_CHECKING:
+    from albert.analytics.catalog import CatalogEvent
 
 EVENTS_PATH = "/api/events"
 MAX_BODY_BYTES = 32_000
@@ -49,6 +51,9 @@ class EventsAccepted(BaseModel):
 
 def validate_client_event(item: ClientEvent) -> CatalogEvent:
     """The catalog event for a browser event, or BadRequest naming what is wrong."""
+    # The catalog loads with the first POST /api/events, not with the object.
+    from albert.analytics.catalog import CLIENT_EVENTS
+
     model = CLIENT_EVENTS.get(item.event)
     if model is None:
         raise BadRequest(f"unknown client event {item.event!r}", status=422, error="invalid_event")

@@ -3,7 +3,8 @@
 Nothing here runs on the request path beyond appending to a list. Sinks are
 built on the first event, batches leave through `defer` (the platform's
 `waitUntil`), and with neither a key nor a log file the service does nothing
-at all: no sink, no task, no network.
+at all: no sink, no task, no network, and neither the catalog nor the sinks'
+module is imported (callers check `enabled` before building an event).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ import re
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from albert.analytics.catalog import CatalogEvent
-from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink, Sink, TrackedEvent
 from albert.auth.tokens import CLIENT_ID_PATTERN
 from albert.clock import Clock, SystemClock
 from albert.settings import Settings
 from albert.storage.meta import CLIENT_ID, ObjectMeta
 from albert.storage.migrations import Migrations, migrate
 from albert.storage.ports import SqlStorage
+
+if TYPE_CHECKING:
+    from albert.analytics.catalog import CatalogEvent
+    from albert.analytics.sinks import Sink, TrackedEvent
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class AnalyticsService:
         defer: Defer | None = None,
         clock: Clock | None = None,
         sql: SqlStorage | None = None,
-        amplitude_url: str = AMPLITUDE_URL,
+        amplitude_url: str | None = None,
     ) -> None:
         self._api_key = api_key
         self._log_path = log_path
@@ -156,6 +159,8 @@ class AnalyticsService:
         """Queue one event; it leaves after the current response, with its neighbours."""
         if not self.enabled:
             return
+        from albert.analytics.sinks import TrackedEvent
+
         client_id = self.client_id
         self._buffer.append(
             TrackedEvent(
@@ -197,12 +202,15 @@ class AnalyticsService:
 
     def _get_sinks(self) -> list[Sink]:
         if self._sinks is None:
+            from albert.analytics.sinks import AMPLITUDE_URL, AmplitudeSink, JsonLinesSink
+
             sinks: list[Sink] = []
             if self._api_key:
                 if self._http is None:
                     # Only when no shared client was given; kept for the object's lifetime.
                     self._http = httpx.AsyncClient()
-                sinks.append(AmplitudeSink(self._api_key, self._http, self._amplitude_url))
+                url = AMPLITUDE_URL if self._amplitude_url is None else self._amplitude_url
+                sinks.append(AmplitudeSink(self._api_key, self._http, url))
             if self._log_path:
                 sinks.append(JsonLinesSink(Path(self._log_path)))
             self._sinks = sinks

@@ -6,7 +6,6 @@ import json
 import re
 import secrets
 
-from albert.analytics.catalog import ThreadCreated, ThreadLoaded
 from albert.analytics.service import AnalyticsService
 from albert.protocol.display_text import clean_label, has_visible_text
 from albert.protocol.http import ThreadCreate, ThreadUpdate
@@ -76,7 +75,10 @@ class ThreadsApi:
                 )
             title = self._title(body.title) if body.title is not None else None
             thread = self._store.create_thread(new_thread_id(), title)
-            self._analytics.track(ThreadCreated(thread_id=thread.id))
+            if self._analytics.enabled:
+                from albert.analytics.catalog import ThreadCreated
+
+                self._analytics.track(ThreadCreated(thread_id=thread.id))
             return HttpResponse.json(thread, status=201)
         return HttpResponse.error(405, "method_not_allowed", "use GET or POST")
 
@@ -88,7 +90,10 @@ class ThreadsApi:
             messages, count, cursor = self._store.messages_page_items(
                 thread_id, limit, request.query.get("cursor")
             )
-            self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
+            if self._analytics.enabled:
+                from albert.analytics.catalog import ThreadLoaded
+
+                self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
             # The ThreadDetail shape; its messages are the JSON each one stored when written.
             return HttpResponse.json_bytes(
                 b'{"thread":',
