@@ -83,6 +83,8 @@ LOADED_ON_FIRST_USE = {
     "albert.auth.claim": "a sign-in that claims anonymous work, through albert.auth.sign_in",
     "albert.analytics.catalog": "the first event with analytics on; POST /api/events",
     "albert.analytics.sinks": "the first event with analytics on (albert.analytics.service)",
+    "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
+    "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",
 }
 
 
