@@ -85,6 +85,22 @@ LOADED_ON_FIRST_USE = {
     "albert.analytics.sinks": "the first event with analytics on (albert.analytics.service)",
     "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
     "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",
+    # The MCP manager's per-server machinery: the first configured server, config change
+    # or alarm of an object (albert.mcp.manager).
+    **{
+        f"albert.mcp.{name}": "an object's first MCP server, config change or alarm"
+        for name in (
+            "catalogue",
+            "classify",
+            "connector",
+            "health",
+            "invoker",
+            "reconnect",
+            "recovery",
+            "remote_tool",
+            "server_state",
+        )
+    },
 }
 
 

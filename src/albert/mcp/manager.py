@@ -14,6 +14,9 @@
   `last_error` and the server goes on along the retry schedule.
 - Tools: `HealthCheck` keeps each ready server's tool list fresh, `ToolCatalogue`
   builds a turn's tools and `RemoteInvoker` runs the remote ones.
+- Cold start: that machinery (`_Remote`) is made, and its modules imported, with the
+  first configured server, config change or alarm: an object whose client has no MCP
+  server answers its turns with the local tools and never loads it.
 """
 
 from __future__ import annotations
@@ -21,33 +24,43 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarms import AlarmPort
-from albert.mcp.catalogue import ToolCatalogue
 from albert.mcp.configs import McpConfigStore, McpServerConfig, SecretLookup
-from albert.mcp.connector import Connector
-from albert.mcp.health import HealthCheck
-from albert.mcp.invoker import RemoteInvoker
-from albert.mcp.reconnect import ReconnectPolicy
-from albert.mcp.recovery import RecoveryScheduler, internal_error
 from albert.mcp.retry_log import RetryLog
-from albert.mcp.server_state import ServerState
-from albert.mcp.ssrf import Resolver, system_resolver
 from albert.mcp.status import StatusBroadcast
 from albert.ports import ChatSocket, SocketHub, TurnTools
 from albert.protocol.frames import McpServerStatus
 from albert.settings import Settings
 from albert.tools.base import Tool
+from albert.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from albert.mcp.catalogue import ToolCatalogue
     from albert.mcp.connection import McpConnection
+    from albert.mcp.connector import Connector
+    from albert.mcp.health import HealthCheck
+    from albert.mcp.recovery import RecoveryScheduler
+    from albert.mcp.server_state import ServerState
+    from albert.mcp.ssrf import Resolver
 
 log = logging.getLogger(__name__)
 
 # How long `close` waits for connections still closing in the background.
 CLOSE_WAIT_SECONDS = 2.5
+
+
+@dataclass(frozen=True)
+class _Remote:
+    """What connects, watches, retries and offers the remote servers of one manager."""
+
+    connector: Connector
+    recovery: RecoveryScheduler
+    health: HealthCheck
+    catalogue: ToolCatalogue
 
 
 class McpManager:
@@ -62,14 +75,22 @@ class McpManager:
         alarms: AlarmPort,
         secrets: SecretLookup,
         hub: SocketHub | None = None,
-        resolver: Resolver = system_resolver,
+        resolver: Resolver | None = None,
         clock: Clock | None = None,
         retry_log: RetryLog | None = None,
     ) -> None:
-        """`retry_log`: where recovery cycles are kept across restarts (memory only without)."""
+        """`retry_log`: where recovery cycles are kept across restarts (memory only without);
+        `resolver`: the DNS lookup of the SSRF checks (the system's without)."""
         clock = clock or SystemClock()
         self._store = store
         self._settings = settings
+        self._local_tools = list(local_tools)
+        self._alarms = alarms
+        self._secrets = secrets
+        self._resolver = resolver
+        self._clock = clock
+        self._retry_log = retry_log
+        self._built: _Remote | None = None
         self._servers: dict[str, ServerState] = {}
         self._started = False
         self._closed = False
@@ -79,39 +100,59 @@ class McpManager:
         self._closing: set[asyncio.Task[Any]] = set()
         self._hub = hub
         self._status = StatusBroadcast(self._servers, clock, hub)
-        policy = ReconnectPolicy.from_settings(settings)
-        self._connector = Connector(
-            store=store,
-            settings=settings,
-            secrets=secrets,
-            resolver=resolver,
-            clock=clock,
-            on_lost=self._on_lost,
-            on_ready=self._on_ready,
-            spawn=self._spawn_close,
-            # The bound of one attempt, so a server is never `connecting` for longer.
-            attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
-        )
-        self.recovery = RecoveryScheduler(
-            self._servers,
-            policy=policy,
-            alarms=alarms,
-            clock=clock,
-            connect=self._connector.connect,
-            log=retry_log,
-            watched=self._watched,
-        )
-        self._health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
-        invoker = RemoteInvoker(
-            self._servers,
-            health=self._health,
-            connect=self._connector.connect,
-            on_broken=self._broken,
-            clock=clock,
-        )
-        self._catalogue = ToolCatalogue(
-            self._servers, local_tools=local_tools, health=self._health, invoke=invoker.invoke
-        )
+
+    def _remote(self) -> _Remote:
+        """The per-server machinery, made on first use (no await here: made once)."""
+        if self._built is None:
+            from albert.mcp.catalogue import ToolCatalogue
+            from albert.mcp.connector import Connector
+            from albert.mcp.health import HealthCheck
+            from albert.mcp.invoker import RemoteInvoker
+            from albert.mcp.reconnect import ReconnectPolicy
+            from albert.mcp.recovery import RecoveryScheduler
+            from albert.mcp.ssrf import system_resolver
+
+            settings, clock = self._settings, self._clock
+            policy = ReconnectPolicy.from_settings(settings)
+            connector = Connector(
+                store=self._store,
+                settings=settings,
+                secrets=self._secrets,
+                resolver=self._resolver or system_resolver,
+                clock=clock,
+                on_lost=self._on_lost,
+                on_ready=self._on_ready,
+                spawn=self._spawn_close,
+                # The bound of one attempt, so a server is never `connecting` for longer.
+                attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
+            )
+            recovery = RecoveryScheduler(
+                self._servers,
+                policy=policy,
+                alarms=self._alarms,
+                clock=clock,
+                connect=connector.connect,
+                log=self._retry_log,
+                watched=self._watched,
+            )
+            health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
+            invoker = RemoteInvoker(
+                self._servers,
+                health=health,
+                connect=connector.connect,
+                on_broken=self._broken,
+                clock=clock,
+            )
+            catalogue = ToolCatalogue(
+                self._servers, local_tools=self._local_tools, health=health, invoke=invoker.invoke
+            )
+            self._built = _Remote(connector, recovery, health, catalogue)
+        return self._built
+
+    @property
+    def recovery(self) -> RecoveryScheduler:
+        """Plans, arms and runs the servers' reconnection attempts."""
+        return self._remote().recovery
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -126,6 +167,8 @@ class McpManager:
             self._add(config)
 
     def _add(self, config: McpServerConfig) -> None:
+        from albert.mcp.server_state import ServerState
+
         server = ServerState.for_config(config, self._status.notify)
         self._servers[config.name] = server
         if not config.enabled:
@@ -212,16 +255,18 @@ class McpManager:
             exc_info=(type(exc), exc, exc.__traceback__),
         )
         if server is not None and server.current and not self._closed:
+            from albert.mcp.recovery import internal_error
+
             server.connect_failed(internal_error(exc))
             self._spawn(self.recovery.crashed(server))
 
     async def _initial_connect(self, server: ServerState) -> None:
-        if not await self._connector.connect(server):
+        if not await self._remote().connector.connect(server):
             await self.recovery.begin(server)
 
     def _on_ready(self, server: ServerState) -> None:
         self.recovery.forget(server.name)
-        self._health.watch(server)
+        self._remote().health.watch(server)
 
     def _on_lost(self, server: ServerState, conn: McpConnection) -> None:
         if server.conn is conn and server.current:
@@ -250,10 +295,11 @@ class McpManager:
     async def tools_for_turn(self) -> TurnTools:
         """Local tools, with every ready server's tools merged over them."""
         self.start()
-        if self._servers:
-            await self.recovery.probe_half_open()
-            await self._wait_for_first_connections()
-        return await self._catalogue.build()
+        if not self._servers:
+            return TurnTools(registry=ToolRegistry(self._local_tools))
+        await self.recovery.probe_half_open()
+        await self._wait_for_first_connections()
+        return await self._remote().catalogue.build()
 
     async def _wait_for_first_connections(self) -> None:
         # A server still on its first attempt may be a moment away: wait that moment.

@@ -16,10 +16,14 @@ is not counted: its row still says it is due, so it runs again.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from albert.mcp.configs import MCP_SCHEMA
-from albert.mcp.reconnect import RetryState
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
+
+if TYPE_CHECKING:
+    from albert.mcp.reconnect import RetryState
 
 MAX_ERROR_CHARS = 500
 
@@ -58,6 +62,9 @@ class RetryLog:
         )
         if not rows or rows[0]["url"] != url:
             return None
+        # Loaded with the recovery machinery (albert.mcp.manager), never at start.
+        from albert.mcp.reconnect import RetryState
+
         row = rows[0]
         retry = RetryState(
             attempts=int(row["attempts"]),

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from albert.clock import Clock
-from albert.mcp.server_state import ServerState
 from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import McpServerStatus, McpStatusFrame
+
+if TYPE_CHECKING:
+    from albert.mcp.server_state import ServerState
 
 log = logging.getLogger(__name__)
 

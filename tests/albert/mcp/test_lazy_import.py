@@ -14,6 +14,7 @@ from pathlib import Path
 
 from albert.ai.prompt import VAULT_UNAVAILABLE
 from tests.support.scripted_model import Reply, ScriptedModelServer
+from tests.test_snapshot_safety import LOADED_ON_FIRST_USE
 
 PROJECT_DIR = Path(__file__).resolve().parents[3]
 
@@ -52,10 +53,17 @@ async def main():
         frame = {"type": "chat", "thread_id": thread_id, "message_id": "m1", "text": "Best APY?"}
         await service.handle_frame(hub.socket, json.dumps(frame))
         status = await service.handle_http(HttpRequest(method="GET", path="/api/mcp/status"))
+        listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"))
+        loaded = await service.handle_http(
+            HttpRequest(method="GET", path=f"/api/threads/{thread_id}")
+        )
     print(json.dumps({
         "kinds": [f["type"] for f in hub.socket.frames],
         "status": json.loads(status.body),
         "mcp_loaded": "mcp" in sys.modules,
+        "listed": [t["id"] for t in json.loads(listed.body)["threads"]],
+        "loaded": [m["role"] for m in json.loads(loaded.body)["messages"]],
+        "lazy_loaded": sorted(set(json.loads(sys.argv[3])) & set(sys.modules)),
     }))
 
 asyncio.run(main())
@@ -86,11 +94,19 @@ def _python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
 
 def test_a_full_chat_turn_without_mcp_servers_never_imports_mcp(tmp_path: Path) -> None:
     with ScriptedModelServer(default=Reply(text=["No vault data here."])) as model:
-        out = _python(CHAT_TURN, model.base_url, str(tmp_path / "object.sqlite"))
+        out = _python(
+            CHAT_TURN,
+            model.base_url,
+            str(tmp_path / "object.sqlite"),
+            json.dumps(list(LOADED_ON_FIRST_USE)),
+        )
         [request] = model.requests
     assert out["kinds"][0] == "ack" and out["kinds"][-1] == "done", out
     assert out["status"] == {"servers": []}
     assert out["mcp_loaded"] is False
+    # Nor anything else the worker's import leaves for the requests that need it.
+    assert out["lazy_loaded"] == []
+    assert len(out["listed"]) == 1 and out["loaded"][:2] == ["user", "assistant"], out
     system = request["messages"][0]["content"]
     assert VAULT_UNAVAILABLE in system
     sent = {t["function"]["name"] for t in request.get("tools", [])}
