@@ -160,7 +160,7 @@ STEPS: list[tuple[str, str]] = [
         "albert.admission",
     ),
     (
-        "albert.analytics: catalog, service, endpoint",
+        "albert.analytics: service, endpoint (the catalog loads with the first event)",
         "import albert.analytics.service, albert.analytics.endpoint, albert.analytics.chat_events",
     ),
     (
@@ -169,7 +169,7 @@ STEPS: list[tuple[str, str]] = [
     ),
     ("albert.mcp: configs", "import albert.mcp.configs, albert.mcp.secret_binding"),
     (
-        "albert.mcp: manager, API, SSRF checks (no SDK)",
+        "albert.mcp: manager (no per-server machinery), API, SSRF checks (no SDK)",
         "import albert.mcp.api, albert.mcp.manager, albert.mcp.ssrf, albert.mcp.alarms, "
         "albert.mcp.retry_log",
     ),
