@@ -167,11 +167,10 @@ STEPS: list[tuple[str, str]] = [
         "albert.ai, albert.tools",
         "import albert.ai.budget, albert.ai.factory, albert.ai.tool_loop, albert.tools.catalog",
     ),
-    ("albert.mcp: configs", "import albert.mcp.configs, albert.mcp.secret_binding"),
+    ("albert.mcp: config store", "import albert.mcp.config_store"),
     (
-        "albert.mcp: manager (no per-server machinery), API, SSRF checks (no SDK)",
-        "import albert.mcp.api, albert.mcp.manager, albert.mcp.ssrf, albert.mcp.alarms, "
-        "albert.mcp.retry_log",
+        "albert.mcp: manager, status (no per-server machinery, no API, no SDK)",
+        "import albert.mcp.access, albert.mcp.manager, albert.mcp.alarms, albert.mcp.retry_log",
     ),
     ("albert.chat, albert.storage", "import albert.chat.service"),
     ("entry, durable_objects, platform glue", "import entry, durable_objects.chat"),

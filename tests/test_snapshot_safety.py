@@ -85,6 +85,12 @@ LOADED_ON_FIRST_USE = {
     "albert.analytics.sinks": "the first event with analytics on (albert.analytics.service)",
     "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
     "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",
+    # What only an object with an MCP server, or the MCP API, needs: the config models,
+    # the SSRF checks, the secret bindings (albert.agent) and the API (albert.mcp.access).
+    **{
+        f"albert.mcp.{name}": "an object's first MCP server or /api/mcp/ request"
+        for name in ("api", "configs", "secret_binding", "ssrf")
+    },
     # The MCP manager's per-server machinery: the first configured server, config change
     # or alarm of an object (albert.mcp.manager).
     **{

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -15,18 +16,21 @@ from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
 from albert.limits import InMemoryLimiter, SharedLimiter
+from albert.mcp.access import McpAccess
 from albert.mcp.alarms import AlarmPort, LoopAlarm
-from albert.mcp.api import McpApi
-from albert.mcp.configs import McpConfigStore
+from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.mcp.retry_log import RetryLog
-from albert.mcp.secret_binding import RawSecretLookup, SecretBinding
-from albert.mcp.ssrf import resolver_for
 from albert.ports import SocketHub
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
 from albert.tools.catalog import build_local_tools
+
+if TYPE_CHECKING:
+    from albert.mcp.api import McpApi
+    from albert.mcp.secret_binding import RawSecretLookup, SecretBinding
+    from albert.mcp.ssrf import Resolver
 
 
 def build_chat_service(
@@ -112,28 +116,72 @@ def _mcp_api(
     hub: SocketHub,
     alarms: AlarmPort | None,
     secrets: RawSecretLookup,
-) -> McpApi:
+) -> McpAccess:
     """The client's MCP servers: config store, manager (the turns' ToolProvider), HTTP API."""
     store = McpConfigStore(sql, settings, clock.now_ms)
-    resolver = resolver_for(settings.mcp_dns_resolver, settings.mode, http, settings.mcp_doh_url)
+    edges = _McpEdges(settings, http, secrets)
     # Without the platform's alarm (tests, other hosts) retries ride the event loop.
     loop_alarm: LoopAlarm | None = None
     if alarms is None:
         alarms = loop_alarm = LoopAlarm()
-    bound_secrets = SecretBinding.from_setting(
-        settings.mcp_secrets_json, settings.tenant_key, secrets
-    )
     manager = McpManager(
         store=store,
         settings=settings,
         local_tools=local_tools,
         alarms=alarms,
-        secrets=bound_secrets,
+        secrets=edges,
         hub=hub,
-        resolver=resolver,
+        resolver=edges.resolve,
         clock=clock,
         retry_log=RetryLog(sql),
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)
-    return McpApi(store, manager, settings, resolver, secrets=bound_secrets)
+
+    def api() -> McpApi:
+        from albert.mcp.api import McpApi
+
+        return McpApi(store, manager, settings, edges.resolve, secrets=edges.binding)
+
+    return McpAccess(store, manager, api)
+
+
+class _McpEdges:
+    """The SSRF checks' DNS resolver and the secret bindings of one object's MCP servers,
+    made (each once, synchronously) when a server or the MCP API first needs them: an
+    object whose client has no server never imports their modules."""
+
+    def __init__(
+        self, settings: Settings, http: httpx.AsyncClient, secrets: RawSecretLookup
+    ) -> None:
+        self._settings = settings
+        self._http = http
+        self._secrets = secrets
+
+    @functools.cached_property
+    def binding(self) -> SecretBinding:
+        """MCP_SECRETS for this tenant (a setting that does not parse binds nothing)."""
+        from albert.mcp.secret_binding import SecretBinding
+
+        settings = self._settings
+        return SecretBinding.from_setting(
+            settings.mcp_secrets_json, settings.tenant_key, self._secrets
+        )
+
+    @functools.cached_property
+    def resolver(self) -> Resolver:
+        """DoH in production, the system's locally (albert.mcp.ssrf.resolver_for)."""
+        from albert.mcp.ssrf import resolver_for
+
+        settings = self._settings
+        return resolver_for(
+            settings.mcp_dns_resolver, settings.mode, self._http, settings.mcp_doh_url
+        )
+
+    def value_for(self, name: str, url: str) -> str:
+        """The secret's value for a connection to `url`, or SecretRefused."""
+        return self.binding.value_for(name, url)
+
+    async def resolve(self, host: str) -> list[str]:
+        """The host's addresses, for the SSRF checks."""
+        return await self.resolver(host)

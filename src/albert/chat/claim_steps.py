@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.auth.tokens import Identity
 from albert.chat.claims import CLAIM_PREFIX, CLOSE_SESSION_CLAIMED
-from albert.mcp.configs import McpConfigStore, McpServerRow
+from albert.mcp.config_store import McpConfigStore
+from albert.mcp.configs import McpServerRow
 from albert.ports import SocketHub
 from albert.storage.ports import SqlStorage
 from albert.storage.transfer import (

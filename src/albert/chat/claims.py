@@ -39,7 +39,7 @@ from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
     from albert.chat.claim_steps import ClaimSteps
-    from albert.mcp.configs import McpConfigStore
+    from albert.mcp.config_store import McpConfigStore
 
 CLAIM_PREFIX = "/internal/claim/"
 CLAIMED_BY = "claimed_by"

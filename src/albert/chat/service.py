@@ -27,7 +27,7 @@ from albert.storage.turn_journal import TurnJournal
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
-    from albert.mcp.api import McpApi
+    from albert.mcp.access import McpAccess
 
 
 class ChatService:
@@ -43,7 +43,7 @@ class ChatService:
         tools: ToolProvider,
         hub: SocketHub,
         analytics: AnalyticsService | None = None,
-        mcp: McpApi | None = None,
+        mcp: McpAccess | None = None,
     ) -> None:
         migrate(sql, THREADS)
         self.mcp = mcp

@@ -7,7 +7,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from albert.mcp.configs import McpConfigStore, McpServerIn, McpServerList, McpServerView
+from albert.mcp.access import MCP_API_PREFIX
+from albert.mcp.config_store import McpConfigStore
+from albert.mcp.configs import McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import SecretBinding, SecretRefused
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
@@ -58,7 +60,7 @@ class McpApi:
 
     def handles(self, path: str) -> bool:
         """True for the paths this API owns."""
-        return path.startswith("/api/mcp/")
+        return path.startswith(MCP_API_PREFIX)
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
         """Answer one request; every failure is a JSON error with a clear detail."""

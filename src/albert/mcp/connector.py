@@ -18,7 +18,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock
-from albert.mcp.configs import McpConfigStore, McpServerConfig, MissingSecret, SecretLookup
+from albert.mcp.config_store import McpConfigStore
+from albert.mcp.configs import McpServerConfig, MissingSecret, SecretLookup
 from albert.mcp.server_state import ServerState
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
 from albert.settings import Settings

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarms import AlarmPort
-from albert.mcp.configs import McpConfigStore, McpServerConfig, SecretLookup
+from albert.mcp.config_store import McpConfigStore
 from albert.mcp.retry_log import RetryLog
 from albert.mcp.status import StatusBroadcast
 from albert.ports import ChatSocket, SocketHub, TurnTools
@@ -40,6 +40,7 @@ from albert.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from albert.mcp.catalogue import ToolCatalogue
+    from albert.mcp.configs import McpServerConfig, SecretLookup
     from albert.mcp.connection import McpConnection
     from albert.mcp.connector import Connector
     from albert.mcp.health import HealthCheck

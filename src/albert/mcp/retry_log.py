@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from albert.mcp.configs import MCP_SCHEMA
+from albert.mcp.config_store import MCP_SCHEMA
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
 

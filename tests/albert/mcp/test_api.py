@@ -11,7 +11,7 @@ import pytest
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.alarms import LoopAlarm
 from albert.mcp.api import McpApi
-from albert.mcp.configs import McpConfigStore
+from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import SecretBinding, SecretRule
 from albert.web import HttpRequest, HttpResponse

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.configs import McpConfigStore, McpServerIn, McpServerView, MissingSecret
+from albert.mcp.config_store import McpConfigStore
+from albert.mcp.configs import McpServerIn, McpServerView, MissingSecret
 from albert.mcp.secret_binding import SecretBinding, SecretRule
 from tests.albert.mcp.conftest import fast_settings, now_ms
 

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.alarms import LoopAlarm
-from albert.mcp.configs import McpConfigStore, McpServerIn
+from albert.mcp.config_store import McpConfigStore
+from albert.mcp.configs import McpServerIn
 from albert.mcp.connector import connection_module
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import REFUSAL, SecretBinding, SecretRule, origin_of

@@ -8,7 +8,7 @@ import pytest
 
 from albert.analytics.service import ANALYTICS_SCHEMA, AnalyticsService
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.configs import MCP_MIGRATIONS, MCP_SCHEMA
+from albert.mcp.config_store import MCP_MIGRATIONS, MCP_SCHEMA
 from albert.storage.meta import CLIENT_ID, ObjectMeta
 from albert.storage.migrations import MIGRATIONS, THREADS, Migrations, migrate
 from miniflare.storage import SqlStorage
