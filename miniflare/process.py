@@ -55,11 +55,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 DEFAULT_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.05
 
@@ -163,6 +164,31 @@ def lost_its_port(log_path: Path, since: int) -> bool:
             return b"address already in use" in log.read().lower()
     except OSError:
         return False
+
+
+def start_on_free_ports(
+    start: Callable[[], T],
+    *,
+    log_path: Path,
+    failure: type[Exception],
+    movable: bool,
+    repick: Callable[[], None],
+) -> T:
+    """`start()`; when it raises `failure` because a port was taken before the child could
+    listen on it (its log says so), `repick()` the ports and start again, up to
+    PORT_ATTEMPTS times. Ports that are not `movable` (given by the user, or already known
+    to clients) are never moved: that failure is raised at once.
+    """
+    attempt = 1
+    while True:
+        log_start = log_size(log_path)
+        try:
+            return start()
+        except failure:
+            if not (movable and attempt < PORT_ATTEMPTS and lost_its_port(log_path, log_start)):
+                raise
+        attempt += 1
+        repick()
 
 
 def read_log_tail(path: Path, lines: int, missing: str = "") -> str:
@@ -597,20 +623,22 @@ class LocalProcess:
         """
         if self.running:
             return self
-        attempt = 1
-        while True:
-            log_start = log_size(self.log_path)
-            try:
-                self._start_once(timeout)
-            except ChildStartError as exc:
-                retry = self._ports_movable and attempt < PORT_ATTEMPTS
-                if not (retry and lost_its_port(self.log_path, log_start)):
-                    raise RuntimeError(f"albert {self.command}: {exc}") from exc
-                attempt += 1
-                self.port, self.data_port = free_port(), free_port()
-                continue
-            self._ports_movable = False  # restarts keep the port the clients know
-            return self
+
+        def repick() -> None:
+            self.port, self.data_port = free_port(), free_port()
+
+        try:
+            start_on_free_ports(
+                lambda: self._start_once(timeout),
+                log_path=self.log_path,
+                failure=ChildStartError,
+                movable=self._ports_movable,
+                repick=repick,
+            )
+        except ChildStartError as exc:
+            raise RuntimeError(f"albert {self.command}: {exc}") from exc
+        self._ports_movable = False  # restarts keep the port the clients know
+        return self
 
     def _start_once(self, timeout: float) -> None:
         if self.child is not None:

@@ -19,12 +19,10 @@ import httpx
 from data_server.typesense.process import HOST, free_port, port_is_free
 from data_server.wallets.chain_ids import chain_id as known_chain_id
 from miniflare.process import (
-    PORT_ATTEMPTS,
     ChildProcess,
     ChildStartError,
-    log_size,
-    lost_its_port,
     read_log_tail,
+    start_on_free_ports,
 )
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -120,22 +118,22 @@ class AnvilProcess:
         """Launch the node and wait until `eth_chainId` answers with its id.
 
         A port picked here (not given) that is taken before the node listens on it is
-        picked again, up to PORT_ATTEMPTS starts.
+        picked again (miniflare.process.start_on_free_ports).
         """
         if self.running:
             return self
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        attempt = 1
-        while True:
-            log_start = log_size(self.log_path)
-            try:
-                return self._start_once(timeout)
-            except AnvilStartError:
-                lost = lost_its_port(self.log_path, log_start)
-                if not (self._auto_port and lost and attempt < PORT_ATTEMPTS):
-                    raise
-            attempt += 1
+
+        def repick() -> None:
             self.port = free_port(self.host)
+
+        return start_on_free_ports(
+            lambda: self._start_once(timeout),
+            log_path=self.log_path,
+            failure=AnvilStartError,
+            movable=self._auto_port,
+            repick=repick,
+        )
 
     def _start_once(self, timeout: float) -> AnvilProcess:
         if not port_is_free(self.port, self.host):

@@ -15,12 +15,10 @@ from types import TracebackType
 import httpx
 
 from miniflare.process import (
-    PORT_ATTEMPTS,
     ChildProcess,
     ChildStartError,
-    log_size,
-    lost_its_port,
     read_log_tail,
+    start_on_free_ports,
 )
 from miniflare.process import port_is_free as _port_is_free
 
@@ -99,24 +97,22 @@ class TypesenseProcess:
         """Launch the server and wait until GET /health says ok, at most `timeout` seconds.
 
         A port picked here (not given) that is taken before the server listens on it is
-        picked again, up to PORT_ATTEMPTS starts.
+        picked again (miniflare.process.start_on_free_ports).
         """
         if self.running:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        attempt = 1
-        while True:
-            log_start = log_size(self.log_path)
-            try:
-                self._start_once(timeout)
-                return
-            except TypesenseStartError:
-                lost = lost_its_port(self.log_path, log_start)
-                if not (self._auto_port and lost and attempt < PORT_ATTEMPTS):
-                    raise
-            attempt += 1
-            self.port = free_port(self.host)
-            self.peering_port = None
+
+        def repick() -> None:
+            self.port, self.peering_port = free_port(self.host), None
+
+        start_on_free_ports(
+            lambda: self._start_once(timeout),
+            log_path=self.log_path,
+            failure=TypesenseStartError,
+            movable=self._auto_port,
+            repick=repick,
+        )
 
     def _start_once(self, timeout: float) -> None:
         if not port_is_free(self.port, self.host):
