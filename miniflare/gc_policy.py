@@ -30,6 +30,9 @@ class FreezeSurvivors:
         self.growth = growth
         # Frozen objects right after the last full pass over everything (0: none yet).
         self._base = 0
+        # The frozen set when it was last counted, and the survivors frozen since then.
+        self._counted = 0
+        self._added = 0
         self.freezes = 0
         self.thaws = 0
         self._installed = False
@@ -47,19 +50,27 @@ class FreezeSurvivors:
             gc.callbacks.remove(self._on_gc)
             self._installed = False
             gc.unfreeze()
-            self._base = 0
+            self._base = self._counted = self._added = 0
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase != "stop" or info.get("generation") != 2:
             return
-        frozen = gc.get_freeze_count()
-        if self._base and frozen >= self.growth * self._base:
-            # Everything goes back: the next full collection walks it all once.
-            gc.unfreeze()
-            self._base = 0
-            self.thaws += 1
-            return
+        # After a full collection every survivor is in the oldest generation: what is frozen
+        # now. Counting the frozen set itself walks all of it (~0.5 million objects, tens of
+        # ms inside the pause), so it is counted only when the survivors added since the
+        # last count could have reached the thaw threshold.
+        added = len(gc.get_objects(generation=2))
+        if self._base and self._counted + self._added >= self.growth * self._base:
+            self._counted, self._added = gc.get_freeze_count(), 0
+            if self._counted >= self.growth * self._base:
+                # Everything goes back: the next full collection walks it all once.
+                gc.unfreeze()
+                self._base = self._counted = self._added = 0
+                self.thaws += 1
+                return
         gc.freeze()
         self.freezes += 1
+        self._added += added
         if not self._base:
-            self._base = max(1, gc.get_freeze_count())
+            self._base = self._counted = max(1, gc.get_freeze_count())
+            self._added = 0

@@ -97,3 +97,29 @@ def test_uninstall_thaws_everything_and_stops_freezing() -> None:
 def test_growth_must_be_above_one() -> None:
     with pytest.raises(ValueError, match="above 1"):
         FreezeSurvivors(growth=1.0)
+
+
+def test_the_frozen_set_is_counted_only_when_a_thaw_could_be_due(
+    policy: FreezeSurvivors, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gc.collect()  # the first freeze sets the base (one count of the frozen set)
+    base = gc.get_freeze_count()
+    counts: list[int] = []
+    real_count = gc.get_freeze_count
+
+    def counted() -> int:
+        counts.append(1)
+        return real_count()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counted)
+    for _ in range(5):
+        gc.collect()  # next to nothing added: no walk over the frozen set
+    assert counts == []
+    assert policy.freezes == 6 and policy.thaws == 0
+    growth = [[] for _ in range(base + 1000)]
+    gc.collect()  # frozen with the rest: the set may have doubled now
+    assert counts == []
+    gc.collect()  # so this one counts it, and thaws
+    assert len(counts) == 1
+    assert policy.thaws == 1
+    assert len(growth) > base
