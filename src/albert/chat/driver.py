@@ -23,11 +23,15 @@ from albert.protocol.frames import ErrorCode, StartFrame
 from albert.settings import Settings
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
+from albert.tools.base import Tool
 from albert.tools.guard import ToolGuard
 from albert.tools.read_tool_result import read_tool_result_tool
 from albert.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+# The read_tool_result tools kept per driver (one per recent thread): building one each
+# turn also built its spec and measured it again (~30 µs of a turn).
+KEPT_THREAD_TOOLS = 8
 
 
 class TurnDriver:
@@ -55,6 +59,7 @@ class TurnDriver:
             timeout_seconds=settings.tool_timeout_seconds,
             max_chars=settings.tool_result_max_chars,
         )
+        self._thread_tools: dict[str, Tool] = {}
 
     async def run(self, live: LiveTurn) -> None:
         """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
@@ -92,9 +97,7 @@ class TurnDriver:
     async def _prepare(self, thread_id: str) -> tuple[list[ChatMessage], ToolRegistry]:
         """The model's opening messages (system prompt, then history) and the turn's tools."""
         turn_tools = await self._tools.tools_for_turn()
-        registry = turn_tools.registry.extended(
-            [read_tool_result_tool(self._outputs, thread_id)], "local"
-        )
+        registry = turn_tools.registry.extended([self._read_tool(thread_id)], "local")
         system = build_system_prompt(
             registry,
             server_notes=turn_tools.server_notes,
@@ -103,6 +106,17 @@ class TurnDriver:
         )
         history = history_for_model(self._store.model_history(thread_id, HISTORY_MESSAGES))
         return [ChatMessage(role="system", content=system), *history], registry
+
+    def _read_tool(self, thread_id: str) -> Tool:
+        """The thread's read_tool_result tool, built once while the thread stays recent."""
+        kept = self._thread_tools
+        tool = kept.pop(thread_id, None)
+        if tool is None:
+            tool = read_tool_result_tool(self._outputs, thread_id)
+            if len(kept) >= KEPT_THREAD_TOOLS:
+                del kept[next(iter(kept))]  # the least recently used
+        kept[thread_id] = tool
+        return tool
 
     def _ending(self, exc: Exception, turn_id: str) -> TurnEnding:
         """The ending of a turn the loop could not finish (called in the except block)."""
