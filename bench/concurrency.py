@@ -209,6 +209,9 @@ async def run(sizes: BenchSizes) -> list[Row]:
         f"; CPU during the turns: runtime {runtime_cpu / wall_s:.0%} of a core, "
         f"model {model_cpu / wall_s:.0%}, clients {own_cpu / wall_s:.0%}"
     )
+    if latencies:
+        # Steadier than the tail on a shared machine: what each turn cost the runtime.
+        note += f"; runtime CPU per turn {runtime_cpu / len(latencies) * 1000:.2f} ms"
     if failures:
         note += f"; {len(failures)} clients failed: {failures[0]!r}"[:200]
     return [
