@@ -109,7 +109,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
     socket keeps the port.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY only on sockets whose `proto` says
+    # TCP, and accepted connections inherit it; with the default 0 every response written
+    # in two sends (head, body) waited ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

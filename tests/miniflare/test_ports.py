@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
@@ -50,3 +51,22 @@ def test_a_port_that_cannot_be_listened_on_for_another_reason_says_so() -> None:
     # 192.0.2.1 (TEST-NET-1) is no address of this machine.
     with pytest.raises(PortTaken, match=r"^--port 8787: cannot listen on 192\.0\.2\.1:8787 \("):
         reserve_port("192.0.2.1", 8787, "--port")
+
+
+async def test_connections_to_a_reserved_port_send_without_waiting_for_acks() -> None:
+    # Served through asyncio as uvicorn serves it: TCP_NODELAY on each connection, or a
+    # response written in two sends waits ~40 ms for the client's delayed ACK.
+    sock = reserve_port("127.0.0.1", 0, "--port")
+    flags: list[int] = []
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = writer.get_extra_info("socket")
+        flags.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=sock)
+    async with server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+    assert len(flags) == 1 and flags[0] != 0

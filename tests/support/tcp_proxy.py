@@ -19,7 +19,8 @@ def _closed_gate(port: int) -> socket.socket:
     share it; a port given again (a restart) needs it, as its last connections may
     linger in TIME_WAIT.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, so asyncio sets TCP_NODELAY on its connections (see listening_socket).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         if port:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
