@@ -7,7 +7,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from albert.mcp.access import MCP_API_PREFIX
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager
@@ -52,15 +51,6 @@ class McpApi:
     def manager(self) -> McpManager:
         """The manager behind this API (the object's ToolProvider)."""
         return self._manager
-
-    @property
-    def store(self) -> McpConfigStore:
-        """The client's stored configs."""
-        return self._store
-
-    def handles(self, path: str) -> bool:
-        """True for the paths this API owns."""
-        return path.startswith(MCP_API_PREFIX)
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
         """Answer one request; every failure is a JSON error with a clear detail."""
