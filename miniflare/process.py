@@ -123,8 +123,9 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def reserve_port(host: str, port: int, option: str) -> socket.socket:
-    """The listening socket of `host:port`, given as `option`, or a PortTaken that says why.
+def reserve_port(host: str, port: int, option: str, instead: str = "") -> socket.socket:
+    """The listening socket of `host:port`, given as `option`, or a PortTaken that says why
+    (and, for a port in use, what to do `instead`: by default, pick another with `option`).
 
     A server is handed this socket instead of binding its port itself, so the port is held
     from the check on: nothing started in between (Typesense, the local chains, the demo
@@ -136,7 +137,7 @@ def reserve_port(host: str, port: int, option: str) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             raise PortTaken(
                 f"{option} {port}: address already in use ({host}:{port} is taken by another "
-                f"process); stop it, or pick another port with {option}"
+                f"process); stop it, or {instead or f'pick another port with {option}'}"
             ) from None
         raise PortTaken(
             f"{option} {port}: cannot listen on {host}:{port} ({exc.strerror or exc})"

@@ -11,7 +11,6 @@ the machine.
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import logging
 import socket
@@ -63,15 +62,8 @@ def reserve_data_port(asked: int | None) -> socket.socket:
     socket is held until the data server serves on it (see reserve_port).
     """
     if asked is not None:
-        try:
-            return listening_socket(LOOPBACK, asked)
-        except OSError as exc:
-            why = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
-            raise PortTaken(
-                f"--data-port {asked}: {why} ({LOOPBACK}:{asked} is taken by another "
-                "process); stop it, or pick another port (without --data-port any free one "
-                "is taken)"
-            ) from None
+        instead = "pick another port (without --data-port any free one is taken)"
+        return reserve_port(LOOPBACK, asked, "--data-port", instead)
     try:
         return listening_socket(LOOPBACK, DEFAULT_DATA_PORT)
     except OSError:
