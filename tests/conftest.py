@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.typesense_fixture",
     "tests.localchain_fixture",
     "tests.support.process_guard",
+    "tests.support.ports",
 ]

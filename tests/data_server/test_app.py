@@ -124,9 +124,9 @@ def test_the_index_is_reached_over_the_lean_transport(tmp_path: Path) -> None:
         assert isinstance(client._http._transport, AsyncioHttp11Transport)
 
 
-async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path) -> None:
+async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path, closed_port: int) -> None:
     settings = DataServerSettings(
-        TYPESENSE_URL=f"http://127.0.0.1:{free_port()}", SEARCH_TIMEOUT_SECONDS=2
+        TYPESENSE_URL=f"http://127.0.0.1:{closed_port}", SEARCH_TIMEOUT_SECONDS=2
     )
     with VaultStore(tmp_path / "empty.sqlite3") as store:
         app = create_app(settings, store=store)

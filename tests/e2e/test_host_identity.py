@@ -21,7 +21,6 @@ from websockets.exceptions import InvalidStatus
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.identity_provider import AUDIENCE, ISSUER, IdentityProvider, new_key
-from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 
@@ -76,10 +75,13 @@ async def thread_ids(client: ChatClient) -> list[str]:
 
 
 async def test_anonymous_work_follows_the_user_to_every_device(
-    identity_runtime: RuntimeProcess, model: ScriptedModelServer, idp: IdentityProvider
+    identity_runtime: RuntimeProcess,
+    model: ScriptedModelServer,
+    idp: IdentityProvider,
+    closed_port: int,
 ) -> None:
     runtime = identity_runtime
-    notes_url = f"http://127.0.0.1:{free_port()}/mcp"
+    notes_url = f"http://127.0.0.1:{closed_port}/mcp"
     # Before signing in: an anonymous session of the tenant, a thread, an MCP server.
     async with ChatClient(runtime.url, runtime.ws_url, tenant="acme") as anonymous:
         await anonymous.connect()

@@ -24,7 +24,6 @@ from websockets.exceptions import ConnectionClosed
 from miniflare.server import WS_MAX_MESSAGE_BYTES
 from tests.support.chat_client import ChatClient
 from tests.support.mcp_test_server import InProcessMcpServer
-from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 
 MAX_FRAME_BYTES = 64_000  # the default
@@ -68,10 +67,10 @@ async def status_until(client: ChatClient, wanted: dict[str, str]) -> None:
 
 
 async def test_a_new_socket_is_told_every_servers_state_first(
-    mcp_runtime: RuntimeProcess,
+    mcp_runtime: RuntimeProcess, closed_port: int
 ) -> None:
     async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
-        closed = f"http://127.0.0.1:{free_port()}/mcp"
+        closed = f"http://127.0.0.1:{closed_port}/mcp"
         added = await client.http.post("/api/mcp/servers", json={"name": "gone", "url": closed})
         assert added.status_code in (200, 201), added.text
         await status_until(client, {"vaults": "ready", "gone": "failed"})

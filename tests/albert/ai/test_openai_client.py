@@ -197,12 +197,10 @@ async def test_timeout_is_reported_as_timeout(model_server) -> None:
     assert caught.value.kind == "timeout"
 
 
-async def test_unreachable_gateway_is_a_network_error() -> None:
-    from tests.support.ports import free_port
-
+async def test_unreachable_gateway_is_a_network_error(closed_port: int) -> None:
     async with _client() as http:
         client = OpenAICompatibleClient(
-            http, base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="", model="m"
+            http, base_url=f"http://127.0.0.1:{closed_port}/v1", api_key="", model="m"
         )
         with pytest.raises(ModelError) as caught:
             [e async for e in client.stream(REQUEST)]

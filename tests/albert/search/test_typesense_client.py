@@ -18,7 +18,6 @@ from albert.search.typesense_client import (
     TypesenseError,
     request_url,
 )
-from data_server.typesense.process import free_port
 from tests.typesense_fixture import TypesenseServer, unique_name
 
 
@@ -145,8 +144,8 @@ async def test_wrong_key_is_401(typesense_server: TypesenseServer) -> None:
     assert info.value.status == 401
 
 
-async def test_unreachable_server_fails_fast() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+async def test_unreachable_server_fails_fast(closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
     started = time.monotonic()
     async with TypesenseClient(url, "k") as c:
         with pytest.raises(TypesenseConnectionError) as info:

@@ -22,7 +22,6 @@ from albert.tools.token_analysis import token_analysis_tool, usd
 from data_server.market import load_market_snapshot
 from data_server.platform import platform_app
 from tests.data_server.platform.live_server import serve
-from tests.support.ports import free_port
 
 PEPE = "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
 BYBIT_EXPLOITER = "0x47666Fab8bd0Ac7003bce3f5C3585383F09486E2"
@@ -185,8 +184,8 @@ def _tools(settings: Settings, http: httpx.AsyncClient) -> list[tuple[LocalTool,
     ]
 
 
-async def test_service_down_gives_a_fast_error(http: httpx.AsyncClient) -> None:
-    closed = f"http://127.0.0.1:{free_port()}/platform"
+async def test_service_down_gives_a_fast_error(http: httpx.AsyncClient, closed_port: int) -> None:
+    closed = f"http://127.0.0.1:{closed_port}/platform"
     for tool, arguments in _tools(_settings(closed), http):
         started = time.monotonic()
         result = await tool.execute(arguments)

@@ -14,7 +14,6 @@ from albert.tools.base import LocalTool, Tool, spec_of
 from albert.tools.token_search import TokenSearchQuery, token_deep_link, token_search_tool
 from albert.tools.token_search import tool as tool_module
 from data_server.tokens import schema as tokens_schema_module
-from data_server.typesense.process import free_port
 
 from .conftest import SeededTokens
 
@@ -140,8 +139,8 @@ async def test_invalid_arguments_are_an_error_result(tool: LocalTool[TokenSearch
     assert "min_market_cap_usd (10) is greater than max_market_cap_usd (1)" in result.joined_text()
 
 
-async def test_dead_typesense_is_a_quick_error(http: httpx.AsyncClient) -> None:
-    dead = token_search_tool(_settings(f"http://127.0.0.1:{free_port()}", "k"), http)
+async def test_dead_typesense_is_a_quick_error(http: httpx.AsyncClient, closed_port: int) -> None:
+    dead = token_search_tool(_settings(f"http://127.0.0.1:{closed_port}", "k"), http)
     started = time.monotonic()
     result = await dead.execute({"query": "eth"})
     assert time.monotonic() - started < 3
