@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse
 
 from albert.search import TypesenseClient, TypesenseError
 from data_server.mcp_server import build_mcp_server
+from data_server.mcp_server.call_fast_path import ToolCallFastPath
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
@@ -102,8 +103,13 @@ def create_app(
     *,
     store: VaultStore | None = None,
     http: httpx.AsyncClient | None = None,
+    tool_call_fast_path: bool = True,
 ) -> Starlette:
-    """Build the whole data server app; resources are closed when its lifespan ends."""
+    """Build the whole data server app; resources are closed when its lifespan ends.
+
+    `tool_call_fast_path=False` serves every MCP request through the SDK's own path (the
+    fast path answers exactly as it does; the tests compare the two).
+    """
     owns_http = http is None
     http_client = http or outbound_http(settings.search_timeout_seconds)
     owns_store = store is None
@@ -162,6 +168,11 @@ def create_app(
     app = mcp.streamable_http_app(
         streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
     )
+    if tool_call_fast_path:
+        # In front of the route: a `tools/call` POST costs the tool plus a JSON-RPC envelope
+        # instead of the SDK's ladder, runner and response objects around it (anything else
+        # goes on to the SDK untouched).
+        app.add_middleware(ToolCallFastPath, mcp=mcp, path=settings.mcp_path)
     mount_platform(app)
 
     session_lifespan = app.router.lifespan_context

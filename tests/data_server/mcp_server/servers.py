@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -64,6 +65,7 @@ class AppServer:
     settings: DataServerSettings
     store: VaultStore
     rpc: RpcNode
+    app: Any = None
 
 
 async def seeded_store(path: Path) -> VaultStore:
@@ -103,9 +105,10 @@ def drop_collection(typesense: TypesenseServer, collection: str) -> None:
 
 @contextmanager
 def running_app(
-    typesense: TypesenseServer, store: VaultStore, collection: str
+    typesense: TypesenseServer, store: VaultStore, collection: str, *, fast_path: bool = True
 ) -> Iterator[AppServer]:
-    """The data server app with uvicorn on a free port, plus the loopback RPC node."""
+    """The data server app with uvicorn on a free port, plus the loopback RPC node
+    (`fast_path=False`: every MCP request through the SDK's own path)."""
     rpc = RpcNode().start()
     sock = reserve()
     port = int(sock.getsockname()[1])
@@ -116,11 +119,12 @@ def running_app(
         RPC_URL=rpc.url,
         DATA_SERVER_PORT=port,
     )
-    server = UvicornThread(create_app(settings, store=store), sock)
+    app = create_app(settings, store=store, tool_call_fast_path=fast_path)
+    server = UvicornThread(app, sock)
     try:
         server.start()
         base = f"http://127.0.0.1:{port}"
-        yield AppServer(base, base + settings.mcp_path, settings, store, rpc)
+        yield AppServer(base, base + settings.mcp_path, settings, store, rpc, app)
     finally:
         server.stop()
         rpc.stop()
