@@ -243,7 +243,7 @@ class ToolCallFastPath:
             # and this server's hand-over of the result already dumped. Our tools take no
             # context, so the request context it would be given is never read.
             result = await self.mcp._handle_call_tool(None, typed)
-            wire = self._runner._serialize(_METHOD, protocol, result)
+            wire = shape_result(self._runner, protocol, result)
         except Exception as exc:
             error = JSONRPCError(jsonrpc="2.0", id=req.id, error=modern_error_data(exc))
             await _write(error, scope, receive, send)
@@ -267,6 +267,24 @@ class ToolCallFastPath:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def shape_result(runner: ServerRunner[Any], protocol: str, result: Any) -> dict[str, Any]:
+    """The runner's wire form of a `tools/call` result, without walking our structured content.
+
+    A dict result is this server's own (`wire_form` of a `ToolResult`): its structured content
+    is an output model's JSON-mode dump, and the protocol types it `dict[str, Any]`, so the
+    runner's sieve (validate, then dump in JSON mode) can only copy it. The sieve runs on the
+    rest of the result with an empty placeholder in its place, and the page goes back in.
+    """
+    structured = result.get("structuredContent") if isinstance(result, dict) else None
+    if not isinstance(structured, dict):
+        return runner._serialize(_METHOD, protocol, result)
+    wire = runner._serialize(_METHOD, protocol, {**result, "structuredContent": {}})
+    if wire.get("structuredContent") != {}:  # not the shape this relies on: the SDK's way
+        return runner._serialize(_METHOD, protocol, result)
+    wire["structuredContent"] = structured
+    return wire
 
 
 def _sdk_json(envelope: dict[str, Any]) -> bytes:

@@ -17,17 +17,26 @@ from typing import Any
 
 import httpx
 import httpx2
+import pydantic_core
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner
 from mcp.shared.exceptions import MCPError
+from mcp.types import TextContent
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from albert.mcp.connection import McpConnection
 from albert.search import TypesenseError
-from data_server.mcp_server.call_fast_path import ToolCallFastPath
+from data_server.mcp_server import build_mcp_server
+from data_server.mcp_server.call_fast_path import ToolCallFastPath, shape_result
+from data_server.mcp_server.deps import ToolDeps
+from data_server.mcp_server.framework import ToolResult, wire_form
 from data_server.mcp_server.search import SearchVaultsInput
+from data_server.mcp_server.vault_index import VaultIndex
 from tests.data_server.mcp_server.servers import (
     AppServer,
     drop_collection,
@@ -390,3 +399,32 @@ def test_any_arguments_answer_alike(
 ) -> None:
     headers, body = template
     _both(pair, _params(body, name=tool, arguments=arguments), headers)
+
+
+_PAGE = st.dictionaries(st.text(max_size=8), _JSON | st.floats(), max_size=6)
+_SERVER = build_mcp_server(ToolDeps(index=VaultIndex(None, "unused")))  # type: ignore[arg-type]
+_RUNNER = ServerRunner(
+    _SERVER._lowlevel_server, Connection.from_envelope(LATEST_MODERN_VERSION, None, None), None
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    structured=_PAGE,
+    texts=st.lists(st.text(max_size=20), min_size=1, max_size=3),
+    is_error=st.booleans(),
+)
+def test_our_results_are_shaped_as_the_runner_shapes_them(
+    structured: dict[str, Any], texts: list[str], is_error: bool
+) -> None:
+    # JSON mode, as an output model's `model_dump(mode="json")` gives it (NaN as null).
+    page = pydantic_core.to_jsonable_python(structured, inf_nan_mode="null")
+    result = wire_form(
+        ToolResult(
+            content=[TextContent(type="text", text=t) for t in texts],
+            structured_content=page,
+            is_error=is_error,
+        )
+    )
+    expected = _RUNNER._serialize("tools/call", LATEST_MODERN_VERSION, result)
+    assert shape_result(_RUNNER, LATEST_MODERN_VERSION, result) == expected
