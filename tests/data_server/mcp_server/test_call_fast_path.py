@@ -300,6 +300,8 @@ def test_refused_and_odd_requests_answer_alike(
     _both(pair, raw, {**headers, "mcp-method": "tools/list"})
     _both(pair, raw, {**headers, "mcp-name": "top_yields"})
     _both(pair, raw, {**headers, "mcp-param-chain": "base"})
+    _both(pair, raw, {**headers, "mcp-session-id": "0123456789abcdef"})
+    _both(pair, raw, {**plain, "mcp-session-id": "0123456789abcdef"})
     # Other methods of HTTP on the same path.
     for method in ("GET", "DELETE", "PUT"):
         _both(pair, b"", headers, method)
