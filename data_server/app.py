@@ -126,7 +126,7 @@ def create_app(
         for chain, url in settings.chain_rpc_urls().items()
     }
     deps = ToolDeps(
-        index=VaultIndex(typesense, settings.vaults_collection),
+        index=VaultIndex(typesense, settings.vaults_collection, display=vault_store),
         history=StoreHistory(vault_store),
         records=StoreRecords(vault_store),
         wallets=WalletReader(

@@ -2,12 +2,19 @@
 
 Documents are the flattened `Vault` records the pipeline publishes. Parsing is tolerant:
 a field the document lacks is None here, so a schema that grows does not break the tools.
+
+The fields the tools only display (`data_server.vaults.index.DISPLAY_FIELDS`) are not in
+the documents: each publish keeps them in the store by (vault id, publish_seq), and a
+hit takes those of its own document's publish. A document that carries them itself (a
+publish from before they left the index) keeps its own. If they cannot be read, hits
+come without them: the search still answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -15,6 +22,8 @@ from albert.search import SearchParams, SearchResponse, TypesenseClient, Typesen
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
 from data_server.vaults.model import Vault
+
+log = logging.getLogger(__name__)
 
 # Text fields a free-text query searches, most specific first.
 QUERY_BY = "name,protocol,asset_symbols"
@@ -88,14 +97,57 @@ class VaultHit(BaseModel):
 
 
 _RATINGS = {"low", "medium", "high", "very_high"}
+
+
+class _IndexedVault(VaultHit):
+    """A hit as its document has it: with the publish that wrote the document."""
+
+    publish_seq: int | None = Field(None, exclude=True)
+
+
 # Read once: `model_fields` on the class is a descriptor call, per key of every hit.
-_HIT_FIELDS = frozenset(VaultHit.model_fields)
+_DOCUMENT_FIELDS = frozenset(_IndexedVault.model_fields)
+# The display fields, with the value a hit has when its document lacks one.
+_DISPLAY_DEFAULTS: dict[str, Any] = {
+    "address": None,
+    "url": None,
+    "apy_reward": None,
+    "share_price": None,
+    "exploits": None,
+    "source_flags": [],
+}
+
+
+class DisplaySource(Protocol):
+    """The published display fields of documents (the write store)."""
+
+    def display_values(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Display fields by (vault id, publish_seq): None and empty ones left out."""
+        ...
+
+
+def _read_document(doc: dict[str, Any]) -> _IndexedVault:
+    data = {k: v for k, v in doc.items() if k in _DOCUMENT_FIELDS and v is not None}
+    return _IndexedVault.model_validate(data)
+
+
+def _as_hit(doc: _IndexedVault, display: dict[str, Any] | None) -> VaultHit:
+    """The tools' hit of a document, its display fields added where it lacks them."""
+    values = dict(doc.__dict__)
+    del values["publish_seq"]
+    if display:
+        for name, value in display.items():
+            if values[name] == _DISPLAY_DEFAULTS[name]:
+                values[name] = value
+    # Every value was validated as the document was read.
+    return _with_reward_share(VaultHit.model_construct(**values))
 
 
 def hit_from_document(doc: dict[str, Any]) -> VaultHit:
     """Parse one index document; unknown fields are ignored, missing ones are None."""
-    data = {k: v for k, v in doc.items() if k in _HIT_FIELDS and v is not None}
-    return _with_reward_share(VaultHit.model_validate(data))
+    return _as_hit(_read_document(doc), None)
 
 
 def _with_reward_share(hit: VaultHit) -> VaultHit:
@@ -106,7 +158,7 @@ def _with_reward_share(hit: VaultHit) -> VaultHit:
 
 
 class _IndexedHit(BaseModel):
-    document: VaultHit
+    document: _IndexedVault
 
 
 class _IndexedPage(BaseModel):
@@ -120,19 +172,25 @@ class _IndexedPage(BaseModel):
 
 
 def page_from_answer(body: bytes) -> tuple[int, list[VaultHit], list[dict[str, Any]]]:
-    """(found, hits, facet counts) of a search answer, each hit as `hit_from_document` reads it.
+    """(found, hits, facet counts) of a search answer, each hit as `hit_from_document` reads it."""
+    found, docs, facets = _documents_of_answer(body)
+    return found, [_as_hit(doc, None) for doc in docs], facets
 
-    The answer is validated into `VaultHit`s in one pass from the bytes. A document with a
-    null where the hit has a non-null default (a list, a flag) fails that pass; the page
-    is then read document by document, nulls dropped, exactly as `hit_from_document` does.
+
+def _documents_of_answer(body: bytes) -> tuple[int, list[_IndexedVault], list[dict[str, Any]]]:
+    """(found, documents, facet counts) of a search answer.
+
+    The answer is validated in one pass from the bytes. A document with a null where the
+    hit has a non-null default (a list, a flag) fails that pass; the page is then read
+    document by document, nulls dropped, exactly as `hit_from_document` does.
     """
     try:
         page = _IndexedPage.model_validate_json(body)
     except ValidationError:
         response = SearchResponse.model_validate_json(body)
-        hits = [hit_from_document(h.document) for h in response.hits]
-        return response.found, hits, response.facet_counts
-    return page.found, [_with_reward_share(h.document) for h in page.hits], page.facet_counts
+        docs = [_read_document(h.document) for h in response.hits]
+        return response.found, docs, response.facet_counts
+    return page.found, [h.document for h in page.hits], page.facet_counts
 
 
 # The tools read documents only: Typesense is asked for no highlight or snippet (both
@@ -174,9 +232,25 @@ class SearchPage(BaseModel):
 class VaultIndex:
     """Queries one vaults collection through the shared Typesense client."""
 
-    def __init__(self, client: TypesenseClient, collection: str) -> None:
+    def __init__(
+        self, client: TypesenseClient, collection: str, display: DisplaySource | None = None
+    ) -> None:
         self.client = client
         self.collection = collection
+        self.display = display
+
+    def _hits(self, docs: list[_IndexedVault]) -> list[VaultHit]:
+        """The documents as hits, with their publishes' display fields (one read)."""
+        values: dict[tuple[str, int], dict[str, Any]] = {}
+        keys = [(doc.id, doc.publish_seq) for doc in docs if doc.publish_seq is not None]
+        if keys and self.display is not None:
+            # A SQLite read by primary key, far shorter than a hop to a thread; the store
+            # is written by the pipeline's own process, and WAL readers do not wait on it.
+            try:
+                values = self.display.display_values(keys)
+            except Exception as exc:  # the search still answers, without these fields
+                log.warning("display fields not read, hits shown without them: %s", exc)
+        return [_as_hit(doc, values.get((doc.id, doc.publish_seq))) for doc in docs]  # type: ignore[arg-type]
 
     async def search(
         self,
@@ -199,10 +273,10 @@ class VaultIndex:
             facet_by=facet_by,
             query_by=query_by,
         )
-        found, hits, facets = page_from_answer(
+        found, docs, facets = _documents_of_answer(
             await self.client.search_body(self.collection, params)
         )
-        return SearchPage(found=found, hits=hits), facets
+        return SearchPage(found=found, hits=self._hits(docs)), facets
 
     async def scan(
         self,
@@ -240,7 +314,7 @@ class VaultIndex:
             if exc.status == 404:
                 return None
             raise
-        return hit_from_document(doc)
+        return self._hits([_read_document(doc)])[0]
 
     async def get_many(self, vault_ids: Sequence[str]) -> dict[str, VaultHit]:
         """Vaults by id; ids the index does not have are left out."""

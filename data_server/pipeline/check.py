@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from albert.search.typesense_client import SearchParams, TypesenseClient, TypesenseError
 from data_server.store import Publication, StoreFingerprint, VaultStore
-from data_server.vaults.index import COLLECTION, SAMPLE_FIELDS, document
+from data_server.vaults.index import COLLECTION, SAMPLE_FIELDS, document, with_display
 from data_server.vaults.model import Vault
 
 DriftKind = Literal[
@@ -205,6 +205,10 @@ async def check(
     ids = await asyncio.to_thread(_sample_ids, store, publication)
     vaults = await asyncio.to_thread(store.get_vaults, ids)
     docs = await _indexed(client, collection, [v.id for v in vaults])
+    # Each document with its publish's display fields (`apy_reward` is compared).
+    present = [doc for doc in docs.values() if doc is not None]
+    filled = await asyncio.to_thread(with_display, present, store)
+    docs.update((doc["id"], doc) for doc in filled)
     report.sampled = len(vaults)
     missing = [v.id for v in vaults if docs.get(v.id) is None]
     if missing:

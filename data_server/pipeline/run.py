@@ -143,15 +143,17 @@ FIRST_SLICE = 250
 def _write_slice(
     store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
 ) -> tuple[UpsertCounts, DocumentBatch | None]:
-    """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
+    """Upsert one slice and encode its documents for publish `seq`; their display fields
+    are stored in the same transaction."""
     # One serialisation per vault serves the stored row and its hash.
     records = [vault.model_dump_json() for vault in vaults]
-    counts = store.upsert_vaults(vaults, records=records, revision=revision)
     if seq is None:
-        return counts, None
+        return store.upsert_vaults(vaults, records=records, revision=revision), None
     # A vault listed twice is published as stored: its last record.
     last = {vault.id: vault for vault in vaults}
-    return counts, encode_vaults(last.values(), seq)
+    batch = encode_vaults(last.values(), seq)
+    counts = store.upsert_vaults(vaults, records=records, revision=revision, display=batch.display)
+    return counts, batch
 
 
 class _SourceWriter:

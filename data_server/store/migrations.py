@@ -100,6 +100,28 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX publications_collection ON publications (collection, id);
         """,
     ),
+    Migration(
+        4,
+        "published display fields",
+        # The fields the tools only display, as each publish sent them: an index document
+        # carries its publish's number (`publish_seq`), and the tools read these by
+        # (vault id, publish_seq), so a hit shows one publish's values even while the
+        # store is ahead of the index. Rows of older publishes go once a publish has
+        # removed their documents from the index.
+        """
+        CREATE TABLE published_display (
+            vault_id TEXT NOT NULL,
+            publish_seq INTEGER NOT NULL,
+            address TEXT,
+            url TEXT,
+            apy_reward REAL,
+            share_price REAL,
+            exploits INTEGER,
+            source_flags TEXT,
+            PRIMARY KEY (vault_id, publish_seq)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 

@@ -135,6 +135,20 @@ _UPSERT_VAULT = """
 """
 
 
+# The fields the tools only display, as one publish sent them: (vault id, publish_seq,
+# address, url, apy_reward, share_price, exploits, source_flags as a JSON list or None
+# when empty). See migration 4.
+DisplayRow = tuple[
+    str, int, str | None, str | None, float | None, float | None, int | None, str | None
+]
+DISPLAY_COLUMNS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
+
+_INSERT_DISPLAY = (
+    "INSERT OR REPLACE INTO published_display (vault_id, publish_seq, address, url,"
+    " apy_reward, share_price, exploits, source_flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 class VaultStore:
     """The SQLite write store; create with a path, it migrates itself on open."""
 
@@ -194,6 +208,7 @@ class VaultStore:
         *,
         records: list[str] | None = None,
         revision: int | None = None,
+        display: Iterable[DisplayRow] = (),
     ) -> UpsertCounts:
         """Insert new vaults and update changed ones, in one transaction.
 
@@ -201,7 +216,8 @@ class VaultStore:
         of each, in the same order), so one serialisation serves the row, its hash and the
         caller's own use. ``revision`` writes the changed rows under that revision instead of
         the next one: the pipeline writes one source in several transactions under one
-        revision, as a single call would.
+        revision, as a single call would. ``display`` rows (the published display fields of
+        these vaults, see `write_display`) are written in the same transaction.
         """
         inserted = updated = unchanged = 0
         now = time.time()
@@ -263,6 +279,7 @@ class VaultStore:
                     else:
                         updated += 1
                 conn.executemany(_UPSERT_VAULT, rows)
+                conn.executemany(_INSERT_DISPLAY, display)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -286,6 +303,62 @@ class VaultStore:
                 self._conn.execute("ROLLBACK")
                 raise
         return len(rows)
+
+    def write_display(self, rows: Iterable[DisplayRow]) -> None:
+        """Record the display fields of documents a publish is about to send (one
+        transaction): each keyed by (vault id, publish_seq), as its document is."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(_INSERT_DISPLAY, rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def drop_display_before(self, publish_seq: int) -> int:
+        """Remove display rows of publishes older than `publish_seq`; how many went.
+
+        Called once a publish has removed those publishes' documents from the index, so
+        no document refers to them any more.
+        """
+        with self._lock:
+            cursor = self._conn.execute(
+                "DELETE FROM published_display WHERE publish_seq < ?", (publish_seq,)
+            )
+        return cursor.rowcount
+
+    def display_values(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Published display fields by (vault id, publish_seq); unknown keys are left out.
+
+        Each value holds the fields the publish sent (None and empty ones left out). The
+        rows were written from validated vaults, so they are read as they are.
+        """
+        wanted = set(keys)
+        ids = sorted({vault_id for vault_id, _ in wanted})
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        for marks, chunk in _id_chunks(ids):
+            sql = (
+                "SELECT vault_id, publish_seq, address, url, apy_reward, share_price, exploits,"
+                f" source_flags FROM published_display WHERE vault_id IN ({marks})"
+            )
+            with self._lock:
+                rows = self._conn.execute(sql, chunk).fetchall()
+            for row in rows:
+                key = (row[0], row[1])
+                if key not in wanted:
+                    continue
+                values = {
+                    name: value
+                    for name, value in zip(DISPLAY_COLUMNS[:5], row[2:7], strict=True)
+                    if value is not None
+                }
+                if row[7] is not None:
+                    values["source_flags"] = json.loads(row[7])
+                out[key] = values
+        return out
 
     # -- run log ------------------------------------------------------------------------
 

@@ -2,9 +2,17 @@
 
 Documents are the flattened :class:`~data_server.vaults.model.Vault` (document id = vault id)
 plus fields derived for filtering and sorting: ``reward_share`` (percent of the APY paid as
-rewards) and the security inputs ``audits``, ``protocol_age_days``, ``exploits`` and
-``source_flags``. Unknown values are left out of a document rather than sent as null, so
-numeric filters such as ``apy:>5`` never match a vault whose APY is unknown.
+rewards) and the security inputs ``audits`` and ``protocol_age_days``. Unknown values are
+left out of a document rather than sent as null, so numeric filters such as ``apy:>5``
+never match a vault whose APY is unknown.
+
+The fields the tools only display (``DISPLAY_FIELDS``: ``address``, ``url``, ``apy_reward``,
+``share_price``, ``exploits``, ``source_flags``) are not sent: Typesense would store them
+with every document of every publish (a quarter of the bytes it parses). A publish writes
+them to the store's ``published_display`` table instead, keyed by (vault id,
+``publish_seq``) as the document is, before the document goes out; the tools read them
+back for their hits' (id, publish_seq) pairs, so every hit shows one publish's values even
+when a failed publish left the store ahead of the index.
 
 A publish (``Publisher``, or ``publish`` for the whole store at once) pushes every stored
 vault (upsert), removes documents of earlier publishes that the store no longer has, and
@@ -17,6 +25,7 @@ by slice as its store transactions commit, so indexing overlaps with merging.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -27,7 +36,10 @@ from pydantic_core import from_json, to_json
 
 from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.store import Publication, VaultStore
+from data_server.store.sqlite import DISPLAY_COLUMNS, DisplayRow
 from data_server.vaults.model import Vault
+
+log = logging.getLogger(__name__)
 
 COLLECTION = "vaults"
 # Documents per import request: large enough that requests are few, small enough that the
@@ -39,6 +51,8 @@ SAMPLE_SIZE = 20
 SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "updated_at")
 # What a publish keeps of each document it sent: its id and the sampled values.
 _COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
+# Fields the tools only display: kept in the store by publish, not sent to the index.
+DISPLAY_FIELDS = DISPLAY_COLUMNS
 
 
 def _field(name: str, type_: str, **options: Any) -> dict[str, Any]:
@@ -49,14 +63,14 @@ def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
     """The explicit schema of the vaults collection.
 
     Typesense indexes only what the tools query: fields they filter, sort or search on.
-    Fields the tools only read back (``address``, ``apy_reward``, ``share_price``,
-    ``exploits``, ``source_flags``, ``url``) are stored, not indexed. Facets are ``chain``
+    Fields the tools only display (``DISPLAY_FIELDS``) are not in the documents at all; a
+    collection created before still declares them, stored and not indexed, and keeps
+    working (its documents of older publishes carry them). Facets are ``chain``
     (the known-chain check counts vaults per chain) and ``source`` (what each source has in
     the index); strings filter without one. Indexing a field costs Typesense CPU on every
     publish.
     """
     optional = {"optional": True}
-    stored = {"index": False, "optional": True}
     return {
         "name": name,
         "fields": [
@@ -64,7 +78,6 @@ def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
             _field("source", "string", facet=True),
             _field("protocol", "string"),
             _field("chain", "string", facet=True),
-            _field("address", "string", **stored),
             _field("asset_symbols", "string[]"),
             _field("underlying_tokens", "string[]", **optional),
             _field("stablecoin", "bool"),
@@ -72,18 +85,13 @@ def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
             _field("exposure", "string"),
             _field("risk_rating", "string", **optional),
             _field("status", "string"),
-            _field("source_flags", "string[]", **stored),
             _field("apy", "float", **optional),
             _field("apy_base", "float", **optional),
-            _field("apy_reward", "float", **stored),
             _field("reward_share", "float", **optional),
             _field("tvl_usd", "float", **optional),
-            _field("share_price", "float", **stored),
             _field("security_score", "float", **optional),
             _field("protocol_age_days", "int32", **optional),
             _field("audits", "int32", **optional),
-            _field("exploits", "int32", **stored),
-            _field("url", "string", **stored),
             _field("updated_at", "int64"),
             # Which publish wrote the document; older ones are removed after a full publish.
             _field("publish_seq", "int64"),
@@ -168,8 +176,26 @@ def record_document(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if v is not None}
 
 
+def split_document(doc: dict[str, Any], seq: int) -> tuple[dict[str, Any], DisplayRow]:
+    """A full document as publish `seq` sends it: (the document without the display
+    fields, its display row for the store)."""
+    flags = doc.pop("source_flags", None)
+    row: DisplayRow = (
+        doc["id"],
+        seq,
+        doc.pop("address", None),
+        doc.pop("url", None),
+        doc.pop("apy_reward", None),
+        doc.pop("share_price", None),
+        doc.pop("exploits", None),
+        to_json(flags).decode() if flags else None,
+    )
+    return doc, row
+
+
 def vault_document(vault: Vault) -> dict[str, Any]:
-    """`record_document` of the vault's stored JSON, built from the vault itself.
+    """The document publish sends of a vault: `record_document` of its stored JSON
+    without the display fields, built from the vault itself.
 
     The pipeline has each vault in hand when it writes it: this skips decoding the JSON
     it just encoded. A float JSON cannot carry (infinity, NaN) is stored as null, so it is
@@ -177,32 +203,27 @@ def vault_document(vault: Vault) -> dict[str, Any]:
     document is the same bytes. The lists are the vault's own (encode, do not modify).
     """
     inputs = vault.security_inputs
-    apy, apy_reward = _finite(vault.apy), _finite(vault.apy_reward)
+    apy = _finite(vault.apy)
     doc: dict[str, Any] = {
         "id": vault.id,
         "name": vault.name,
         "source": vault.source,
         "protocol": vault.protocol,
         "chain": vault.chain,
+        "asset_symbols": vault.asset_symbols,
+        "underlying_tokens": vault.underlying_tokens,
+        "stablecoin": vault.stablecoin,
+        "il_risk": vault.il_risk,
+        "exposure": vault.exposure,
     }
-    if vault.address is not None:
-        doc["address"] = vault.address
-    doc["asset_symbols"] = vault.asset_symbols
-    doc["underlying_tokens"] = vault.underlying_tokens
-    doc["stablecoin"] = vault.stablecoin
-    doc["il_risk"] = vault.il_risk
-    doc["exposure"] = vault.exposure
     if vault.risk_rating is not None:
         doc["risk_rating"] = vault.risk_rating
     doc["status"] = vault.status
-    doc["source_flags"] = inputs.source_flags if inputs is not None else []
     for name, value in (
         ("apy", apy),
         ("apy_base", _finite(vault.apy_base)),
-        ("apy_reward", apy_reward),
-        ("reward_share", _reward_share(apy, apy_reward)),
+        ("reward_share", _reward_share(apy, _finite(vault.apy_reward))),
         ("tvl_usd", _finite(vault.tvl_usd)),
-        ("share_price", _finite(vault.share_price)),
         ("security_score", _finite(vault.security_score)),
     ):
         if value is not None:
@@ -212,11 +233,25 @@ def vault_document(vault: Vault) -> dict[str, Any]:
             doc["protocol_age_days"] = inputs.protocol_age_days
         if inputs.audits is not None:
             doc["audits"] = inputs.audits
-        doc["exploits"] = inputs.exploits
-    if vault.url is not None:
-        doc["url"] = vault.url
     doc["updated_at"] = vault.updated_at
     return doc
+
+
+def vault_display(vault: Vault, seq: int) -> DisplayRow:
+    """The display row of a vault for publish `seq`: what `split_document` takes out of
+    `record_document` of its stored JSON."""
+    inputs = vault.security_inputs
+    flags = inputs.source_flags if inputs is not None else None
+    return (
+        vault.id,
+        seq,
+        vault.address,
+        vault.url,
+        _finite(vault.apy_reward),
+        _finite(vault.share_price),
+        inputs.exploits if inputs is not None else None,
+        to_json(flags).decode() if flags else None,
+    )
 
 
 def _finite(value: float | None) -> float | None:
@@ -237,28 +272,60 @@ class DocumentBatch:
     body: bytes
     # Per document: its id and the values the staleness check compares (None when absent).
     compared: list[dict[str, Any]]
+    # Per document: its display fields, to be in the store before the document is sent.
+    display: list[DisplayRow]
 
 
 def encode_records(records: Iterable[tuple[str, str]], seq: int) -> DocumentBatch:
     """(id, stored record JSON) pairs as JSONL documents of publish `seq`."""
-    return _encode((record_document(from_json(record)) for _, record in records), seq)
+    return _encode(
+        (split_document(record_document(from_json(record)), seq) for _, record in records), seq
+    )
 
 
 def encode_vaults(vaults: Iterable[Vault], seq: int) -> DocumentBatch:
-    """Vaults as JSONL documents of publish `seq`: the bytes `encode_records` makes of
-    their stored JSON."""
-    return _encode((vault_document(vault) for vault in vaults), seq)
+    """Vaults as JSONL documents of publish `seq`: the bytes (and display rows)
+    `encode_records` makes of their stored JSON."""
+    return _encode(((vault_document(vault), vault_display(vault, seq)) for vault in vaults), seq)
 
 
-def _encode(docs: Iterable[dict[str, Any]], seq: int) -> DocumentBatch:
+def _encode(docs: Iterable[tuple[dict[str, Any], DisplayRow]], seq: int) -> DocumentBatch:
     lines: list[bytes] = []
     compared: list[dict[str, Any]] = []
-    for doc in docs:
+    display: list[DisplayRow] = []
+    for doc, row in docs:
         doc["publish_seq"] = seq
         lines.append(to_json(doc))
         get = doc.get
-        compared.append({field: get(field) for field in _COMPARED_FIELDS})
-    return DocumentBatch(body=b"\n".join(lines), compared=compared)
+        compared.append(
+            {
+                "id": doc["id"],
+                "apy": get("apy"),
+                "apy_base": get("apy_base"),
+                "apy_reward": row[4],
+                "tvl_usd": get("tvl_usd"),
+                "security_score": get("security_score"),
+                "updated_at": doc["updated_at"],
+            }
+        )
+        display.append(row)
+    return DocumentBatch(body=b"\n".join(lines), compared=compared, display=display)
+
+
+def with_display(docs: list[dict[str, Any]], store: VaultStore) -> list[dict[str, Any]]:
+    """Index documents with their publish's display fields added from the store.
+
+    A document keeps any display field it carries itself (documents of a publish from
+    before the fields left the index); the rest come from its (id, publish_seq) row.
+    """
+    keys = [(doc["id"], doc["publish_seq"]) for doc in docs if "publish_seq" in doc]
+    values = store.display_values(keys) if keys else {}
+    out = []
+    for doc in docs:
+        found = values.get((doc.get("id"), doc.get("publish_seq")))  # type: ignore[arg-type]
+        # A document always had its source flags, empty ones too.
+        out.append({"source_flags": [], **found, **doc} if found else doc)
+    return out
 
 
 _NOTHING = object()
@@ -371,10 +438,13 @@ class Publisher:
         return DocumentBatch(
             body=b"\n".join(part.body for part in parts),
             compared=[row for part in parts for row in part.compared],
+            display=[],  # written to the store before the parts were pushed
         )
 
     def _encode_stored(self, vault_ids: list[str]) -> DocumentBatch:
-        return encode_records(self.store.records_for(vault_ids), self.seq)
+        batch = encode_records(self.store.records_for(vault_ids), self.seq)
+        self.store.write_display(batch.display)
+        return batch
 
     async def finish(self) -> Publication:
         """Push every stored vault not pushed yet, remove older documents, record it all."""
@@ -401,6 +471,11 @@ class Publisher:
         except TypesenseError as exc:
             if exc.status != 404:
                 raise
+        # No document of an older publish is left to show its display fields.
+        try:
+            await asyncio.to_thread(self.store.drop_display_before, self.seq)
+        except Exception as exc:  # they only take room until the next publish drops them
+            log.warning("display rows of older publishes not removed: %s", exc)
         info = await self.client.retrieve_collection(self.collection)
         error = None
         if self._failures:

@@ -11,6 +11,7 @@ from albert.search.typesense_client import SearchParams, TypesenseClient, Typese
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.store import VaultStore
 from data_server.vaults.index import (
+    DISPLAY_FIELDS,
     SAMPLE_FIELDS,
     DocumentBatch,
     Publisher,
@@ -51,13 +52,12 @@ def test_schema_indexes_what_the_tools_query_and_stores_the_rest() -> None:
     )  # fmt: skip
     for name in queried:
         assert fields[name].get("index", True) is True, name
-    # Only read back from hits: stored in the document, never indexed.
-    for name in ("address", "apy_reward", "share_price", "exploits", "source_flags"):
-        assert fields[name]["index"] is False and fields[name]["optional"] is True, name
-    assert fields["url"]["index"] is False
+    # Only displayed: kept in the store by publish, not in the documents.
+    for name in DISPLAY_FIELDS:
+        assert name not in fields, name
     # Vaults per chain (the known-chain check) and per source; nothing else is faceted.
     assert [n for n, f in fields.items() if f.get("facet")] == ["source", "chain"]
-    numeric = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "reward_share")
+    numeric = ("apy", "apy_base", "tvl_usd", "security_score", "reward_share")
     for name in (*numeric, "protocol_age_days", "audits", "updated_at"):
         assert fields[name]["type"] in ("float", "int32", "int64"), name
 
@@ -118,7 +118,27 @@ async def test_documents_from_stored_records_equal_documents_from_vaults(
         assert record_document(json.loads(record)) == document(Vault.model_validate_json(record))
     # The pipeline encodes documents from the vaults it writes: the same bytes.
     vaults = [Vault.model_validate_json(record) for _, record in records]
-    assert encode_vaults(vaults, 7).body == encode_records(records, 7).body
+    from_vaults, from_records = encode_vaults(vaults, 7), encode_records(records, 7)
+    assert from_vaults.body == from_records.body
+    assert from_vaults.display == from_records.display
+    assert from_vaults.compared == from_records.compared
+    # What is sent and what is kept make the whole document, nothing twice.
+    for line, row, (_, record) in zip(
+        from_vaults.body.split(b"\n"), from_vaults.display, records, strict=True
+    ):
+        sent = json.loads(line)
+        assert not sent.keys() & set(DISPLAY_FIELDS)
+        kept = {
+            name: value for name, value in zip(DISPLAY_FIELDS, row[2:], strict=True)
+            if value is not None
+        }  # fmt: skip
+        if "source_flags" in kept:
+            kept["source_flags"] = json.loads(kept["source_flags"])
+        full = record_document(json.loads(record))
+        full.setdefault("source_flags", [])
+        assert {**sent, **kept, "source_flags": kept.get("source_flags", [])} == {
+            **full, "publish_seq": 7
+        }  # fmt: skip
 
 
 def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
@@ -131,6 +151,8 @@ def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
     ]
     records = [(v.id, v.model_dump_json()) for v in odd]
     assert encode_vaults(odd, 1).body == encode_records(records, 1).body
+    assert encode_vaults(odd, 1).display == encode_records(records, 1).display
+    assert encode_vaults(odd, 1).display[1][2:6] == ("0xab", None, None, None)
     assert "apy" not in vault_document(odd[0]) and "tvl_usd" not in vault_document(odd[0])
     compared = encode_vaults(odd, 1).compared
     assert all(row.keys() == {"id", *SAMPLE_FIELDS} for row in compared)
@@ -220,7 +242,9 @@ def _fake_typesense(
 
 def _slice(publisher: Publisher, store: VaultStore, vaults: list[Vault]) -> DocumentBatch:
     store.upsert_vaults(vaults)
-    return encode_records(store.records_for(v.id for v in vaults), publisher.seq)
+    batch = encode_records(store.records_for(v.id for v in vaults), publisher.seq)
+    store.write_display(batch.display)
+    return batch
 
 
 async def test_a_publisher_sends_pushed_slices_once_and_the_rest_of_the_store_at_finish(

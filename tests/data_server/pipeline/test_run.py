@@ -18,7 +18,7 @@ from data_server.pipeline import NullProgress, RichProgress, check, run_pipeline
 from data_server.pipeline.run import FIRST_SLICE
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
-from data_server.vaults.index import record_document
+from data_server.vaults.index import record_document, with_display
 from tests.typesense_fixture import TypesenseServer
 
 from .conftest import http_client
@@ -247,13 +247,16 @@ class _Crash(BaseException):
     """Stands for a crash: not an Exception, so nothing on the way catches it."""
 
 
-async def _indexed(server: TypesenseServer, collection: str) -> dict[str, dict[str, Any]]:
-    """Every document of a collection, by id (Typesense's export endpoint)."""
+async def _indexed(
+    server: TypesenseServer, collection: str, store: VaultStore
+) -> dict[str, dict[str, Any]]:
+    """Every document of a collection, by id (Typesense's export endpoint), with the display
+    fields its publish kept in the store."""
     async with httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": server.api_key}) as http:
         response = await http.get(f"{server.url}/collections/{collection}/documents/export")
     response.raise_for_status()
     docs = [json.loads(line) for line in response.text.splitlines() if line.strip()]
-    return {doc["id"]: doc for doc in docs}
+    return {doc["id"]: doc for doc in with_display(docs, store)}
 
 
 def _stored_documents(store: VaultStore) -> dict[str, dict[str, Any]]:
@@ -297,7 +300,7 @@ async def test_a_store_write_failing_midway_fails_its_source_and_the_index_shows
         assert report.run.publication is not None and report.publish_error is None
         assert store.counts().by_source == {"defillama": 200, "yearn": by_source["yearn"].vaults}
         stored = _stored_documents(store)
-        indexed = await _indexed(typesense_server, collection)
+        indexed = await _indexed(typesense_server, collection, store)
         assert indexed.keys() == stored.keys()
         assert all(_same_values(_without_seq(indexed[i]), stored[i]) for i in stored)
         assert (await check(store, index_client, collection=collection)).ok
@@ -327,7 +330,7 @@ async def test_a_crash_midway_leaves_the_index_with_committed_vaults_and_older_d
                 _subset(), store, index_client, http=http, collection=collection, slice_size=100
             )
         assert first.ok
-        before = await _indexed(typesense_server, collection)
+        before = await _indexed(typesense_server, collection, store)
         store.arm(40, _Crash())
         async with http_client() as http:
             with pytest.raises(_Crash):
@@ -337,7 +340,7 @@ async def test_a_crash_midway_leaves_the_index_with_committed_vaults_and_older_d
         (crashed, _) = store.runs()
         assert crashed.status == "failed" and crashed.publication is None
         stored = _stored_documents(store)
-        after = await _indexed(typesense_server, collection)
+        after = await _indexed(typesense_server, collection, store)
     # Nothing was removed; a document is either this run's, equal to what the store
     # committed, or the previous publish's, untouched.
     assert after.keys() == before.keys() == stored.keys()
