@@ -102,7 +102,7 @@ _RATINGS = {"low", "medium", "high", "very_high"}
 class _IndexedVault(VaultHit):
     """A hit as its document has it: with the publish that wrote the document."""
 
-    publish_seq: int | None = Field(None, exclude=True)
+    publish_seq: int | None = None
 
 
 # Read once: `model_fields` on the class is a descriptor call, per key of every hit.
@@ -134,15 +134,23 @@ def _read_document(doc: dict[str, Any]) -> _IndexedVault:
 
 
 def _as_hit(doc: _IndexedVault, display: dict[str, Any] | None) -> VaultHit:
-    """The tools' hit of a document, its display fields added where it lacks them."""
-    values = dict(doc.__dict__)
+    """The tools' hit of a document, its display fields added where it lacks them.
+
+    The document's model becomes the hit in place: the same fields but `publish_seq`, and
+    no copy (a `model_construct` per hit cost more than the rest of reading it).
+    """
+    values, fields_set = doc.__dict__, doc.__pydantic_fields_set__
     del values["publish_seq"]
+    fields_set.discard("publish_seq")
     if display:
         for name, value in display.items():
+            # Values as validated vaults had them when the publish stored them.
             if values[name] == _DISPLAY_DEFAULTS[name]:
                 values[name] = value
-    # Every value was validated as the document was read.
-    return _with_reward_share(VaultHit.model_construct(**values))
+                fields_set.add(name)
+    # A subclass that adds no field storage of its own: the layouts are the same.
+    object.__setattr__(doc, "__class__", VaultHit)
+    return _with_reward_share(doc)
 
 
 def hit_from_document(doc: dict[str, Any]) -> VaultHit:
@@ -250,7 +258,9 @@ class VaultIndex:
                 values = self.display.display_values(keys)
             except Exception as exc:  # the search still answers, without these fields
                 log.warning("display fields not read, hits shown without them: %s", exc)
-        return [_as_hit(doc, values.get((doc.id, doc.publish_seq))) for doc in docs]  # type: ignore[arg-type]
+        if not values:
+            return [_as_hit(doc, None) for doc in docs]
+        return [_as_hit(doc, values.get((doc.id, doc.publish_seq or 0))) for doc in docs]
 
     async def search(
         self,

@@ -143,6 +143,10 @@ DisplayRow = tuple[
 ]
 DISPLAY_COLUMNS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
 
+_SELECT_DISPLAY = (
+    "SELECT vault_id, publish_seq, address, url, apy_reward, share_price, exploits,"
+    " source_flags FROM published_display WHERE vault_id IN ({marks})"
+)
 _INSERT_DISPLAY = (
     "INSERT OR REPLACE INTO published_display (vault_id, publish_seq, address, url,"
     " apy_reward, share_price, exploits, source_flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -337,27 +341,30 @@ class VaultStore:
         rows were written from validated vaults, so they are read as they are.
         """
         wanted = set(keys)
-        ids = sorted({vault_id for vault_id, _ in wanted})
+        ids = list({vault_id: None for vault_id, _ in wanted})
         out: dict[tuple[str, int], dict[str, Any]] = {}
         for marks, chunk in _id_chunks(ids):
-            sql = (
-                "SELECT vault_id, publish_seq, address, url, apy_reward, share_price, exploits,"
-                f" source_flags FROM published_display WHERE vault_id IN ({marks})"
-            )
             with self._lock:
-                rows = self._conn.execute(sql, chunk).fetchall()
-            for row in rows:
-                key = (row[0], row[1])
-                if key not in wanted:
+                cursor = self._conn.cursor()
+                cursor.row_factory = None  # plain tuples: no Row object per row
+                rows = cursor.execute(_SELECT_DISPLAY.format(marks=marks), chunk).fetchall()
+            for vault_id, seq, address, url, apy_reward, share_price, exploits, flags in rows:
+                if (vault_id, seq) not in wanted:
                     continue
-                values = {
-                    name: value
-                    for name, value in zip(DISPLAY_COLUMNS[:5], row[2:7], strict=True)
-                    if value is not None
-                }
-                if row[7] is not None:
-                    values["source_flags"] = json.loads(row[7])
-                out[key] = values
+                values: dict[str, Any] = {}
+                if address is not None:
+                    values["address"] = address
+                if url is not None:
+                    values["url"] = url
+                if apy_reward is not None:
+                    values["apy_reward"] = apy_reward
+                if share_price is not None:
+                    values["share_price"] = share_price
+                if exploits is not None:
+                    values["exploits"] = exploits
+                if flags is not None:
+                    values["source_flags"] = json.loads(flags)
+                out[(vault_id, seq)] = values
         return out
 
     # -- run log ------------------------------------------------------------------------
