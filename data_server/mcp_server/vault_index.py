@@ -4,10 +4,11 @@ Documents are the flattened `Vault` records the pipeline publishes. Parsing is t
 a field the document lacks is None here, so a schema that grows does not break the tools.
 
 The fields the tools only display (`data_server.vaults.index.DISPLAY_FIELDS`) are not in
-the documents: each publish keeps them in the store by (vault id, publish_seq), and a
-hit takes those of its own document's publish. A document that carries them itself (a
-publish from before they left the index) keeps its own. If they cannot be read, hits
-come without them: the search still answers.
+the documents: a document carries the store revision of the vault row it was built from,
+and a hit takes those fields from that row's record (kept by the store while a document
+may refer to it), so it shows one publish's values, whole. A document that carries them
+itself (a publish from before they left the index) keeps its own. If they cannot be read,
+hits come without them: the search still answers.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import from_json
 
 from albert.search import SearchParams, SearchResponse, TypesenseClient, TypesenseError
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
+from data_server.vaults.index import display_fields
 from data_server.vaults.model import Vault
 
 log = logging.getLogger(__name__)
@@ -100,9 +103,9 @@ _RATINGS = {"low", "medium", "high", "very_high"}
 
 
 class _IndexedVault(VaultHit):
-    """A hit as its document has it: with the publish that wrote the document."""
+    """A hit as its document has it: with the store revision of the row it was built from."""
 
-    publish_seq: int | None = None
+    revision: int | None = None
 
 
 # Read once: `model_fields` on the class is a descriptor call, per key of every hit.
@@ -119,12 +122,10 @@ _DISPLAY_DEFAULTS: dict[str, Any] = {
 
 
 class DisplaySource(Protocol):
-    """The published display fields of documents (the write store)."""
+    """The vault rows documents were built from (the write store)."""
 
-    def display_values(
-        self, keys: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
-        """Display fields by (vault id, publish_seq): None and empty ones left out."""
+    def records_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """Record JSON by (vault id, row revision); rows it no longer has are left out."""
         ...
 
 
@@ -136,15 +137,15 @@ def _read_document(doc: dict[str, Any]) -> _IndexedVault:
 def _as_hit(doc: _IndexedVault, display: dict[str, Any] | None) -> VaultHit:
     """The tools' hit of a document, its display fields added where it lacks them.
 
-    The document's model becomes the hit in place: the same fields but `publish_seq`, and
-    no copy (a `model_construct` per hit cost more than the rest of reading it).
+    The document's model becomes the hit in place: the same fields but `revision`, and no
+    copy (a `model_construct` per hit cost more than the rest of reading it).
     """
     values, fields_set = doc.__dict__, doc.__pydantic_fields_set__
-    del values["publish_seq"]
-    fields_set.discard("publish_seq")
+    del values["revision"]
+    fields_set.discard("revision")
     if display:
         for name, value in display.items():
-            # Values as validated vaults had them when the publish stored them.
+            # Values of a validated vault's record.
             if values[name] == _DISPLAY_DEFAULTS[name]:
                 values[name] = value
                 fields_set.add(name)
@@ -248,19 +249,21 @@ class VaultIndex:
         self.display = display
 
     def _hits(self, docs: list[_IndexedVault]) -> list[VaultHit]:
-        """The documents as hits, with their publishes' display fields (one read)."""
-        values: dict[tuple[str, int], dict[str, Any]] = {}
-        keys = [(doc.id, doc.publish_seq) for doc in docs if doc.publish_seq is not None]
+        """The documents as hits, with the display fields of their rows (one read)."""
+        records: dict[tuple[str, int], str] = {}
+        keys = [(doc.id, doc.revision) for doc in docs if doc.revision is not None]
         if keys and self.display is not None:
             # A SQLite read by primary key, far shorter than a hop to a thread; the store
             # is written by the pipeline's own process, and WAL readers do not wait on it.
             try:
-                values = self.display.display_values(keys)
+                records = self.display.records_at(keys)
             except Exception as exc:  # the search still answers, without these fields
                 log.warning("display fields not read, hits shown without them: %s", exc)
-        if not values:
-            return [_as_hit(doc, None) for doc in docs]
-        return [_as_hit(doc, values.get((doc.id, doc.publish_seq or 0))) for doc in docs]
+        hits = []
+        for doc in docs:
+            record = records.get((doc.id, doc.revision or 0)) if records else None
+            hits.append(_as_hit(doc, display_fields(from_json(record)) if record else None))
+        return hits
 
     async def search(
         self,

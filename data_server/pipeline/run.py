@@ -143,17 +143,16 @@ FIRST_SLICE = 250
 def _write_slice(
     store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
 ) -> tuple[UpsertCounts, DocumentBatch | None]:
-    """Upsert one slice and encode its documents for publish `seq`; their display fields
-    are stored in the same transaction."""
+    """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
     # One serialisation per vault serves the stored row and its hash.
     records = [vault.model_dump_json() for vault in vaults]
+    rows: dict[str, int] = {}
+    counts = store.upsert_vaults(vaults, records=records, revision=revision, row_revisions=rows)
     if seq is None:
-        return store.upsert_vaults(vaults, records=records, revision=revision), None
+        return counts, None
     # A vault listed twice is published as stored: its last record.
     last = {vault.id: vault for vault in vaults}
-    batch = encode_vaults(last.values(), seq)
-    counts = store.upsert_vaults(vaults, records=records, revision=revision, display=batch.display)
-    return counts, batch
+    return counts, encode_vaults(last.values(), seq, rows)
 
 
 class _SourceWriter:

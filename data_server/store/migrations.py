@@ -102,23 +102,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "published display fields",
-        # The fields the tools only display, as each publish sent them: an index document
-        # carries its publish's number (`publish_seq`), and the tools read these by
-        # (vault id, publish_seq), so a hit shows one publish's values even while the
-        # store is ahead of the index. Rows of older publishes go once a publish has
-        # removed their documents from the index.
+        "superseded records",
+        # A vault row replaced by a changed one, kept while the index may still hold a
+        # document built from it: documents carry the store revision of the row they were
+        # built from, and the tools read the fields they only display from that row's
+        # record (the current row, or this copy). A publish that succeeds drops the rows
+        # no document refers to any more.
         """
-        CREATE TABLE published_display (
+        CREATE TABLE superseded_records (
             vault_id TEXT NOT NULL,
-            publish_seq INTEGER NOT NULL,
-            address TEXT,
-            url TEXT,
-            apy_reward REAL,
-            share_price REAL,
-            exploits INTEGER,
-            source_flags TEXT,
-            PRIMARY KEY (vault_id, publish_seq)
+            revision INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            PRIMARY KEY (vault_id, revision)
         ) WITHOUT ROWID;
         """,
     ),

@@ -135,21 +135,12 @@ _UPSERT_VAULT = """
 """
 
 
-# The fields the tools only display, as one publish sent them: (vault id, publish_seq,
-# address, url, apy_reward, share_price, exploits, source_flags as a JSON list or None
-# when empty). See migration 4.
-DisplayRow = tuple[
-    str, int, str | None, str | None, float | None, float | None, int | None, str | None
-]
-DISPLAY_COLUMNS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
-
-_SELECT_DISPLAY = (
-    "SELECT vault_id, publish_seq, address, url, apy_reward, share_price, exploits,"
-    " source_flags FROM published_display WHERE vault_id IN ({marks})"
-)
-_INSERT_DISPLAY = (
-    "INSERT OR REPLACE INTO published_display (vault_id, publish_seq, address, url,"
-    " apy_reward, share_price, exploits, source_flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# What the tools read for a document's display fields: the record of the row revision it
+# was built from, whether the row is current or superseded (see migration 4).
+_SELECT_RECORDS_AT = (
+    "SELECT id, revision, record FROM vaults WHERE id IN ({marks})"
+    " UNION ALL SELECT vault_id, revision, record FROM superseded_records"
+    " WHERE vault_id IN ({marks})"
 )
 
 
@@ -212,7 +203,7 @@ class VaultStore:
         *,
         records: list[str] | None = None,
         revision: int | None = None,
-        display: Iterable[DisplayRow] = (),
+        row_revisions: dict[str, int] | None = None,
     ) -> UpsertCounts:
         """Insert new vaults and update changed ones, in one transaction.
 
@@ -220,8 +211,11 @@ class VaultStore:
         of each, in the same order), so one serialisation serves the row, its hash and the
         caller's own use. ``revision`` writes the changed rows under that revision instead of
         the next one: the pipeline writes one source in several transactions under one
-        revision, as a single call would. ``display`` rows (the published display fields of
-        these vaults, see `write_display`) are written in the same transaction.
+        revision, as a single call would. ``row_revisions``, when given, receives the
+        revision of each vault's row after the write (an unchanged row keeps its own).
+
+        A changed row that an earlier revision wrote is kept in ``superseded_records`` (an
+        index document may still have been built from it) until a publish drops it.
         """
         inserted = updated = unchanged = 0
         now = time.time()
@@ -235,27 +229,30 @@ class VaultStore:
                 # Only the stored rows this batch can match, by id: a slice of a source
                 # (in any order) reads its own rows, not the source's whole id range.
                 ids = list({vault.id: None for vault in batch})
-                existing: dict[str, str] = {}
+                existing: dict[str, tuple[str, int]] = {}
                 for marks, chunk in _id_chunks(ids):
-                    existing.update(
-                        conn.execute(
-                            f"SELECT id, content_hash FROM vaults WHERE id IN ({marks})", chunk
-                        ).fetchall()
-                    )
+                    sql = f"SELECT id, content_hash, revision FROM vaults WHERE id IN ({marks})"
+                    for row in conn.execute(sql, chunk):
+                        existing[row[0]] = (row[1], row[2])
                 if revision is None:
                     current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
                     next_revision = int(current.fetchone()[0]) + 1
                 else:
                     next_revision = revision
                 rows: list[tuple[Any, ...]] = []
+                superseded: list[str] = []
                 for index, vault in enumerate(batch):
                     # The stored record and its hash come from one serialisation.
                     record = vault.model_dump_json() if records is None else records[index]
                     digest = _digest(record)
                     old = existing.get(vault.id)
-                    if old == digest:
+                    if old is not None and old[0] == digest:
                         unchanged += 1
+                        if row_revisions is not None:
+                            row_revisions[vault.id] = old[1]
                         continue
+                    if old is not None and old[1] != next_revision:
+                        superseded.append(vault.id)
                     rows.append(
                         (
                             vault.id,
@@ -277,13 +274,20 @@ class VaultStore:
                             now,
                         )
                     )
-                    existing[vault.id] = digest
+                    existing[vault.id] = (digest, next_revision)
+                    if row_revisions is not None:
+                        row_revisions[vault.id] = next_revision
                     if old is None:
                         inserted += 1
                     else:
                         updated += 1
+                for marks, chunk in _id_chunks(superseded):
+                    conn.execute(
+                        "INSERT OR IGNORE INTO superseded_records (vault_id, revision, record)"
+                        f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})",
+                        chunk,
+                    )
                 conn.executemany(_UPSERT_VAULT, rows)
-                conn.executemany(_INSERT_DISPLAY, display)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -308,63 +312,52 @@ class VaultStore:
                 raise
         return len(rows)
 
-    def write_display(self, rows: Iterable[DisplayRow]) -> None:
-        """Record the display fields of documents a publish is about to send (one
-        transaction): each keyed by (vault id, publish_seq), as its document is."""
+    def drop_superseded(self, published: dict[str, int]) -> int:
+        """Remove superseded rows no index document was built from; how many went.
+
+        Called once a publish has succeeded: the index then holds only that publish's
+        documents, vault id -> row revision as in `published`. A superseded row that is
+        one of them (its vault changed after the publish read it) stays.
+        """
         with self._lock:
+            rows = self._conn.execute(
+                "SELECT vault_id, revision FROM superseded_records"
+            ).fetchall()
+            stale = [(row[0], row[1]) for row in rows if published.get(row[0]) != row[1]]
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(_INSERT_DISPLAY, rows)
+                self._conn.executemany(
+                    "DELETE FROM superseded_records WHERE vault_id = ? AND revision = ?", stale
+                )
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+        return len(stale)
 
-    def drop_display_before(self, publish_seq: int) -> int:
-        """Remove display rows of publishes older than `publish_seq`; how many went.
-
-        Called once a publish has removed those publishes' documents from the index, so
-        no document refers to them any more.
-        """
-        with self._lock:
-            cursor = self._conn.execute(
-                "DELETE FROM published_display WHERE publish_seq < ?", (publish_seq,)
-            )
-        return cursor.rowcount
-
-    def display_values(
-        self, keys: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
-        """Published display fields by (vault id, publish_seq); unknown keys are left out.
-
-        Each value holds the fields the publish sent (None and empty ones left out). The
-        rows were written from validated vaults, so they are read as they are.
-        """
+    def records_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """Record JSON by (vault id, row revision), current or superseded; keys the store no
+        longer has are left out. Rows were validated when written."""
         wanted = set(keys)
         ids = list({vault_id: None for vault_id, _ in wanted})
-        out: dict[tuple[str, int], dict[str, Any]] = {}
+        out: dict[tuple[str, int], str] = {}
         for marks, chunk in _id_chunks(ids):
             with self._lock:
                 cursor = self._conn.cursor()
                 cursor.row_factory = None  # plain tuples: no Row object per row
-                rows = cursor.execute(_SELECT_DISPLAY.format(marks=marks), chunk).fetchall()
-            for vault_id, seq, address, url, apy_reward, share_price, exploits, flags in rows:
-                if (vault_id, seq) not in wanted:
-                    continue
-                values: dict[str, Any] = {}
-                if address is not None:
-                    values["address"] = address
-                if url is not None:
-                    values["url"] = url
-                if apy_reward is not None:
-                    values["apy_reward"] = apy_reward
-                if share_price is not None:
-                    values["share_price"] = share_price
-                if exploits is not None:
-                    values["exploits"] = exploits
-                if flags is not None:
-                    values["source_flags"] = json.loads(flags)
-                out[(vault_id, seq)] = values
+                rows = cursor.execute(_SELECT_RECORDS_AT.format(marks=marks), chunk * 2)
+                for vault_id, revision, record in rows.fetchall():
+                    if (vault_id, revision) in wanted:
+                        out[(vault_id, revision)] = record
+        return out
+
+    def published_records(self, vault_ids: Iterable[str]) -> list[tuple[str, str, int]]:
+        """(id, record JSON, row revision) of the given vaults that the store has, by id."""
+        ids = sorted(set(vault_ids))
+        out: list[tuple[str, str, int]] = []
+        for marks, chunk in _id_chunks(ids):
+            sql = f"SELECT id, record, revision FROM vaults WHERE id IN ({marks}) ORDER BY id"
+            out.extend((r[0], r[1], r[2]) for r in self._rows(sql, chunk))
         return out
 
     # -- run log ------------------------------------------------------------------------

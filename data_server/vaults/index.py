@@ -8,18 +8,12 @@ never match a vault whose APY is unknown.
 
 The fields the tools only display (``DISPLAY_FIELDS``: ``address``, ``url``, ``apy_reward``,
 ``share_price``, ``exploits``, ``source_flags``) are not sent: Typesense would store them
-with every document of every publish (a quarter of the bytes it parses). A publish writes
-them to the store's ``published_display`` table instead, keyed by (vault id,
-``publish_seq``) as the document is, before the document goes out; the tools read them
-back for their hits' (id, publish_seq) pairs, so every hit shows one publish's values even
-when a failed publish left the store ahead of the index.
-
-A publish (``Publisher``, or ``publish`` for the whole store at once) pushes every stored
-vault (upsert), removes documents of earlier publishes that the store no longer has, and
-records what it published in the run log. Documents are built from the vaults' stored JSON
-(validated when it was written) and encoded with pydantic-core's JSON writer, in batches
-that overlap with the import of the previous one. The pipeline feeds its publisher slice
-by slice as its store transactions commit, so indexing overlaps with merging.
+with every document of every publish (a quarter of the bytes it parses). A document carries
+instead the store ``revision`` of the vault row it was built from, and the tools read those
+fields from that row's record: the current row, or, once the vault has changed since, the
+copy the store keeps of the replaced row (``superseded_records``) until a publish that
+succeeds no longer needs it. So every hit shows one publish's values, whole, even when a
+failed publish left the store ahead of the index.
 """
 
 from __future__ import annotations
@@ -36,7 +30,6 @@ from pydantic_core import from_json, to_json
 
 from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.store import Publication, VaultStore
-from data_server.store.sqlite import DISPLAY_COLUMNS, DisplayRow
 from data_server.vaults.model import Vault
 
 log = logging.getLogger(__name__)
@@ -51,8 +44,8 @@ SAMPLE_SIZE = 20
 SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "updated_at")
 # What a publish keeps of each document it sent: its id and the sampled values.
 _COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
-# Fields the tools only display: kept in the store by publish, not sent to the index.
-DISPLAY_FIELDS = DISPLAY_COLUMNS
+# Fields the tools only display: read from the store's record of a document's row.
+DISPLAY_FIELDS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
 
 
 def _field(name: str, type_: str, **options: Any) -> dict[str, Any]:
@@ -176,21 +169,19 @@ def record_document(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if v is not None}
 
 
-def split_document(doc: dict[str, Any], seq: int) -> tuple[dict[str, Any], DisplayRow]:
-    """A full document as publish `seq` sends it: (the document without the display
-    fields, its display row for the store)."""
-    flags = doc.pop("source_flags", None)
-    row: DisplayRow = (
-        doc["id"],
-        seq,
-        doc.pop("address", None),
-        doc.pop("url", None),
-        doc.pop("apy_reward", None),
-        doc.pop("share_price", None),
-        doc.pop("exploits", None),
-        to_json(flags).decode() if flags else None,
-    )
-    return doc, row
+def display_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The display fields of a vault in its stored JSON form, as `record_document` has
+    them: None and empty ones left out."""
+    inputs = record.get("security_inputs") or {}
+    values = {
+        "address": record.get("address"),
+        "url": record.get("url"),
+        "apy_reward": record.get("apy_reward"),
+        "share_price": record.get("share_price"),
+        "exploits": inputs.get("exploits"),
+        "source_flags": inputs.get("source_flags") or None,
+    }
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def vault_document(vault: Vault) -> dict[str, Any]:
@@ -237,23 +228,6 @@ def vault_document(vault: Vault) -> dict[str, Any]:
     return doc
 
 
-def vault_display(vault: Vault, seq: int) -> DisplayRow:
-    """The display row of a vault for publish `seq`: what `split_document` takes out of
-    `record_document` of its stored JSON."""
-    inputs = vault.security_inputs
-    flags = inputs.source_flags if inputs is not None else None
-    return (
-        vault.id,
-        seq,
-        vault.address,
-        vault.url,
-        _finite(vault.apy_reward),
-        _finite(vault.share_price),
-        inputs.exploits if inputs is not None else None,
-        to_json(flags).decode() if flags else None,
-    )
-
-
 def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
@@ -272,29 +246,48 @@ class DocumentBatch:
     body: bytes
     # Per document: its id and the values the staleness check compares (None when absent).
     compared: list[dict[str, Any]]
-    # Per document: its display fields, to be in the store before the document is sent.
-    display: list[DisplayRow]
+    # Per document: the store revision of the row it was built from.
+    revisions: list[int]
 
 
-def encode_records(records: Iterable[tuple[str, str]], seq: int) -> DocumentBatch:
-    """(id, stored record JSON) pairs as JSONL documents of publish `seq`."""
+def encode_records(records: Iterable[tuple[str, str, int]], seq: int) -> DocumentBatch:
+    """(id, stored record JSON, row revision) triples as JSONL documents of publish `seq`."""
     return _encode(
-        (split_document(record_document(from_json(record)), seq) for _, record in records), seq
+        (
+            (*_published(record_document(from_json(record))), revision)
+            for _, record, revision in records
+        ),
+        seq,
     )
 
 
-def encode_vaults(vaults: Iterable[Vault], seq: int) -> DocumentBatch:
-    """Vaults as JSONL documents of publish `seq`: the bytes (and display rows)
-    `encode_records` makes of their stored JSON."""
-    return _encode(((vault_document(vault), vault_display(vault, seq)) for vault in vaults), seq)
+def _published(doc: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """A full document without its display fields, and its reward APY (a sampled value)."""
+    apy_reward = doc.get("apy_reward")
+    for name in DISPLAY_FIELDS:
+        doc.pop(name, None)
+    return doc, apy_reward
 
 
-def _encode(docs: Iterable[tuple[dict[str, Any], DisplayRow]], seq: int) -> DocumentBatch:
+def encode_vaults(vaults: Iterable[Vault], seq: int, revisions: Mapping[str, int]) -> DocumentBatch:
+    """Vaults whose rows have these revisions as JSONL documents of publish `seq`: the
+    bytes `encode_records` makes of their stored JSON."""
+    return _encode(
+        (
+            (vault_document(vault), _finite(vault.apy_reward), revisions[vault.id])
+            for vault in vaults
+        ),
+        seq,
+    )
+
+
+def _encode(docs: Iterable[tuple[dict[str, Any], float | None, int]], seq: int) -> DocumentBatch:
     lines: list[bytes] = []
     compared: list[dict[str, Any]] = []
-    display: list[DisplayRow] = []
-    for doc, row in docs:
+    revisions: list[int] = []
+    for doc, apy_reward, revision in docs:
         doc["publish_seq"] = seq
+        doc["revision"] = revision
         lines.append(to_json(doc))
         get = doc.get
         compared.append(
@@ -302,29 +295,32 @@ def _encode(docs: Iterable[tuple[dict[str, Any], DisplayRow]], seq: int) -> Docu
                 "id": doc["id"],
                 "apy": get("apy"),
                 "apy_base": get("apy_base"),
-                "apy_reward": row[4],
+                "apy_reward": apy_reward,
                 "tvl_usd": get("tvl_usd"),
                 "security_score": get("security_score"),
                 "updated_at": doc["updated_at"],
             }
         )
-        display.append(row)
-    return DocumentBatch(body=b"\n".join(lines), compared=compared, display=display)
+        revisions.append(revision)
+    return DocumentBatch(body=b"\n".join(lines), compared=compared, revisions=revisions)
 
 
 def with_display(docs: list[dict[str, Any]], store: VaultStore) -> list[dict[str, Any]]:
-    """Index documents with their publish's display fields added from the store.
+    """Index documents with their display fields added from the rows they were built from.
 
     A document keeps any display field it carries itself (documents of a publish from
-    before the fields left the index); the rest come from its (id, publish_seq) row.
+    before the fields left the index).
     """
-    keys = [(doc["id"], doc["publish_seq"]) for doc in docs if "publish_seq" in doc]
-    values = store.display_values(keys) if keys else {}
+    keys = [(doc["id"], doc["revision"]) for doc in docs if "revision" in doc]
+    records = store.records_at(keys) if keys else {}
     out = []
     for doc in docs:
-        found = values.get((doc.get("id"), doc.get("publish_seq")))  # type: ignore[arg-type]
+        record = records.get((doc.get("id"), doc.get("revision")))  # type: ignore[arg-type]
+        if record is None:
+            out.append(doc)
+            continue
         # A document always had its source flags, empty ones too.
-        out.append({"source_flags": [], **found, **doc} if found else doc)
+        out.append({"source_flags": [], **display_fields(from_json(record)), **doc})
     return out
 
 
@@ -369,6 +365,8 @@ class Publisher:
         self._sent: set[str] = set()
         # Accepted documents by id (a vault pushed twice counts once, as the store has it).
         self._pushed: dict[str, dict[str, Any]] = {}
+        # The row revision each accepted document was built from, by id.
+        self._revisions: dict[str, int] = {}
         self._failures: list[str] = []
         self._error: Exception | None = None
         # A batch taken from the queue that did not fit into the import being joined.
@@ -408,6 +406,7 @@ class Publisher:
             for i, row in enumerate(batch.compared):
                 if i not in refused:
                     self._pushed[row["id"]] = row
+                    self._revisions[row["id"]] = batch.revisions[i]
             self._failures.extend(
                 f"{batch.compared[f.line]['id']}: {f.error}" for f in summary.failures[:5]
             )
@@ -438,13 +437,11 @@ class Publisher:
         return DocumentBatch(
             body=b"\n".join(part.body for part in parts),
             compared=[row for part in parts for row in part.compared],
-            display=[],  # written to the store before the parts were pushed
+            revisions=[revision for part in parts for revision in part.revisions],
         )
 
     def _encode_stored(self, vault_ids: list[str]) -> DocumentBatch:
-        batch = encode_records(self.store.records_for(vault_ids), self.seq)
-        self.store.write_display(batch.display)
-        return batch
+        return encode_records(self.store.published_records(vault_ids), self.seq)
 
     async def finish(self) -> Publication:
         """Push every stored vault not pushed yet, remove older documents, record it all."""
@@ -471,11 +468,12 @@ class Publisher:
         except TypesenseError as exc:
             if exc.status != 404:
                 raise
-        # No document of an older publish is left to show its display fields.
+        # The index holds this publish's documents only: replaced rows that none of them
+        # was built from are no longer read.
         try:
-            await asyncio.to_thread(self.store.drop_display_before, self.seq)
+            await asyncio.to_thread(self.store.drop_superseded, self._revisions)
         except Exception as exc:  # they only take room until the next publish drops them
-            log.warning("display rows of older publishes not removed: %s", exc)
+            log.warning("superseded vault rows not removed: %s", exc)
         info = await self.client.retrieve_collection(self.collection)
         error = None
         if self._failures:

@@ -89,9 +89,10 @@ async def test_after_a_failed_publish_each_hit_shows_its_own_publishes_values(
     new_a, new_b = _vault("a", "new", 3.0), _vault("b", "new", 4.0)
     publisher = Publisher(store, index_client, collection=collection)
     for vault in (new_a, new_b):
-        batch = encode_vaults([vault], publisher.seq)
-        store.upsert_vaults([vault], display=batch.display)
+        rows: dict[str, int] = {}
+        store.upsert_vaults([vault], row_revisions=rows)
         if vault is new_a:
+            batch = encode_vaults([vault], publisher.seq, rows)
             await index_client.import_jsonl(collection, batch.body, "upsert")
     index = VaultIndex(index_client, collection, display=store)
     page, _ = await index.search(sort_by="apy:asc")
@@ -103,13 +104,18 @@ async def test_after_a_failed_publish_each_hit_shows_its_own_publishes_values(
     catalog = await index.vaults_with_addresses("base")
     assert sorted(v.address or "" for v in catalog) == ["0xanew", "0xbold"]
 
-    # A publish that succeeds shows the store, and drops the rows no document refers to.
+    # The store kept the replaced rows; a publish that succeeds shows the store, and drops
+    # the replaced rows no document refers to any more.
+    assert _superseded(store) == [old_a.id, old_b.id]
     await publish(store, index_client, collection=collection)
     page, _ = await index.search(sort_by="apy:asc")
     assert [_shown(hit) for hit in page.hits] == [_expected(new_a), _expected(new_b)]
+    assert _superseded(store) == []
+
+
+def _superseded(store: VaultStore) -> list[str]:
     with sqlite3.connect(store.path) as conn:
-        rows = conn.execute("SELECT vault_id, url FROM published_display ORDER BY 1").fetchall()
-    assert rows == [(new_a.id, new_a.url), (new_b.id, new_b.url)]
+        return [r[0] for r in conn.execute("SELECT vault_id FROM superseded_records ORDER BY 1")]
 
 
 async def test_documents_that_carry_their_display_fields_keep_them(
@@ -143,9 +149,9 @@ async def test_a_failed_display_read_answers_without_those_fields(
     vault = _vault("a", "v1", 1.0)
     store.upsert_vaults([vault])
     await publish(store, index_client, collection=collection)
-    # The fault: the store cannot answer the read (its table is gone).
+    # The fault: the store cannot answer the read (a table it reads is gone).
     with sqlite3.connect(store.path) as conn:
-        conn.execute("DROP TABLE published_display")
+        conn.execute("DROP TABLE superseded_records")
     index = VaultIndex(index_client, collection, display=store)
     with caplog.at_level(logging.WARNING, logger="data_server.mcp_server.vault_index"):
         page, _ = await index.search(q="a vault")

@@ -16,6 +16,7 @@ from data_server.vaults.index import (
     DocumentBatch,
     Publisher,
     collection_schema,
+    display_fields,
     document,
     encode_records,
     encode_vaults,
@@ -118,27 +119,19 @@ async def test_documents_from_stored_records_equal_documents_from_vaults(
         assert record_document(json.loads(record)) == document(Vault.model_validate_json(record))
     # The pipeline encodes documents from the vaults it writes: the same bytes.
     vaults = [Vault.model_validate_json(record) for _, record in records]
-    from_vaults, from_records = encode_vaults(vaults, 7), encode_records(records, 7)
+    stored = store.published_records(v.id for v in vaults)
+    revisions = {vault_id: revision for vault_id, _, revision in stored}
+    from_vaults, from_records = encode_vaults(vaults, 7, revisions), encode_records(stored, 7)
     assert from_vaults.body == from_records.body
-    assert from_vaults.display == from_records.display
     assert from_vaults.compared == from_records.compared
-    # What is sent and what is kept make the whole document, nothing twice.
-    for line, row, (_, record) in zip(
-        from_vaults.body.split(b"\n"), from_vaults.display, records, strict=True
-    ):
+    assert from_vaults.revisions == from_records.revisions == [r for _, _, r in stored]
+    # What is sent and the display fields read back make the whole document, nothing twice.
+    for line, (_, record, revision) in zip(from_vaults.body.split(b"\n"), stored, strict=True):
         sent = json.loads(line)
         assert not sent.keys() & set(DISPLAY_FIELDS)
-        kept = {
-            name: value for name, value in zip(DISPLAY_FIELDS, row[2:], strict=True)
-            if value is not None
-        }  # fmt: skip
-        if "source_flags" in kept:
-            kept["source_flags"] = json.loads(kept["source_flags"])
+        shown = display_fields(json.loads(record))
         full = record_document(json.loads(record))
-        full.setdefault("source_flags", [])
-        assert {**sent, **kept, "source_flags": kept.get("source_flags", [])} == {
-            **full, "publish_seq": 7
-        }  # fmt: skip
+        assert {"source_flags": [], **shown, **sent} == {**full, "publish_seq": 7, "revision": revision}
 
 
 def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
@@ -149,12 +142,12 @@ def test_documents_from_vaults_leave_out_what_json_stores_as_null() -> None:
         _vault("scored", security_inputs=inputs, security_score=55.5, risk_rating="medium"),
         _vault("plain", apy=12.5, apy_reward=2.5, url="https://example.org/ü", status="eol"),
     ]
-    records = [(v.id, v.model_dump_json()) for v in odd]
-    assert encode_vaults(odd, 1).body == encode_records(records, 1).body
-    assert encode_vaults(odd, 1).display == encode_records(records, 1).display
-    assert encode_vaults(odd, 1).display[1][2:6] == ("0xab", None, None, None)
+    records = [(v.id, v.model_dump_json(), 3) for v in odd]
+    revisions = dict.fromkeys((v.id for v in odd), 3)
+    assert encode_vaults(odd, 1, revisions).body == encode_records(records, 1).body
+    assert display_fields(json.loads(records[1][1])) == {"address": "0xab"}
     assert "apy" not in vault_document(odd[0]) and "tvl_usd" not in vault_document(odd[0])
-    compared = encode_vaults(odd, 1).compared
+    compared = encode_vaults(odd, 1, revisions).compared
     assert all(row.keys() == {"id", *SAMPLE_FIELDS} for row in compared)
     assert compared[3]["apy"] == 12.5 and compared[0]["apy"] is None
 
@@ -242,9 +235,7 @@ def _fake_typesense(
 
 def _slice(publisher: Publisher, store: VaultStore, vaults: list[Vault]) -> DocumentBatch:
     store.upsert_vaults(vaults)
-    batch = encode_records(store.records_for(v.id for v in vaults), publisher.seq)
-    store.write_display(batch.display)
-    return batch
+    return encode_records(store.published_records(v.id for v in vaults), publisher.seq)
 
 
 async def test_a_publisher_sends_pushed_slices_once_and_the_rest_of_the_store_at_finish(

@@ -265,7 +265,8 @@ def _stored_documents(store: VaultStore) -> dict[str, dict[str, Any]]:
 
 
 def _without_seq(doc: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in doc.items() if k != "publish_seq"}
+    """The document without what says which publish and which row revision it is of."""
+    return {k: v for k, v in doc.items() if k not in ("publish_seq", "revision")}
 
 
 def _same_values(indexed: dict[str, Any], stored: dict[str, Any]) -> bool:

@@ -161,3 +161,40 @@ def test_protocols_summary(tmp_path: Path) -> None:
         assert summary["curve-dex"].tvl_usd == 5e6
         assert store.protocols_summary()[0].protocol == "curve-dex"
         assert [s.protocol for s in store.protocols_summary(protocol="AAVE-V3")] == ["aave-v3"]
+
+
+def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Path) -> None:
+    with VaultStore(tmp_path / "s.db") as store:
+        rows: dict[str, int] = {}
+        store.upsert_vaults([_vault("a"), _vault("b"), _vault("c")], row_revisions=rows)
+        first_a = store.published_records(["defillama:ethereum:a"])[0][1]
+        assert rows == dict.fromkeys(
+            ("defillama:ethereum:a", "defillama:ethereum:b", "defillama:ethereum:c"), 1
+        )
+        # Revision 2 changes a and b; c is unchanged and keeps its row and revision.
+        store.upsert_vaults(
+            [_vault("a", apy=6.0), _vault("b", apy=6.0), _vault("c")], row_revisions=rows
+        )
+        assert rows == {
+            "defillama:ethereum:a": 2,
+            "defillama:ethereum:b": 2,
+            "defillama:ethereum:c": 1,
+        }
+        # A vault written twice under one revision replaces its own row: nothing kept.
+        store.upsert_vaults([_vault("b", apy=7.0)], revision=2)
+        a, b, c = (f"defillama:ethereum:{n}" for n in "abc")
+        keys = [(a, 1), (a, 2), (b, 1), (c, 1), (c, 2)]
+        found = store.records_at(keys)
+        assert sorted(found) == keys[:4]
+        assert found[("defillama:ethereum:a", 1)] == first_a
+        assert Vault.model_validate_json(found[("defillama:ethereum:a", 2)]).apy == 6.0
+        # A publish that read a at revision 1 (a changed after it read it) keeps that row.
+        published = {
+            "defillama:ethereum:a": 1,
+            "defillama:ethereum:b": 2,
+            "defillama:ethereum:c": 1,
+        }
+        assert store.drop_superseded(published) == 1
+        assert sorted(store.records_at(keys)) == [*keys[:2], keys[3]]
+        assert store.drop_superseded({}) == 1
+        assert sorted(store.records_at(keys)) == [keys[1], keys[3]]
