@@ -402,6 +402,13 @@ async def _run(
             outcomes.append(outcome)
             progress.step(_describe(outcome))
 
+        # What the sources fetched and parsed is no longer needed. Freed now, while
+        # Typesense is still importing queued slices, it costs no wall time; freed at the
+        # end of the run (~0.1 s of CPU for 20,000 vaults), it came after the last import.
+        for one in fetched:
+            one.raw = one.result = None
+        results.clear()
+        store_vaults.clear()
         publication, publish_error, line = await _publish_step(publisher, outcomes, collection)
         progress.step(line)
         status = _status(outcomes, publication)
