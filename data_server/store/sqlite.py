@@ -541,15 +541,6 @@ class VaultStore:
         )
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
-    def records_for(self, vault_ids: Iterable[str]) -> list[tuple[str, str]]:
-        """(id, record JSON) of the given vaults that the store has, by id."""
-        ids = sorted(set(vault_ids))
-        out: list[tuple[str, str]] = []
-        for marks, chunk in _id_chunks(ids):
-            sql = f"SELECT id, record FROM vaults WHERE id IN ({marks}) ORDER BY id"
-            out.extend((r[0], r[1]) for r in self._rows(sql, chunk))
-        return out
-
     def vault_ids(self) -> list[str]:
         """All vault ids, sorted."""
         return [r[0] for r in self._rows("SELECT id FROM vaults ORDER BY id")]

@@ -42,8 +42,6 @@ SAMPLE_SIZE = 20
 
 # Fields whose published values the staleness check compares with the store.
 SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "updated_at")
-# What a publish keeps of each document it sent: its id and the sampled values.
-_COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
 # Fields the tools only display: read from the store's record of a document's row.
 DISPLAY_FIELDS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
 
