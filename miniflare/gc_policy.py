@@ -10,24 +10,34 @@ benchmark), and each pause makes every turn in flight that much later, then a ba
 So after each full collection, what survived it is moved out of the collector's sight
 (`gc.freeze()`): the next full collections walk only what was allocated since. Reference
 counting still frees frozen objects that are dropped; only garbage *cycles* among them
-wait. To keep those bounded, once the frozen set has grown to `growth` times its size
-after the last thaw, it is thawed (`gc.unfreeze()`) and the next full collection walks
+wait. To keep those bounded, as soon as a freeze makes the frozen set `growth` times its
+size after the last thaw, it is thawed (`gc.unfreeze()`) and a full collection walks
 everything once, frees those cycles, and the survivors are frozen again.
+
+That walk is the longest pause there is (~0.3 s over a thousand objects' heap), so it is
+done right when the threshold is crossed, through `schedule` (the event loop's
+`call_soon`), while the heap is growing, and not at whichever full collection comes next,
+seconds later and with the heap's growth long over. Without `schedule` the next full
+collection does it.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from typing import Any
 
 
 class FreezeSurvivors:
     """Installs the policy as a gc callback; `uninstall` removes it and thaws everything."""
 
-    def __init__(self, growth: float = 2.0) -> None:
+    def __init__(
+        self, growth: float = 2.0, schedule: Callable[[Callable[[], object]], object] | None = None
+    ) -> None:
         if growth <= 1.0:
             raise ValueError("growth must be above 1")
         self.growth = growth
+        self._schedule = schedule
         # Frozen objects right after the last full pass over everything (0: none yet).
         self._base = 0
         # The frozen set when it was last counted, and the survivors frozen since then.
@@ -60,17 +70,24 @@ class FreezeSurvivors:
         # ms inside the pause), so it is counted only when the survivors added since the
         # last count could have reached the thaw threshold.
         added = len(gc.get_objects(generation=2))
-        if self._base and self._counted + self._added >= self.growth * self._base:
-            self._counted, self._added = gc.get_freeze_count(), 0
-            if self._counted >= self.growth * self._base:
-                # Everything goes back: the next full collection walks it all once.
-                gc.unfreeze()
-                self._base = self._counted = self._added = 0
-                self.thaws += 1
-                return
         gc.freeze()
         self.freezes += 1
-        self._added += added
         if not self._base:
             self._base = self._counted = max(1, gc.get_freeze_count())
             self._added = 0
+            return
+        self._added += added
+        if self._counted + self._added < self.growth * self._base:
+            return
+        self._counted, self._added = gc.get_freeze_count(), 0
+        if self._counted >= self.growth * self._base:
+            # Everything goes back, and is walked once right away (see the module's doc).
+            gc.unfreeze()
+            self._base = self._counted = self._added = 0
+            self.thaws += 1
+            if self._schedule is not None:
+                self._schedule(self._walk)
+
+    def _walk(self) -> None:
+        if self._installed and not self._base:
+            gc.collect()

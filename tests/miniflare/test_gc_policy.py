@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -67,15 +67,63 @@ def test_cycles_that_die_frozen_are_freed_once_the_frozen_set_doubles(
     gc.collect()
     assert ref() is not None  # frozen garbage waits
     growth = [Node() for _ in range(base + 1000)]  # the frozen set doubles
-    gc.collect()
-    assert gc.get_freeze_count() >= 2 * base
     thaws = policy.thaws
-    gc.collect()  # the threshold is reached: everything is thawed
+    gc.collect()  # the freeze that doubles it thaws everything at once
     assert policy.thaws == thaws + 1
+    assert gc.get_freeze_count() == 0
     gc.collect()  # and this pass walks it all
     assert ref() is None
     assert gc.get_freeze_count() > 0  # the survivors are frozen again
     assert len(growth) > base
+
+
+def test_the_walk_after_a_thaw_is_scheduled_at_once() -> None:
+    gc.collect()
+    gc.unfreeze()
+    scheduled: list[Callable[[], object]] = []
+    policy = FreezeSurvivors(growth=2.0, schedule=scheduled.append).install()
+    try:
+        node, ref = cycle()
+        gc.collect()
+        base = gc.get_freeze_count()
+        del node
+        growth = [Node() for _ in range(base + 1000)]
+        gc.collect()  # doubled: thawed, and the walk is asked for now
+        assert policy.thaws == 1
+        assert len(scheduled) == 1
+        assert ref() is not None
+        scheduled.pop()()  # what the event loop runs next: one full pass over everything
+        assert ref() is None
+        assert gc.get_freeze_count() >= len(growth)  # survivors frozen, a new base set
+        assert policy.thaws == 1
+        assert scheduled == []
+        gc.collect()
+        freezes = policy.freezes
+        gc.collect()
+        assert policy.freezes == freezes + 1 and scheduled == []  # no new walk asked for
+    finally:
+        policy.uninstall()
+        gc.collect()
+
+
+def test_a_scheduled_walk_is_skipped_once_a_full_collection_did_it() -> None:
+    gc.collect()
+    gc.unfreeze()
+    scheduled: list[Callable[[], object]] = []
+    policy = FreezeSurvivors(growth=2.0, schedule=scheduled.append).install()
+    try:
+        gc.collect()
+        growth = [Node() for _ in range(gc.get_freeze_count() + 1000)]
+        gc.collect()
+        assert len(scheduled) == 1
+        gc.collect()  # a full collection came first: it walked everything
+        freezes = policy.freezes
+        scheduled.pop()()
+        assert policy.freezes == freezes  # no second walk
+        assert len(growth) > 0
+    finally:
+        policy.uninstall()
+        gc.collect()
 
 
 def test_uninstall_thaws_everything_and_stops_freezing() -> None:
@@ -117,9 +165,7 @@ def test_the_frozen_set_is_counted_only_when_a_thaw_could_be_due(
     assert counts == []
     assert policy.freezes == 6 and policy.thaws == 0
     growth = [[] for _ in range(base + 1000)]
-    gc.collect()  # frozen with the rest: the set may have doubled now
-    assert counts == []
-    gc.collect()  # so this one counts it, and thaws
+    gc.collect()  # frozen with the rest: the set may have doubled, so it is counted, and thawed
     assert len(counts) == 1
     assert policy.thaws == 1
     assert len(growth) > base
