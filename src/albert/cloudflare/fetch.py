@@ -244,11 +244,13 @@ def outbound_client(transport: str = "asyncio") -> httpx.AsyncClient:
     `transport="httpx"` (setting `OUTBOUND_HTTP_TRANSPORT`), or when the environment names
     a proxy, httpx's default transport with one shared TLS context.
     """
+    from albert.outbound.client import ObjectHttpClient
+
     platform = outbound_transport()
     if platform is not None:
-        return httpx.AsyncClient(transport=platform)
+        return ObjectHttpClient(transport=platform)
     if transport == "httpx" or _environment_names_a_proxy():
-        return httpx.AsyncClient(verify=shared_tls_context())
+        return ObjectHttpClient(verify=shared_tls_context())
     from albert.outbound.asyncio_transport import SharedTransport, shared_asyncio_transport
 
-    return httpx.AsyncClient(transport=SharedTransport(shared_asyncio_transport()))
+    return ObjectHttpClient(transport=SharedTransport(shared_asyncio_transport()))
