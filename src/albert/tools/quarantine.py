@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import re
+import weakref
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -84,7 +85,23 @@ def vet(tool: Tool, source: str, taken: dict[str, str]) -> Rejection | None:
         return Rejection(
             tool=name, source=source, reason=f"its name clashes with {taken[folded]!r}"
         )
-    problem = schema_problem(tool.input_schema)
+    problem = _tool_schema_problem(tool)
     if problem is not None:
         return Rejection(tool=name, source=source, reason=problem)
     return None
+
+
+# A tool's schema does not change once it is built (see `albert.tools.base.described`),
+# and every turn vets the turn's tools again: `schema_problem` encodes the schema as sorted
+# JSON for its cache key (~1.5% of a chat turn's CPU), so its verdict is kept per tool.
+_verdicts: weakref.WeakKeyDictionary[Any, tuple[str | None]] = weakref.WeakKeyDictionary()
+
+
+def _tool_schema_problem(tool: Tool) -> str | None:
+    try:
+        found = _verdicts.get(tool)
+    except TypeError:  # a tool that cannot be weakly referenced is checked every time
+        return schema_problem(tool.input_schema)
+    if found is None:
+        found = _verdicts[tool] = (schema_problem(tool.input_schema),)
+    return found[0]

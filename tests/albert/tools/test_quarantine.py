@@ -55,3 +55,26 @@ def test_a_remote_tool_may_still_replace_a_local_one_of_the_same_name() -> None:
     assert registry.merge([RawTool("search", {"type": "object"})], source="remote") == []
     assert registry.source_of("search") == "remote"
     assert registry.get("search").input_schema == {"type": "object"}  # type: ignore[union-attr]
+
+
+def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(monkeypatch: Any) -> None:
+    from albert.tools import quarantine
+
+    encoded: list[object] = []
+    real_dumps = quarantine.json.dumps
+
+    def counting(value: Any, **kwargs: Any) -> str:
+        encoded.append(value)
+        return real_dumps(value, **kwargs)
+
+    monkeypatch.setattr(quarantine.json, "dumps", counting)
+    good, bad = RawTool("fine", GOOD), RawTool("broken", {"type": "array"})
+    for _ in range(3):  # one turn after another, as `extended` does
+        registry = ToolRegistry().extended([good, bad], "local")
+        assert registry.names() == ["fine"]
+        assert [r.tool for r in registry.rejected] == ["broken"]
+    assert len(encoded) == 2  # each tool's schema checked once
+    # A name clash depends on the other tools, so it is still checked every time.
+    clash = ToolRegistry([RawTool("Fine", GOOD)]).extended([good], "remote")
+    assert clash.names() == ["Fine"]
+    assert "clashes with 'Fine'" in clash.rejected[0].reason
