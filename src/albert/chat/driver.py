@@ -63,9 +63,7 @@ class TurnDriver:
 
     async def run(self, live: LiveTurn) -> None:
         """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
-        live.emit(
-            StartFrame(thread_id=live.thread_id, turn_id=live.turn_id, model=self._model.model_name)
-        )
+        live.emit(StartFrame, model=self._model.model_name)
         recorder = TurnRecorder(self._store, self._outputs, self._journal, self._events, live)
         recorder.begin()
         loop = self._new_loop()

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+# A frame of a running turn (`albert.protocol.frames`: it has thread_id, turn_id and seq).
+F = TypeVar("F", bound=BaseModel)
 
 
 class LiveTurn:
@@ -22,12 +26,17 @@ class LiveTurn:
         self._send_all = send_all
         self._frames: list[str] = []
 
-    def emit(self, frame: BaseModel) -> None:
-        """Number the frame, keep it, and send it to every socket."""
-        numbered = frame.model_copy(update={"seq": len(self._frames) + 1})
-        text = numbered.model_dump_json()
+    def emit(self, kind: type[F], **fields: Any) -> F:
+        """Make the turn's next frame of `kind` (ids and seq filled in), keep it, and send it
+        to every socket."""
+        # Built numbered, not numbered by a copy afterwards: one model per frame.
+        frame = kind(
+            thread_id=self.thread_id, turn_id=self.turn_id, seq=len(self._frames) + 1, **fields
+        )
+        text = frame.model_dump_json()
         self._frames.append(text)
-        self._send_all(numbered, text)
+        self._send_all(frame, text)
+        return frame
 
     def frames_after(self, seq: int) -> list[str]:
         """Serialised frames with a seq above `seq`, in order."""

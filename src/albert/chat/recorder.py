@@ -87,10 +87,6 @@ class TurnRecorder:
         self._pending_step = 0
         self._flush_timer: asyncio.TimerHandle | None = None
 
-    @property
-    def _ids(self) -> dict[str, str]:
-        return {"thread_id": self._thread_id, "turn_id": self._turn_id}
-
     def _message_id(self, step: int) -> str:
         return step_message_id(self._turn_id, self._run, step)
 
@@ -136,7 +132,7 @@ class TurnRecorder:
         return delta
 
     def _send_text(self, step: int, delta: str) -> None:
-        self._live.emit(TextDeltaFrame(**self._ids, step=step, delta=delta))
+        self._live.emit(TextDeltaFrame, step=step, delta=delta)
 
     # --- steps and tools ---------------------------------------------------------------
 
@@ -170,9 +166,7 @@ class TurnRecorder:
     async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
         self._flush()
         self._live.emit(
-            ToolCallFrame(
-                **self._ids, step=step, call_id=call.id, name=call.name, arguments=arguments
-            )
+            ToolCallFrame, step=step, call_id=call.id, name=call.name, arguments=arguments
         )
 
     async def on_tool_result(
@@ -204,16 +198,14 @@ class TurnRecorder:
 
         self._store.transaction(store)
         self._live.emit(
-            ToolResultFrame(
-                **self._ids,
-                step=step,
-                call_id=call.id,
-                name=call.name,
-                ok=not outcome.result.is_error,
-                duration_ms=round(outcome.duration_ms, 1),
-                truncated=outcome.truncated,
-                content=text[:TOOL_PREVIEW_CHARS],
-            )
+            ToolResultFrame,
+            step=step,
+            call_id=call.id,
+            name=call.name,
+            ok=not outcome.result.is_error,
+            duration_ms=round(outcome.duration_ms, 1),
+            truncated=outcome.truncated,
+            content=text[:TOOL_PREVIEW_CHARS],
         )
 
     # --- the ending --------------------------------------------------------------------
@@ -243,12 +235,7 @@ class TurnRecorder:
         self._store.transaction(store)
         if ending.code is not None:
             self._live.emit(
-                ErrorFrame(
-                    **self._ids,
-                    code=ending.code,
-                    message=ending.message,
-                    retryable=ending.retryable,
-                )
+                ErrorFrame, code=ending.code, message=ending.message, retryable=ending.retryable
             )
         self._done(ending.finish_reason, partial.step, Usage())
 
@@ -273,9 +260,7 @@ class TurnRecorder:
         self._done(result.finish_reason, result.steps, result.usage)
 
     def _done(self, finish_reason: FinishReason, steps: int, usage: Usage) -> None:
-        self._live.emit(
-            DoneFrame(**self._ids, finish_reason=finish_reason, steps=steps, usage=usage)
-        )
+        self._live.emit(DoneFrame, finish_reason=finish_reason, steps=steps, usage=usage)
 
 
 def _tool_meta(call: ChatToolCall, outcome: GuardedResult, source: str) -> dict[str, Any]:
