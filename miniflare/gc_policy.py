@@ -22,9 +22,9 @@ frozen set itself is not counted: `gc.get_freeze_count` walks all of it, 20–40
 
 That walk is the longest pause there is (~0.2–0.3 s over a thousand objects' heap), so it
 is done right when the threshold is crossed, through `schedule` (the event loop's
-`call_soon`), while the heap is growing, and not at whichever full collection comes next,
-seconds later and with the heap's growth long over. Without `schedule` the next full
-collection does it.
+`call_soon_threadsafe`: a collection can run on any thread), while the heap is growing,
+and not at whichever full collection comes next, seconds later and with the heap's growth
+long over. Without `schedule` the next full collection does it.
 """
 
 from __future__ import annotations

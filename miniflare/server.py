@@ -141,7 +141,8 @@ async def serve_until_stopped(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     # One heap for every object: see miniflare.gc_policy.
-    collector = FreezeSurvivors(schedule=loop.call_soon).install()
+    # Thread-safe: a collection, and so this callback, can run on any thread (to_thread).
+    collector = FreezeSurvivors(schedule=loop.call_soon_threadsafe).install()
     tasks = [asyncio.ensure_future(server.serve()) for server in servers]
     stopped = asyncio.ensure_future(stop.wait())
     try:
