@@ -171,9 +171,9 @@ def test_memory_stays_bounded_by_the_real_heap_size() -> None:
         gc.collect()
         assert ref() is not None
         growth = [Node() for _ in range(sys.getallocatedblocks())]
-        gc.collect()  # the heap has more than doubled: thawed
-        assert policy.thaws == 1
-        gc.collect()  # and this pass walks it all
+        gc.collect()  # the heap has more than doubled: thawed (maybe already while growing)
+        assert policy.thaws >= 1
+        gc.collect()  # and a pass walks it all
         assert ref() is None
         assert len(growth) > 0
     finally:
