@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,20 +16,6 @@ from data_server.mcp_server.vault_index import VaultIndex
 from data_server.store import VaultStore
 from data_server.vaults.index import Publisher, encode_vaults, ensure_schema, publish
 from data_server.vaults.model import SecurityInputs, Vault
-from tests.typesense_fixture import TypesenseServer, unique_name
-
-
-@pytest.fixture
-async def index_client(typesense_server: TypesenseServer) -> AsyncIterator[TypesenseClient]:
-    async with TypesenseClient(typesense_server.url, typesense_server.api_key) as client:
-        yield client
-
-
-@pytest.fixture
-async def collection(index_client: TypesenseClient) -> AsyncIterator[str]:
-    name = unique_name("display")
-    yield name
-    await index_client.drop_collection(name)
 
 
 @pytest.fixture
