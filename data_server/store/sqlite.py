@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -186,6 +187,20 @@ class VaultStore:
         with self._lock:
             return self._conn.execute(sql, tuple(params)).fetchall()
 
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, inside one write transaction: committed when the
+        block ends, rolled back when it raises."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
     # -- writes -------------------------------------------------------------------------
 
     def revision(self) -> int:
@@ -222,94 +237,81 @@ class VaultStore:
         batch = list(vaults)
         if records is not None and len(records) != len(batch):
             raise ValueError("one record per vault")
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Only the stored rows this batch can match, by id: a slice of a source
-                # (in any order) reads its own rows, not the source's whole id range.
-                ids = list({vault.id: None for vault in batch})
-                existing: dict[str, tuple[str, int]] = {}
-                for marks, chunk in _id_chunks(ids):
-                    sql = f"SELECT id, content_hash, revision FROM vaults WHERE id IN ({marks})"
-                    for row in conn.execute(sql, chunk):
-                        existing[row[0]] = (row[1], row[2])
-                if revision is None:
-                    current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
-                    next_revision = int(current.fetchone()[0]) + 1
-                else:
-                    next_revision = revision
-                rows: list[tuple[Any, ...]] = []
-                superseded: list[str] = []
-                for index, vault in enumerate(batch):
-                    # The stored record and its hash come from one serialisation.
-                    record = vault.model_dump_json() if records is None else records[index]
-                    digest = _digest(record)
-                    old = existing.get(vault.id)
-                    if old is not None and old[0] == digest:
-                        unchanged += 1
-                        if row_revisions is not None:
-                            row_revisions[vault.id] = old[1]
-                        continue
-                    if old is not None and old[1] != next_revision:
-                        superseded.append(vault.id)
-                    rows.append(
-                        (
-                            vault.id,
-                            vault.source,
-                            vault.protocol,
-                            vault.chain,
-                            vault.name,
-                            vault.status,
-                            vault.apy,
-                            vault.tvl_usd,
-                            vault.security_score,
-                            vault.risk_rating,
-                            int(vault.stablecoin),
-                            vault.updated_at,
-                            record,
-                            digest,
-                            next_revision,
-                            now,
-                            now,
-                        )
-                    )
-                    existing[vault.id] = (digest, next_revision)
+        with self._transaction() as conn:
+            # Only the stored rows this batch can match, by id: a slice of a source
+            # (in any order) reads its own rows, not the source's whole id range.
+            ids = list({vault.id: None for vault in batch})
+            existing: dict[str, tuple[str, int]] = {}
+            for marks, chunk in _id_chunks(ids):
+                sql = f"SELECT id, content_hash, revision FROM vaults WHERE id IN ({marks})"
+                for row in conn.execute(sql, chunk):
+                    existing[row[0]] = (row[1], row[2])
+            if revision is None:
+                current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
+                next_revision = int(current.fetchone()[0]) + 1
+            else:
+                next_revision = revision
+            rows: list[tuple[Any, ...]] = []
+            superseded: list[str] = []
+            for index, vault in enumerate(batch):
+                # The stored record and its hash come from one serialisation.
+                record = vault.model_dump_json() if records is None else records[index]
+                digest = _digest(record)
+                old = existing.get(vault.id)
+                if old is not None and old[0] == digest:
+                    unchanged += 1
                     if row_revisions is not None:
-                        row_revisions[vault.id] = next_revision
-                    if old is None:
-                        inserted += 1
-                    else:
-                        updated += 1
-                for marks, chunk in _id_chunks(superseded):
-                    conn.execute(
-                        "INSERT OR IGNORE INTO superseded_records (vault_id, revision, record)"
-                        f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})",
-                        chunk,
+                        row_revisions[vault.id] = old[1]
+                    continue
+                if old is not None and old[1] != next_revision:
+                    superseded.append(vault.id)
+                rows.append(
+                    (
+                        vault.id,
+                        vault.source,
+                        vault.protocol,
+                        vault.chain,
+                        vault.name,
+                        vault.status,
+                        vault.apy,
+                        vault.tvl_usd,
+                        vault.security_score,
+                        vault.risk_rating,
+                        int(vault.stablecoin),
+                        vault.updated_at,
+                        record,
+                        digest,
+                        next_revision,
+                        now,
+                        now,
                     )
-                conn.executemany(_UPSERT_VAULT, rows)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                )
+                existing[vault.id] = (digest, next_revision)
+                if row_revisions is not None:
+                    row_revisions[vault.id] = next_revision
+                if old is None:
+                    inserted += 1
+                else:
+                    updated += 1
+            for marks, chunk in _id_chunks(superseded):
+                conn.execute(
+                    "INSERT OR IGNORE INTO superseded_records (vault_id, revision, record)"
+                    f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})",
+                    chunk,
+                )
+            conn.executemany(_UPSERT_VAULT, rows)
         return UpsertCounts(inserted=inserted, updated=updated, unchanged=unchanged)
 
     def upsert_history(self, points: Iterable[HistoryPoint]) -> int:
         """Insert or replace history points keyed by (vault_id, timestamp); returns how many."""
         rows = [(p.vault_id, p.timestamp, p.apy, p.tvl_usd) for p in points]
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany(
-                    "INSERT INTO history (vault_id, timestamp, apy, tvl_usd) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (vault_id, timestamp) DO UPDATE SET"
-                    " apy = excluded.apy, tvl_usd = excluded.tvl_usd",
-                    rows,
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT INTO history (vault_id, timestamp, apy, tvl_usd) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (vault_id, timestamp) DO UPDATE SET"
+                " apy = excluded.apy, tvl_usd = excluded.tvl_usd",
+                rows,
+            )
         return len(rows)
 
     def drop_superseded(self, published: dict[str, int]) -> int:
@@ -319,20 +321,12 @@ class VaultStore:
         documents, vault id -> row revision as in `published`. A superseded row that is
         one of them (its vault changed after the publish read it) stays.
         """
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT vault_id, revision FROM superseded_records"
-            ).fetchall()
+        with self._transaction() as conn:
+            rows = conn.execute("SELECT vault_id, revision FROM superseded_records").fetchall()
             stale = [(row[0], row[1]) for row in rows if published.get(row[0]) != row[1]]
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany(
-                    "DELETE FROM superseded_records WHERE vault_id = ? AND revision = ?", stale
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+            conn.executemany(
+                "DELETE FROM superseded_records WHERE vault_id = ? AND revision = ?", stale
+            )
         return len(stale)
 
     def records_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
