@@ -42,6 +42,8 @@ SAMPLE_SIZE = 20
 
 # Fields whose published values the staleness check compares with the store.
 SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "updated_at")
+# What a publish keeps of each document it sent: its id and the sampled values.
+_COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
 # Fields the tools only display: read from the store's record of a document's row.
 DISPLAY_FIELDS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
 
@@ -288,17 +290,9 @@ def _encode(docs: Iterable[tuple[dict[str, Any], float | None, int]], seq: int) 
         doc["revision"] = revision
         lines.append(to_json(doc))
         get = doc.get
-        compared.append(
-            {
-                "id": doc["id"],
-                "apy": get("apy"),
-                "apy_base": get("apy_base"),
-                "apy_reward": apy_reward,
-                "tvl_usd": get("tvl_usd"),
-                "security_score": get("security_score"),
-                "updated_at": doc["updated_at"],
-            }
-        )
+        row = {field: get(field) for field in _COMPARED_FIELDS}
+        row["apy_reward"] = apy_reward  # a display field: kept out of the document
+        compared.append(row)
         revisions.append(revision)
     return DocumentBatch(body=b"\n".join(lines), compared=compared, revisions=revisions)
 
