@@ -66,6 +66,8 @@ class Settings(BaseModel):
     # MCP client: connect bound, health-check cache, retry schedule and half-open cool-down.
     mcp_connect_timeout_seconds: float = Field(5.0, alias="MCP_CONNECT_TIMEOUT_SECONDS", gt=0)
     mcp_connect_wait_seconds: float = Field(1.0, alias="MCP_CONNECT_WAIT_SECONDS", ge=0)
+    # The client's own `tools/call` path (albert.mcp.call_fast_path); off: the SDK's alone.
+    mcp_call_fast_path: bool = Field(True, alias="MCP_CALL_FAST_PATH")
     mcp_health_cache_seconds: float = Field(10.0, alias="MCP_HEALTH_CACHE_SECONDS", ge=0)
     mcp_retry_base_seconds: float = Field(1.0, alias="MCP_RETRY_BASE_SECONDS", gt=0)
     mcp_retry_max_seconds: float = Field(16.0, alias="MCP_RETRY_MAX_SECONDS", gt=0)

@@ -53,6 +53,7 @@ class McpConnection:
         on_lost: Callable[[McpConnection], None],
         on_tools_changed: Callable[[], None],
         connect_check: ConnectCheck | None = None,
+        fast_calls: bool = True,
     ) -> None:
         self.name = name
         self.url = url
@@ -68,6 +69,9 @@ class McpConnection:
         self._closing = False
         self._connected = False
         self._watcher: asyncio.Task[None] | None = None
+        self._fast_calls = fast_calls
+        self._fast: Any = None
+        self._listening = False
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -119,6 +123,10 @@ class McpConnection:
                 async with asyncio.timeout(within):
                     await client.__aenter__()
                 install_output_check(client.session)
+                if self._fast_calls:
+                    from albert.mcp.call_fast_path import CallFastPath
+
+                    self._fast = CallFastPath(client, http, self.url, self._transport_failed)
                 try:
                     self._client = client
                     self._connected = True
@@ -126,6 +134,7 @@ class McpConnection:
                     await self._stop.wait()
                 finally:
                     self._client = None
+                    self._fast = None
                     try:
                         await client.__aexit__(None, None, None)
                     except BaseException as exc:
@@ -136,6 +145,12 @@ class McpConnection:
                 self._error = exc
         finally:
             self._ready.set()
+
+    def _transport_failed(self, exc: BaseException) -> None:
+        # What the SDK's transport does when a POST fails: the session ends, as lost.
+        if self._error is None:
+            self._error = exc
+        self._stop.set()
 
     def _owner_done(self, _task: asyncio.Task[None]) -> None:
         self._stop_watch()
@@ -159,6 +174,7 @@ class McpConnection:
             tools is not None and tools.list_changed
         ):
             return False
+        self._listening = False
         self._watcher = asyncio.create_task(
             self._watch(client, on_ended), name=f"mcp-watch:{self.name}"
         )
@@ -167,6 +183,7 @@ class McpConnection:
     async def _watch(self, client: Client, on_ended: Callable[[], None]) -> None:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                self._listening = True
                 async for _event in subscription:
                     self._on_tools_changed()
         except asyncio.CancelledError:
@@ -235,7 +252,20 @@ class McpConnection:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> RemoteCallResult:
         """Run one tool; connection failures raise, tool failures come back as results."""
         client = self._require()
-        result = await client.call_tool(name, arguments)
+        fast = self._fast
+        watcher = self._watcher
+        if fast is None or (watcher is not None and not watcher.done() and not self._listening):
+            # While the change stream is being opened, a call goes through the SDK as
+            # before: its transport sends the stream's request first, so the stream sees
+            # a change the call makes.
+            return _result(await client.call_tool(name, arguments))
+        from albert.mcp.call_fast_path import Declined
+
+        try:
+            result = await fast.call_tool(name, arguments)
+        except Declined as declined:
+            log.debug("tools/call of %s through the SDK: %s", self.name, declined)
+            result = await client.call_tool(name, arguments)
         return _result(result)
 
     @staticmethod

@@ -168,6 +168,7 @@ class Connector:
             on_tools_changed=server.tools_changed,
             # Each socket's address is checked again as it opens (DNS rebinding).
             connect_check=ConnectCheck(self._settings.mode, self._resolver),
+            fast_calls=self._settings.mcp_call_fast_path,
         )
         try:
             await conn.connect(timeout)

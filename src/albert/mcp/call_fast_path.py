@@ -1,0 +1,377 @@
+"""A shorter way for a `tools/call` from the worker's MCP client, with the SDK's answers.
+
+Through the SDK a tool call goes from `Client.call_tool` to the session, which builds the
+request as a pydantic model and dumps it, to the JSON-RPC dispatcher, which mints an id,
+opens a span, writes the message into an anyio memory stream and parks on another, to the
+transport's writer task, which dumps the message again, spawns a task per POST in a task
+group, reads the answer, parses it into a message model and writes it back through the
+stream to the dispatcher, which resolves the waiter. Profiled, that machinery (the
+streams, the tasks, the second model round) was most of the client's CPU per call.
+
+`call_tool` here sends the same POST itself, on the session's own HTTP client, and reads
+the answer in the calling task, calling the SDK's own pieces for every decision:
+
+- the request: the same JSON-RPC body (the session's `_stamp` adds the `_meta` and the
+  headers, ids come from the dispatcher's own counter, trace context is injected as the
+  dispatcher does) and the transport's headers; sent through `stream_within_origin`, so
+  redirects are followed exactly as the transport follows them;
+- the answer, both kinds Streamable HTTP allows: a JSON body, or an event stream (its
+  notifications and server requests handed to the dispatcher as the transport hands
+  them); 202, unfollowed redirects, HTTP errors and unparsable bodies become the same
+  JSON-RPC errors the transport makes of them;
+- the result: the same inbound checks as `ClientSession.send_request` (TTL clamp, the
+  method's result for the negotiated version, later-revision fields), the session's own
+  result adapter, `validate_tool_result` (the output-schema check) and the `Client`'s
+  input-required driver and `HEADER_MISMATCH` recovery.
+
+It declines, before anything is sent, whenever the SDK would do something it does not:
+a handshake-era session (session ids, cancellation by notification), a read timeout,
+result claims of extensions, an OpenTelemetry tracer provider, or any SDK internal it
+relies on missing (`Declined`); then the SDK path runs as before. One thing it does not
+do: resume an event stream that ends without the response (servers with an event store
+tag their events for it; the transport reconnects with `Last-Event-ID`), where it answers
+`CONNECTION_CLOSED` as the transport does for a stream that cannot be resumed.
+`MCP_CALL_FAST_PATH=false` turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
+from mcp.client.streamable_http import (
+    DEFAULT_MAX_SSE_EVENT_SIZE,
+    _unfollowed_redirect,
+)
+from mcp.shared._httpx_utils import stream_within_origin
+from mcp.shared._otel import inject_trace_context
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
+from mcp_types import methods as _methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+
+_METHOD = "tools/call"
+_ACCEPT = "application/json, text/event-stream"
+_JSON_TYPES = (str, int, bool, type(None))
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """True when `value` dumps to itself in pydantic's JSON mode (else the SDK model dumps it)."""
+    if depth > 64:
+        return False
+    if isinstance(value, _JSON_TYPES):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is dict:
+        return all(type(k) is str and _plain_json(v, depth + 1) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain_json(v, depth + 1) for v in value)
+    return False
+
+
+class Declined(Exception):
+    """The fast path does not take this call; nothing was sent."""
+
+
+class CallFastPath:
+    """Sends `tools/call` for one connected `Client` over its HTTP client."""
+
+    def __init__(
+        self,
+        client: Client,
+        http: httpx2.AsyncClient,
+        url: str,
+        on_transport_failed: Callable[[BaseException], None] = lambda _exc: None,
+    ) -> None:
+        self._client = client
+        self._http = http
+        self._url = url
+        self._on_transport_failed = on_transport_failed
+
+    def _usable(self) -> str | None:
+        """Why the call must go through the SDK, or None."""
+        client = self._client
+        session = client.session
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return "handshake-era protocol"
+        if getattr(session, "_session_read_timeout_seconds", 0) is not None:
+            return "a read timeout"
+        if getattr(session, "_active_claims", True):
+            return "result claims"
+        if getattr(session, "_dispatcher", None) is None:
+            return "no dispatcher"
+        if not isinstance(
+            trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider
+        ):
+            return "a tracer provider"
+        return None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        """The tool's `CallToolResult`, as `Client.call_tool` gives it; `Declined` if not taken."""
+        reason = self._usable()
+        if reason is not None:
+            raise Declined(reason)
+        client = self._client
+        try:
+            first = await self._send(name, arguments)
+        except MCPError as mismatch:
+            if mismatch.code != mcp_types.HEADER_MISMATCH:
+                raise
+            # The Client's recovery: re-list the tool, then send again (through the SDK).
+            import anyio
+
+            try:
+                with anyio.fail_after(client.read_timeout_seconds):
+                    await client._relist_tool(name)
+            except (MCPError, TimeoutError, ValidationError) as relist_error:
+                raise mismatch from relist_error
+            first = await self._sdk_send(name, arguments, None, None)
+        result = await client._drive_input_required(first, self._sdk_retry(name, arguments))
+        if not isinstance(result, mcp_types.CallToolResult):  # pragma: no cover - claims declined
+            raise Declined("a claimed result")
+        return result
+
+    async def _sdk_send(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        responses: Any,
+        state: str | None,
+    ) -> Any:
+        return await self._client.session.call_tool(
+            name,
+            arguments,
+            input_responses=responses,
+            request_state=state,
+            allow_input_required=True,
+            allow_claimed=True,
+        )
+
+    def _sdk_retry(
+        self, name: str, arguments: dict[str, Any] | None
+    ) -> Callable[[Any, str | None], Awaitable[Any]]:
+        client = self._client
+
+        async def retry(responses: Any, state: str | None) -> Any:
+            try:
+                return await self._sdk_send(name, arguments, responses, state)
+            except MCPError as mismatch:
+                if mismatch.code != mcp_types.HEADER_MISMATCH:
+                    raise
+                import anyio
+
+                try:
+                    with anyio.fail_after(client.read_timeout_seconds):
+                        await client._relist_tool(name)
+                except (MCPError, TimeoutError, ValidationError) as relist_error:
+                    raise mismatch from relist_error
+                return await self._sdk_send(name, arguments, responses, state)
+
+        return retry
+
+    def _message(self, name: str, arguments: dict[str, Any] | None) -> tuple[Any, dict[str, str]]:
+        """The JSON-RPC request as the transport dumps it, and its per-message headers."""
+        session = self._client.session
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            if _plain_json(arguments):
+                params["arguments"] = arguments
+            else:
+                request = mcp_types.CallToolRequest(
+                    params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+                )
+                params = request.model_dump(by_alias=True, mode="json", exclude_none=True)["params"]
+        data: dict[str, Any] = {"method": _METHOD, "params": params}
+        opts: dict[str, Any] = {}
+        session._stamp(data, opts)
+        headers: dict[str, str] = opts.setdefault("headers", {})
+        dispatcher = session._dispatcher
+        request_id = dispatcher._allocate_id()
+        while request_id in dispatcher._pending:
+            request_id = dispatcher._allocate_id()
+        out_params = dict(data["params"])
+        out_meta = dict(out_params.get("_meta") or {})
+        inject_trace_context(out_meta)
+        if out_meta:
+            out_params["_meta"] = out_meta
+        else:
+            out_params.pop("_meta", None)
+        body = {"jsonrpc": "2.0", "id": request_id, "method": _METHOD, "params": out_params}
+        return body, headers
+
+    async def _send(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        body, stamped = self._message(name, arguments)
+        request_id = body["id"]
+        headers = {"accept": _ACCEPT, "content-type": "application/json"}
+        version = stamped.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None:
+            headers[MCP_PROTOCOL_VERSION_HEADER] = version
+        headers.update(stamped)
+        try:
+            async with stream_within_origin(
+                self._http, "POST", self._url, json=body, headers=headers
+            ) as response:
+                outcome = await self._read(response, request_id)
+        except Exception as exc:
+            # In the transport, an error escaping a POST ends its task group and so the
+            # session: every waiter gets CONNECTION_CLOSED and the connection is lost.
+            self._on_transport_failed(exc)
+            raise MCPError(code=mcp_types.CONNECTION_CLOSED, message="Connection closed") from None
+        if isinstance(outcome, mcp_types.ErrorData):
+            raise MCPError(code=outcome.code, message=outcome.message, data=outcome.data)
+        result = self._parse(outcome)
+        if isinstance(result, mcp_types.CallToolResult) and not result.is_error:
+            # The session's own check against the tool's outputSchema (fast check first).
+            await self._client.session.validate_tool_result(name, result)
+        return result
+
+    async def _read(
+        self, response: httpx2.Response, request_id: Any
+    ) -> dict[str, Any] | mcp_types.ErrorData:
+        """The result or error the transport would hand the dispatcher for this POST."""
+        status = response.status_code
+        if status == 202:
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message="server answered a request with 202 Accepted",
+            )
+        redirect = _unfollowed_redirect(response)
+        if redirect is not None:
+            log.warning(redirect)
+            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=redirect)
+        content_type = response.headers.get("content-type", "").lower()
+        if status >= 400:
+            return await _error_answer(response, status, content_type)
+        if content_type.startswith("application/json"):
+            try:
+                message = mcp_types.jsonrpc_message_adapter.validate_json(
+                    await response.aread(), by_name=False
+                )
+            except (httpx2.StreamError, ValidationError) as exc:
+                log.exception("Error parsing JSON response")
+                return mcp_types.ErrorData(
+                    code=mcp_types.PARSE_ERROR, message=f"Failed to parse JSON response: {exc}"
+                )
+            outcome = _outcome(message, request_id)
+            if outcome is None:
+                await self._hand_over(message)
+                return await _never()
+            return outcome
+        if content_type.startswith("text/event-stream"):
+            return await self._read_events(response)
+        log.error(f"Unexpected content type: {content_type}")
+        return mcp_types.ErrorData(
+            code=mcp_types.INVALID_REQUEST, message=f"Unexpected content type: {content_type}"
+        )
+
+    async def _read_events(self, response: httpx2.Response) -> dict[str, Any] | mcp_types.ErrorData:
+        """The answer in an event stream; the messages before it go to the dispatcher."""
+        events = httpx2.EventSource(response, max_event_size=DEFAULT_MAX_SSE_EVENT_SIZE)
+        try:
+            async for sse in events:
+                if sse.event != "message":
+                    log.warning(f"Unknown SSE event: {sse.event}")
+                    continue
+                if not sse.data:
+                    continue
+                message = _parse_event(sse.data)
+                if isinstance(message, mcp_types.ErrorData):
+                    return message
+                if isinstance(message, mcp_types.JSONRPCResponse):
+                    await response.aclose()
+                    return message.result
+                if isinstance(message, mcp_types.JSONRPCError):
+                    await response.aclose()
+                    return message.error
+                await self._hand_over(message)
+        except httpx2.SSEError as exc:
+            return mcp_types.ErrorData(
+                code=mcp_types.CONNECTION_CLOSED, message=f"SSE stream failed: {exc}"
+            )
+        except Exception:
+            log.debug("SSE stream ended", exc_info=True)
+        return mcp_types.ErrorData(
+            code=mcp_types.CONNECTION_CLOSED, message="SSE stream ended without a response"
+        )
+
+    async def _hand_over(self, message: Any) -> None:
+        """A server notification or request on this POST's answer, to the SDK's dispatcher."""
+        session = self._client.session
+        await session._dispatcher._dispatch(
+            SessionMessage(message), session._on_request, session._on_notify, None
+        )
+
+    def _parse(self, raw: dict[str, Any]) -> Any:
+        """`ClientSession.send_request`'s checks and model for a `tools/call` result."""
+        session = self._client.session
+        _clamp_inbound_ttl(raw)
+        version = session._negotiated_version or "2025-11-25"
+        try:
+            _methods.validate_server_result(_METHOD, version, raw)
+        except KeyError:
+            pass
+        if not (foreign := _later_revision_fields(_METHOD, version)).isdisjoint(raw):
+            raw = {key: value for key, value in raw.items() if key not in foreign}
+        return session._call_tool_adapter.validate_python(raw, by_name=False)
+
+
+def _outcome(message: Any, request_id: Any) -> dict[str, Any] | mcp_types.ErrorData | None:
+    # Ids compare as the dispatcher compares them ("7" answers 7).
+    if isinstance(message, mcp_types.JSONRPCResponse):
+        return message.result if coerce_request_id(message.id) == request_id else None
+    if isinstance(message, mcp_types.JSONRPCError):
+        return message.error if coerce_request_id(message.id) == request_id else None
+    return None
+
+
+async def _error_answer(
+    response: httpx2.Response, status: int, content_type: str
+) -> mcp_types.ErrorData:
+    """The error the transport makes of an HTTP error status."""
+    # A spec-correct server may put the JSON-RPC error in a non-2xx body.
+    if content_type.startswith("application/json"):
+        try:
+            parsed = mcp_types.jsonrpc_message_adapter.validate_json(
+                await response.aread(), by_name=False
+            )
+            if isinstance(parsed, mcp_types.JSONRPCError):
+                return parsed.error
+        except (httpx2.StreamError, ValidationError):
+            pass
+    # Modern sessions have no session id: a 404 is the method not being found.
+    if status == 404:
+        return mcp_types.ErrorData(code=mcp_types.METHOD_NOT_FOUND, message="Not Found")
+    return mcp_types.ErrorData(
+        code=mcp_types.INTERNAL_ERROR, message="Server returned an error response"
+    )
+
+
+def _parse_event(data: str) -> Any:
+    """The JSON-RPC message of one event, or the error the transport makes of a bad one."""
+    try:
+        return mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+    except Exception as exc:
+        log.exception("Error parsing SSE message")
+        return mcp_types.ErrorData(
+            code=mcp_types.PARSE_ERROR, message=f"Failed to parse SSE message: {exc}"
+        )
+
+
+async def _never() -> Any:
+    # The SDK's waiter is never resolved by a body that does not answer it.
+    import anyio
+
+    await anyio.sleep_forever()
