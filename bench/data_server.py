@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,12 +28,13 @@ from typing import Any
 import httpx
 
 from albert.mcp.connection import McpConnection
-from albert.search.typesense_client import TypesenseClient
+from albert.search.typesense_client import UNCOMPRESSED, TypesenseClient
 from bench.core import BenchSizes, Row, Spread, Stopwatch, cpu_seconds, percentile, ratio
 from bench.stack import state_dir
 from data_server.fixtures import encode_recordings, fixture_handler, load, offline_transport
 from data_server.mcp_server.vault_index import search_params
 from data_server.pipeline import offline_processors, run_pipeline
+from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
 from miniflare.process import ChildProcess, answers_http
@@ -192,7 +194,12 @@ async def search(
     )
     await connection.connect(within=30)
     try:
-        async with httpx.AsyncClient(headers={"X-TYPESENSE-API-KEY": API_KEY}) as http:
+        # The headers of the data server's own request (its `TypesenseClient`, set up by
+        # `create_app` from the server's environment), so the bare query is the same request.
+        headers = {"X-TYPESENSE-API-KEY": API_KEY}
+        if not DataServerSettings.from_env(os.environ).typesense_compressed:
+            headers.update(UNCOMPRESSED)
+        async with httpx.AsyncClient(headers=headers) as http:
             await connection.list_tools(within=30)  # as the worker does before its first call
             server_cpu = typesense_cpu = 0.0
             for index in range(repeats + len(QUERIES)):

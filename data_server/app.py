@@ -120,6 +120,7 @@ def create_app(
         settings.typesense_api_key.get_secret_value(),
         http=http_client,
         timeout=settings.search_timeout_seconds,
+        compressed=settings.typesense_compressed,
     )
     rpc_clients = {
         chain: JsonRpcClient(url, http_client, timeout=settings.rpc_timeout_seconds)

@@ -23,6 +23,9 @@ class DataServerSettings(BaseModel):
     typesense_api_key: SecretStr = Field(SecretStr("albert-dev-key"), alias="TYPESENSE_API_KEY")
     vaults_collection: str = Field("vaults", alias="TYPESENSE_VAULTS_COLLECTION")
     search_timeout_seconds: float = Field(10.0, alias="SEARCH_TIMEOUT_SECONDS", gt=0)
+    # gzip answers from Typesense: off for an index beside the server (both ends spend CPU
+    # on it, the wire gains nothing); on for one across a slow network.
+    typesense_compressed: bool = Field(False, alias="TYPESENSE_COMPRESSED")
 
     # Chain access for the wallet tools: `rpc_url` serves `rpc_chain`; `rpc_urls` adds more
     # chains ({"base": "https://..."}; from the environment as a JSON object).

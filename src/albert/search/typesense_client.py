@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 API_KEY_HEADER = "X-TYPESENSE-API-KEY"
+# What a client sends for answers without gzip (`TypesenseClient(compressed=False)`).
+UNCOMPRESSED = {"Accept-Encoding": "identity"}
 
 ImportAction = Literal["create", "upsert", "update", "emplace"]
 # The answer line of an imported document, by far the most common one.
@@ -148,9 +150,17 @@ class TypesenseClient:
         http: httpx.AsyncClient | None = None,
         *,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        compressed: bool = True,
     ) -> None:
+        """`compressed=False` asks Typesense for uncompressed answers (`Accept-Encoding:
+        identity`): for a Typesense beside the caller, where gzip costs CPU at both ends
+        (~0.05-0.09 ms per vault search page at the caller) and saves no time on the wire.
+        The answers' bytes are the same once decoded."""
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
+        self._base_headers = {API_KEY_HEADER: api_key}
+        if not compressed:
+            self._base_headers.update(UNCOMPRESSED)
         self._owns_http = http is None
         self._http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         self._timeout = timeout
@@ -181,7 +191,7 @@ class TypesenseClient:
         content: bytes | None = None,
         content_type: str | None = None,
     ) -> httpx.Response:
-        headers = {API_KEY_HEADER: self._api_key}
+        headers = dict(self._base_headers)
         if content_type:
             headers["Content-Type"] = content_type
         try:

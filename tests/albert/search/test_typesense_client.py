@@ -113,6 +113,37 @@ async def test_search_paging_filter_highlights(client: TypesenseClient) -> None:
     assert text.search_time_ms >= 0
 
 
+async def test_uncompressed_answers_are_the_same_bytes(
+    client: TypesenseClient, typesense_server: TypesenseServer
+) -> None:
+    name = unique_name("identity")
+    await client.create_collection(_schema(name))
+    await client.import_documents(name, DOCS)
+    encodings: list[str | None] = []
+
+    async def seen(response: httpx.Response) -> None:
+        encodings.append(response.headers.get("content-encoding"))
+
+    hooks = {"response": [seen]}
+    async with (
+        httpx.AsyncClient(event_hooks=hooks) as zipped_http,
+        httpx.AsyncClient(event_hooks=hooks) as plain_http,
+    ):
+        zipped = TypesenseClient(typesense_server.url, typesense_server.api_key, http=zipped_http)
+        plain = TypesenseClient(
+            typesense_server.url, typesense_server.api_key, http=plain_http, compressed=False
+        )
+        for params in (
+            SearchParams(q="*", query_by="title", filter_by="tag:=odd", sort_by="score:desc"),
+            SearchParams(q="vault", query_by="title", per_page=25, facet_by="tag"),
+        ):
+            answers = [await c.search_body(name, params) for c in (zipped, plain)]
+            assert answers[0] == answers[1]
+        assert (await zipped.get_document(name, "3")) == (await plain.get_document(name, "3"))
+    # Typesense gzips what the default client accepts, and not for the other one.
+    assert encodings == ["gzip", None, "gzip", None, "gzip", None]
+
+
 async def test_bad_filter_is_a_typed_error(client: TypesenseClient) -> None:
     name = unique_name("badfilter")
     await client.create_collection(_schema(name))
