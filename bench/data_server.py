@@ -16,11 +16,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ API_KEY = "bench-typesense-key"
 SEARCH_TARGET_MS = 5.0
 SEARCH_TARGET_RATIO = 1.3
 INGEST_TARGET_S = 3.0
+# Ingest rounds (quick, full): the figure is their median, each round from a fresh state.
+INGEST_ROUNDS = (2, 3)
 CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
 SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
 
@@ -248,50 +251,75 @@ async def search(
 
 @dataclass
 class IngestRuns:
-    """The baseline ingest (the recordings as they are) and the scaled ones."""
+    """The baseline ingests (the recordings as they are) and the scaled ones, one of each
+    per round."""
 
-    base: Ingested
+    base: list[Ingested]
     scaled: list[Ingested]
 
 
-async def ingest_both(
-    state: Path, typesense: TypesenseProcess, target_vaults: int, repeats: int = 1
-) -> IngestRuns:
-    """The recorded ingest, then `repeats` scaled ones (each into a fresh store)."""
-    assert typesense.pid is not None
-    async with TypesenseClient(typesense.url, API_KEY) as index:
-        base = await ingest(state / "recorded.db", index, "recorded", 0, typesense.pid)
-        # Invalid recorded rows stay invalid in every copy; a little extra covers them.
-        extra = int((target_vaults - base.count) * 1.003)
-        scaled = []
-        for attempt in range(repeats):
-            # The last run writes the store and collection the search is measured on.
-            name = "scaled.db" if attempt == repeats - 1 else f"scaled-{attempt}.db"
-            scaled.append(await ingest(state / name, index, "vaults", extra, typesense.pid))
-    return IngestRuns(base, scaled)
+@asynccontextmanager
+async def ingest_rounds(
+    state: Path, target_vaults: int, rounds: int
+) -> AsyncIterator[tuple[IngestRuns, TypesenseProcess]]:
+    """`rounds` times: a Typesense on a new data folder, the recorded ingest, then the
+    scaled one, each into a new store file; every round does the first one's work.
+
+    Yields the runs with the last round's Typesense still running, its `vaults` collection
+    and `scaled.db` store being what the search half is measured on.
+    """
+    runs = IngestRuns([], [])
+    typesense: TypesenseProcess | None = None
+    try:
+        for attempt in range(rounds):
+            if typesense is not None:
+                typesense.stop()
+                shutil.rmtree(state / f"round-{attempt - 1}", ignore_errors=True)
+            folder = state / f"round-{attempt}"
+            typesense = TypesenseProcess(folder / "typesense", api_key=API_KEY)
+            typesense.start(timeout=60)
+            assert typesense.pid is not None
+            async with TypesenseClient(typesense.url, API_KEY) as index:
+                base = await ingest(folder / "recorded.db", index, "recorded", 0, typesense.pid)
+                # Invalid recorded rows stay invalid in every copy; a little extra covers them.
+                extra = int((target_vaults - base.count) * 1.003)
+                scaled = await ingest(folder / "scaled.db", index, "vaults", extra, typesense.pid)
+            runs.base.append(base)
+            runs.scaled.append(scaled)
+        assert typesense is not None
+        yield runs, typesense
+    finally:
+        if typesense is not None:
+            typesense.stop()
 
 
 def ingest_row(runs: IngestRuns) -> Row:
-    """The ingest figure (median over the scaled runs) against the recorded one."""
+    """The ingest figure (median over the rounds) against the recorded one (likewise)."""
     base, scaled = runs.base, runs.scaled
     figure = Spread.of([s.seconds for s in scaled])
-    pipeline_cpu = statistics.median(s.pipeline_cpu_s for s in scaled)
-    typesense_cpu = statistics.median(s.typesense_cpu_s for s in scaled)
+    baseline = Spread.of([b.seconds for b in base])
+    pipeline_cpu = Spread.of([s.pipeline_cpu_s for s in scaled])
+    typesense_cpu = Spread.of([s.typesense_cpu_s for s in scaled])
     return Row(
         bench="data_server",
         metric=f"pipeline ingest of {scaled[-1].count:,} vaults (fetch, store, publish)",
         unit="s",
         figure=figure,
-        baseline=Spread.of([base.seconds]),
-        baseline_label=f"same pipeline, {base.count:,} recorded vaults",
-        ratio=ratio(figure, Spread.of([base.seconds])),
+        baseline=baseline,
+        baseline_label=f"same pipeline, {base[-1].count:,} recorded vaults",
+        ratio=ratio(figure, baseline),
         target=f"≤ {INGEST_TARGET_S:g} s",
         met=figure.median <= INGEST_TARGET_S,
         note=(
-            f"CPU in the run: pipeline process {pipeline_cpu:.2f} s, "
-            f"Typesense {typesense_cpu:.2f} s"
+            f"{len(scaled)} rounds, each from a fresh store and Typesense; CPU per run "
+            f"(median [min–max]): pipeline process {_cpu(pipeline_cpu)}, "
+            f"Typesense {_cpu(typesense_cpu)}"
         ),
     )
+
+
+def _cpu(spread: Spread) -> str:
+    return f"{spread.median:.2f} s [{spread.min:.2f}–{spread.max:.2f}]"
 
 
 async def run(sizes: BenchSizes) -> list[Row]:
@@ -299,14 +327,11 @@ async def run(sizes: BenchSizes) -> list[Row]:
     target_vaults = sizes.pick(6_000, 20_000)
     repeats = sizes.pick(30, 300)
     with state_dir("data") as state:
-        typesense = TypesenseProcess(state / "typesense", api_key=API_KEY)
-        typesense.start(timeout=60)
-        try:
-            runs = await ingest_both(state, typesense, target_vaults)
-            with data_server(typesense, "vaults", state / "scaled.db") as server:
+        rounds = sizes.pick(*INGEST_ROUNDS)
+        async with ingest_rounds(state, target_vaults, rounds) as (runs, typesense):
+            store = typesense.data_dir.parent / "scaled.db"  # the last round's
+            with data_server(typesense, "vaults", store) as server:
                 searched = await search(server, typesense, "vaults", repeats)
-        finally:
-            typesense.stop()
     via_mcp, direct = searched.via_mcp, searched.direct
     mcp_spread, direct_spread = Spread.of(via_mcp), Spread.of(direct)
     mcp_p50, direct_p50 = percentile(via_mcp, 50), percentile(direct, 50)
@@ -347,33 +372,33 @@ async def run(sizes: BenchSizes) -> list[Row]:
     ]
 
 
-async def _ingest_only(repeats: int, quick: bool) -> list[Row]:
+async def _ingest_only(rounds: int, quick: bool) -> list[Row]:
     target_vaults = BenchSizes(quick=quick).pick(6_000, 20_000)
     with state_dir("data") as state:
-        typesense = TypesenseProcess(state / "typesense", api_key=API_KEY)
-        typesense.start(timeout=60)
-        try:
-            runs = await ingest_both(state, typesense, target_vaults, repeats)
-        finally:
-            typesense.stop()
-    for one in runs.scaled:
+        async with ingest_rounds(state, target_vaults, rounds) as (runs, _):
+            pass
+    for base, one in zip(runs.base, runs.scaled, strict=True):
         print(
             f"ingest {one.count:,} vaults: {one.seconds:.2f} s, CPU pipeline "
-            f"{one.pipeline_cpu_s:.2f} s, Typesense {one.typesense_cpu_s:.2f} s"
+            f"{one.pipeline_cpu_s:.2f} s, Typesense {one.typesense_cpu_s:.2f} s "
+            f"(recorded {base.count:,}: {base.seconds:.2f} s)"
         )
     return [ingest_row(runs)]
 
 
 if __name__ == "__main__":
     # `python -m bench.data_server [--quick] [--repeat N]`: the ingest row alone (the same
-    # runs `--only data_server` times, without the search half), for profiling the pipeline;
+    # rounds `--only data_server` times, without the search half; N rounds instead of
+    # INGEST_ROUNDS), for profiling the pipeline;
     # `--search-only`: the two search rows of that same run.
     import argparse
     import asyncio
 
     parser = argparse.ArgumentParser(prog="python -m bench.data_server")
     parser.add_argument("--quick", action="store_true", help="the quick size (6,000 vaults)")
-    parser.add_argument("--repeat", type=int, default=1, help="scaled ingests to time")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="rounds (fresh store and Typesense) to time"
+    )
     parser.add_argument(
         "--search-only", action="store_true", help="the two vault search rows, as in a full run"
     )
@@ -386,7 +411,8 @@ if __name__ == "__main__":
         searched_rows = asyncio.run(run(BenchSizes(quick=options.quick)))[1:]
         render(searched_rows, [], Console(width=max(Console().width, 150)))
         raise SystemExit(0)
-    for row in asyncio.run(_ingest_only(max(options.repeat, 1), options.quick)):
+    rounds = options.repeat or BenchSizes(quick=options.quick).pick(*INGEST_ROUNDS)
+    for row in asyncio.run(_ingest_only(max(rounds, 1), options.quick)):
         print(
             f"{row.metric}: {row.figure.median:.2f} s [{row.figure.min:.2f}–{row.figure.max:.2f}]"
             f" (baseline {row.baseline.median if row.baseline else 0:.2f} s); {row.note}"
