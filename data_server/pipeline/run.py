@@ -20,6 +20,7 @@ documents for the rest: nothing is removed from it until a publish has pushed ev
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Generator, Sequence
@@ -53,6 +54,8 @@ from data_server.vaults.model import Vault
 
 HTTP_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 USER_AGENT = "albert-data-pipeline/0.1"
+
+log = logging.getLogger(__name__)
 
 
 class PipelineReport(BaseModel):
@@ -282,6 +285,15 @@ async def _parse_in_slices(
     fetched.duration += time.monotonic() - started
 
 
+def _checkpoint(store: VaultStore) -> None:
+    # A checkpoint that fails leaves the WAL to the next one; the run's writes are
+    # committed either way.
+    try:
+        store.checkpoint()
+    except Exception as exc:
+        log.warning("store checkpoint after the writes failed: %s", exc)
+
+
 def _stored_namings(store: VaultStore) -> list[StoredNaming]:
     return [
         StoredNaming(chain, [token], symbols)
@@ -339,8 +351,9 @@ async def run_pipeline(
     ``index_client`` None skips the publish (the run is then at best ``partial``).
     ``slice_size`` vaults are written per store transaction and published once committed.
     """
-    # The run allocates a few hundred thousand long-lived objects; see `gc_pause`.
-    with collector_paused():
+    # The run allocates a few hundred thousand long-lived objects; see `gc_pause`. Its
+    # ~20 MB of writes are checkpointed once, while the publish ends (`_checkpoint`).
+    with collector_paused(), store.checkpoints_deferred():
         return await _run(
             sources, store, index_client, progress or NullProgress(), http, collection, slice_size
         )
@@ -409,7 +422,13 @@ async def _run(
             one.raw = one.result = None
         results.clear()
         store_vaults.clear()
-        publication, publish_error, line = await _publish_step(publisher, outcomes, collection)
+        # Every source is written: the WAL is copied into the database file while
+        # Typesense imports what is queued, instead of stalling the writes above.
+        checkpoint = asyncio.create_task(asyncio.to_thread(_checkpoint, store))
+        try:
+            publication, publish_error, line = await _publish_step(publisher, outcomes, collection)
+        finally:
+            await checkpoint
         progress.step(line)
         status = _status(outcomes, publication)
         store.finish_run(run_id, status)

@@ -198,3 +198,35 @@ def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Pat
         assert sorted(store.records_at(keys)) == [*keys[:2], keys[3]]
         assert store.drop_superseded({}) == 1
         assert sorted(store.records_at(keys)) == [keys[1], keys[3]]
+
+
+def _rows_in_database_file(db: Path, copy: Path) -> int:
+    # The database file alone, without its WAL: what checkpoints have copied into it.
+    copy.write_bytes(db.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM vaults").fetchone()[0])
+    except sqlite3.OperationalError:  # not even the tables yet
+        return 0
+    finally:
+        conn.close()
+
+
+def test_checkpoints_deferred_keeps_a_bulk_write_in_the_wal_until_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # ~8 MB of records: more than the 1,000 WAL pages after which SQLite checkpoints.
+    vaults = [_vault(f"v{i:04d}", name="x" * 5000) for i in range(1500)]
+    with VaultStore(tmp_path / "plain.db") as plain:
+        plain.upsert_vaults(vaults)
+        assert _rows_in_database_file(tmp_path / "plain.db", tmp_path / "copy.db") > 0
+    db = tmp_path / "store.db"
+    with VaultStore(db) as store:
+        with store.checkpoints_deferred():
+            for start in range(0, len(vaults), 500):
+                store.upsert_vaults(vaults[start : start + 500])
+            assert _rows_in_database_file(db, tmp_path / "copy.db") == 0
+            store.checkpoint()
+            assert _rows_in_database_file(db, tmp_path / "copy.db") == 1500
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        assert len(store.get_vaults([v.id for v in vaults])) == 1500
