@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator
+from operator import attrgetter
 from typing import Any, ClassVar
 
 import httpx
@@ -240,7 +241,7 @@ class DefiLlamaProcessor:
                     vault_id=vault.id, timestamp=key[1], apy=vault.apy, tvl_usd=vault.tvl_usd
                 ),
             )
-        result.history = sorted(points.values(), key=lambda p: (p.vault_id, p.timestamp))
+        result.history = sorted(points.values(), key=attrgetter("vault_id", "timestamp"))
         return result
 
     def _vault(

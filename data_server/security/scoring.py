@@ -266,20 +266,29 @@ def secured_vault(
     The same record as ``apply_security(Vault(**fields), inputs_for(...))``, built without
     the intermediate unscored vault and its copy: a processor makes one per source row.
     """
-    inputs = SecurityInputs(
-        audits=audits,
-        protocol_age_days=protocol_age_days,
-        tvl_usd=fields.get("tvl_usd"),
-        exploits=exploits,
-        chain=fields["chain"],
-        il_risk=fields.get("il_risk", False),
-        exposure=fields.get("exposure", "single"),
-        source_flags=sorted(set(source_flags)) if source_flags else [],
+    inputs = _validate_inputs(
+        {
+            "audits": audits,
+            "protocol_age_days": protocol_age_days,
+            "tvl_usd": fields.get("tvl_usd"),
+            "exploits": exploits,
+            "chain": fields["chain"],
+            "il_risk": fields.get("il_risk", False),
+            "exposure": fields.get("exposure", "single"),
+            "source_flags": sorted(set(source_flags)) if source_flags else [],
+        }
     )
     score, rating = score_of(inputs)
-    return Vault.model_validate(
+    return _validate_vault(
         {**fields, "security_inputs": inputs, "security_score": score, "risk_rating": rating}
     )
+
+
+# The models' own validators, called without the Python wrappers of `SecurityInputs(...)`
+# and `Vault.model_validate` (the same validation, the same instances): ~1 µs less per
+# vault, and a processor builds one for every source row.
+_validate_inputs = SecurityInputs.__pydantic_validator__.validate_python
+_validate_vault = Vault.__pydantic_validator__.validate_python
 
 
 def explain(vault: Vault) -> ScoreBreakdown | None:
