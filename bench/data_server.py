@@ -17,7 +17,6 @@ import itertools
 import json
 import os
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
