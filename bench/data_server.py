@@ -163,7 +163,10 @@ def data_server(typesense: TypesenseProcess, collection: str, db: Path) -> Itera
     try:
         # /readyz, not /healthz: the health check compares the whole store with the index.
         child.wait_ready(
-            answers_http(f"http://127.0.0.1:{port}/readyz", healthy_only=True), 60, "serving"
+            answers_http(f"http://127.0.0.1:{port}/readyz", healthy_only=True),
+            60,
+            "serving",
+            port=port,  # another server that took the port in the meantime does not count
         )
         assert child.pid is not None
         yield Served(f"http://127.0.0.1:{port}/mcp", child.pid)

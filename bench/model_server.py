@@ -113,7 +113,9 @@ class ModelProcess:
             env={"PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'src'}"},
             grace=10.0,
         ).start()
-        self._child.wait_ready(answers_http(f"http://127.0.0.1:{self.port}/"), timeout, "up")
+        # Only our child's answer counts, not another server that took the port meanwhile.
+        probe = answers_http(f"http://127.0.0.1:{self.port}/")
+        self._child.wait_ready(probe, timeout, "up", port=self.port)
         return self
 
     def stop(self) -> None:
