@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from httpx._client import ClientState
 
 
 class SetCookieCookies(httpx.Cookies):
@@ -39,3 +45,112 @@ class ObjectHttpClient(httpx.AsyncClient):
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
         self._set_cookie_store = SetCookieCookies(cookies)
+
+
+_log = logging.getLogger("httpx")
+
+
+class RepeatedPost:
+    """A POST sent again and again to one URL with the same headers, only the body changing.
+
+    `AsyncClient.stream` runs every request through its generic path: merging the client's
+    URL, headers and cookies into a new `Request` (headers normalized twice, the body
+    encoded into a stream, auto headers added), then auth, redirect and event-hook
+    handling that a model request never uses: about half of what sending a chat turn's
+    model request cost the runtime. Here the merged headers are made once, and each call
+    builds only the `Request` with its body and its Content-Length, then goes to the same
+    transport `AsyncClient.send` would pick, with the same bookkeeping afterwards (cookies
+    extracted, default encoding, elapsed time, the response closed on exit), so what goes
+    on the wire and what comes back are the same. Whenever the client has anything the
+    shortcut does not handle (auth, event hooks, cookies to send, a closed client, redirects
+    to follow) the call goes through `client.stream` instead.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: httpx.URL | str,
+        *,
+        headers: dict[str, str],
+        timeout: httpx.Timeout,
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._headers = headers
+        self._timeout = timeout
+        self._extensions = {"timeout": timeout.as_dict()}
+        self._client_headers: list[tuple[bytes, bytes]] | None = None
+        self._template: tuple[httpx.URL, httpx.Headers] | None = None
+
+    def _merged(self) -> tuple[httpx.URL, httpx.Headers]:
+        # The client's own headers may change (a setter, or in place): merged again then.
+        client_headers = self._client.headers.raw
+        if self._template is None or client_headers != self._client_headers:
+            request = self._client.build_request(
+                "POST", self._url, content=b"", headers=self._headers, timeout=self._timeout
+            )
+            # The body's Content-Length is the last header httpx adds: set per call.
+            headers = httpx.Headers(request.headers)
+            del headers["content-length"]
+            self._template, self._client_headers = (request.url, headers), client_headers
+        return self._template
+
+    def _shortcut_applies(self) -> bool:
+        client = self._client
+        hooks = client.event_hooks
+        return (
+            not client.is_closed
+            and client.auth is None
+            and not client.follow_redirects
+            and not hooks["request"]
+            and not hooks["response"]
+            and not client.cookies.jar
+            and not client.params
+            and isinstance(self._url, httpx.URL)
+        )
+
+    @asynccontextmanager
+    async def stream(self, content: bytes) -> AsyncIterator[httpx.Response]:
+        """Send `content` as the body; the response streams, closed when the block ends."""
+        client = self._client
+        if not self._shortcut_applies():
+            async with client.stream(
+                "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
+            ) as response:
+                yield response
+            return
+        url, merged = self._merged()
+        headers = httpx.Headers(merged)
+        headers["Content-Length"] = str(len(content))
+        request = httpx.Request(
+            "POST",
+            url,
+            headers=headers,
+            stream=httpx.ByteStream(content),
+            extensions=self._extensions,
+        )
+        request.read()
+        transport = client._transport_for_url(url)
+        client._state = ClientState.OPENED  # as `send` marks it
+        started = time.perf_counter()
+        try:
+            response = await transport.handle_async_request(request)
+        except httpx.RequestError as exc:
+            exc.request = request  # as httpx's own send path names it
+            raise
+        try:
+            response.request = request
+            client.cookies.extract_cookies(response)
+            response.default_encoding = client._default_encoding  # type: ignore[attr-defined]
+            _log.info(
+                'HTTP Request: %s %s "%s %d %s"',
+                request.method,
+                request.url,
+                response.http_version,
+                response.status_code,
+                response.reason_phrase,
+            )
+            yield response
+        finally:
+            response.elapsed = datetime.timedelta(seconds=time.perf_counter() - started)
+            await response.aclose()
