@@ -23,11 +23,19 @@ class SqlCursor:
     """The result of `sql.exec`: rows plus the counters the platform reports."""
 
     def __init__(self, cursor: sqlite3.Cursor) -> None:
-        self.columnNames = [d[0] for d in cursor.description or []]
-        names = self.columnNames
-        self._rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        description = cursor.description
+        if description is None:
+            # A statement without result columns (a write) ran to its end in `execute`.
+            self.columnNames: list[str] = []
+            self._rows: list[dict[str, Any]] = []
+            self.rowsRead = 0
+            self.rowsWritten = max(cursor.rowcount, 0)
+            return
+        self.columnNames = names = [d[0] for d in description]
+        # A row has exactly one value per column: zip needs no length check here.
+        self._rows = [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
         self.rowsRead = len(self._rows)
-        self.rowsWritten = max(cursor.rowcount, 0) if not self.columnNames else 0
+        self.rowsWritten = 0
 
     def toArray(self) -> JsArray:
         return JsArray(self._rows)

@@ -62,6 +62,11 @@ def _rows(cursor: Any) -> list[Any]:
         array = to_array()
         if len(array) == 0:
             return []  # a write: nothing to convert
+        if isinstance(array, list):
+            # Rows that are Python already (the local runtime's: a JS array is a proxy,
+            # never a list): fresh dicts of SQLite's own values, made for this statement.
+            # Converting them would only copy every row once more.
+            return array
         return list(py_value(array) or [])
     return [py_value(row) for row in cursor]
 
@@ -74,6 +79,7 @@ class WorkersSql:
         self._sql = sql
         self._storage = storage
         self._null: Any = _UNSET
+        self._as_is = _AS_IS
         self.rows_read = 0
         self.rows_written = 0
 
@@ -117,10 +123,15 @@ class WorkersSql:
         if null is _UNSET:
             # Looked up once per adapter (an import each time is a cost per statement).
             null = self._null = js_null()
+            # Where `null` is None (no JS boundary) a None binding goes as it is too.
+            self._as_is = _AS_IS | {type(None)} if null is None else _AS_IS
+        as_is = self._as_is
+        for param in params:
+            if type(param) not in as_is:
+                params = tuple(p if type(p) in as_is else sql_binding(p, null) for p in params)
+                break
         try:
-            cursor = self._sql.exec(
-                sql, *(p if type(p) in _AS_IS else sql_binding(p, null) for p in params)
-            )
+            cursor = self._sql.exec(sql, *params)
             # py_value already made each row a fresh dict; anything else is copied into one.
             rows = [row if type(row) is dict else dict(row) for row in _rows(cursor)]
         except SqlError:
