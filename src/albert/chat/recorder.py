@@ -33,7 +33,7 @@ from albert.protocol.frames import (
     ToolResultFrame,
     Usage,
 )
-from albert.protocol.http import MessageStatus, ToolCallRecord
+from albert.protocol.http import Message, MessageStatus, ToolCallRecord
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
 from albert.tools.guard import GuardedResult
@@ -78,6 +78,8 @@ class TurnRecorder:
         self._thread_id = live.thread_id
         self._turn_id = live.turn_id
         self._last_answer_id: str | None = None
+        # The last answer as stored: the ending rewrites it without reading it back.
+        self._last_answer: Message | None = None
         self._step_saved = 0
         # A retried turn runs again under the same turn id; each run's messages
         # need ids of their own.
@@ -145,7 +147,7 @@ class TurnRecorder:
         message_id = self._message_id(step)
         # The message and its thread's bump: one commit (stored before any tool call of
         # the step is sent, since the calls go out as soon as the tools start).
-        self._store.transaction(
+        self._last_answer = self._store.transaction(
             lambda: self._store.add_message(
                 message_id=message_id,
                 thread_id=self._thread_id,
@@ -253,6 +255,7 @@ class TurnRecorder:
                     status="complete",
                     finish_reason=result.finish_reason,
                     meta={"steps": result.steps, "usage": result.usage.model_dump()},
+                    written=self._last_answer,
                 )
             self._journal.end(self._turn_id)
 

@@ -303,8 +303,18 @@ class ThreadStore:
         finish_reason: str | None = None,
         tool_calls: list[ToolCallRecord] | None = None,
         meta: dict[str, Any] | None = None,
+        written: Message | None = None,
     ) -> None:
-        """Rewrite an assistant message as its stream progresses or ends."""
+        """Rewrite an assistant message as its stream progresses or ends.
+
+        `written` is the message as `add_message` returned it, when the caller has it: its
+        identity (the columns this never changes) is then not read back. A message that is
+        gone by now (its thread deleted) stays gone either way: the statements then match
+        no row.
+        """
+        if written is not None and written.id == message_id:
+            self._rewrite_known(written, content, status, finish_reason, tool_calls, meta)
+            return
         rows = self._sql.execute(_MESSAGE_IDENTITY_SQL, message_id)
         if not rows:
             return
@@ -337,6 +347,43 @@ class ThreadStore:
             message_id,
         )
         self._sql.execute(_STORE_WIRE_BY_SEQ_SQL, row["seq"], message.model_dump_json())
+
+    def _rewrite_known(
+        self,
+        written: Message,
+        content: str,
+        status: MessageStatus,
+        finish_reason: str | None,
+        tool_calls: list[ToolCallRecord] | None,
+        meta: dict[str, Any] | None,
+    ) -> None:
+        """`update_message` of a message whose identity the caller holds."""
+        message = Message(
+            id=written.id,
+            thread_id=written.thread_id,
+            turn_id=written.turn_id,
+            role=written.role,
+            content=content,
+            tool_calls=tool_calls or [],
+            tool_call_id=written.tool_call_id,
+            name=written.name,
+            status=status,
+            finish_reason=finish_reason,
+            meta=meta or {},
+            created_at=written.created_at,
+        )
+        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
+        self._sql.execute(
+            "UPDATE messages SET content = ?, status = ?, finish_reason = ?, tool_calls = ?, "
+            "meta = ? WHERE id = ?",
+            content,
+            status,
+            finish_reason,
+            calls_json,
+            json.dumps(meta) if meta else None,
+            written.id,
+        )
+        store_message_wire(self._sql, written.id, message.model_dump_json())
 
     def list_messages(
         self, thread_id: str, limit: int, cursor: str | None = None

@@ -159,6 +159,50 @@ def test_updating_a_message_rewrites_its_json(sql: WorkersSql) -> None:
     assert_every_row_stores_its_json(sql)
 
 
+def test_an_update_given_the_written_message_stores_what_one_read_back_stores(
+    tmp_path: Path,
+) -> None:
+    """`update_message(..., written=...)` skips reading the message's identity: the rows,
+    their JSON and a deleted message's absence are the same as when it is read."""
+    dumps = []
+    for name, pass_written in (("read", False), ("given", True)):
+        sql = _sql(tmp_path / f"{name}.sqlite")
+        migrate(sql, THREADS)
+        store = ThreadStore(sql, StepClock())
+        store.create_thread("t", "chat")
+        written = _fill(store, "t", 6)
+        for message in written:
+            store.update_message(
+                message.id,
+                content=f'{message.content} "done"\n🚀',
+                status="complete",
+                finish_reason="stop",
+                meta={"steps": 2, "usage": {"input_tokens": 4}},
+                written=message if pass_written else None,
+            )
+        gone = store.add_message(
+            message_id="gone", thread_id="t", turn_id="x", role="assistant", content="a"
+        )
+        sql.execute(
+            "DELETE FROM message_wire WHERE seq = (SELECT seq FROM messages WHERE id = ?)", "gone"
+        )
+        sql.execute("DELETE FROM messages WHERE id = ?", "gone")
+        store.update_message(
+            "gone", content="b", status="complete", written=gone if pass_written else None
+        )
+        assert_page_is_the_models(store, "t")
+        assert_every_row_stores_its_json(sql)
+        dumps.append(
+            [
+                sql.execute("SELECT * FROM messages ORDER BY seq"),
+                sql.execute("SELECT * FROM message_wire ORDER BY seq"),
+                sql.execute("SELECT * FROM threads"),
+            ]
+        )
+    assert dumps[0] == dumps[1]
+    assert not any(r["id"] == "gone" for r in dumps[1][0])
+
+
 def test_thread_writes_leave_message_json_in_step(sql: WorkersSql) -> None:
     store = ThreadStore(sql, StepClock())
     store.create_thread("t", "chat")
