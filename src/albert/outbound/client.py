@@ -50,6 +50,11 @@ class ObjectHttpClient(httpx.AsyncClient):
 _log = logging.getLogger("httpx")
 
 
+# Merged request heads shared by every RepeatedPost of the process, by URL and headers.
+_SHARED_TEMPLATES = 64
+_templates: dict[tuple[Any, ...], tuple[httpx.URL, httpx.Headers]] = {}
+
+
 class RepeatedPost:
     """A POST sent again and again to one URL with the same headers, only the body changing.
 
@@ -86,13 +91,22 @@ class RepeatedPost:
         # The client's own headers may change (a setter, or in place): merged again then.
         client_headers = self._client.headers.raw
         if self._template is None or client_headers != self._client_headers:
-            request = self._client.build_request(
-                "POST", self._url, content=b"", headers=self._headers, timeout=self._timeout
-            )
-            # The body's Content-Length is the last header httpx adds: set per call.
-            headers = httpx.Headers(request.headers)
-            del headers["content-length"]
-            self._template, self._client_headers = (request.url, headers), client_headers
+            # Every object of a process posts to the same model with the same headers: the
+            # merge is made once for all of them (each call copies the headers it sends).
+            key = (str(self._url), tuple(self._headers.items()), tuple(client_headers))
+            template = _templates.get(key)
+            if template is None:
+                request = self._client.build_request(
+                    "POST", self._url, content=b"", headers=self._headers, timeout=self._timeout
+                )
+                # The body's Content-Length is the last header httpx adds: set per call.
+                headers = httpx.Headers(request.headers)
+                del headers["content-length"]
+                template = (request.url, headers)
+                if len(_templates) >= _SHARED_TEMPLATES:
+                    _templates.clear()
+                _templates[key] = template
+            self._template, self._client_headers = template, client_headers
         return self._template
 
     def _shortcut_applies(self) -> bool:

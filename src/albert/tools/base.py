@@ -136,15 +136,38 @@ def spec_of(tool: Tool) -> ToolSpec:
 _described: weakref.WeakKeyDictionary[Any, tuple[ToolSpec, int]] = weakref.WeakKeyDictionary()
 
 
+# Every object builds its own tool objects, but their names, descriptions and schemas are
+# the same (a local tool's schema is one dict per input model, see `_schema_of`): a tool
+# object first seen is described from the spec an equal tool already has, once per
+# process rather than once per object's first turn. Keyed by the schema's identity; the
+# entry holds the schema, so that identity cannot pass to another dict while it is kept.
+_SHARED_DESCRIPTIONS = 512
+_shared: dict[tuple[str, str, int], tuple[dict[str, Any], ToolSpec, int]] = {}
+
+
+def _describe(tool: Tool) -> tuple[ToolSpec, int]:
+    name, description, schema = tool.name, tool.description, tool.input_schema
+    key = (name, description, id(schema))
+    found = _shared.get(key)
+    if found is not None and found[0] is schema:
+        return found[1], found[2]
+    spec = spec_of(tool)
+    size = len(spec.model_dump_json())
+    if type(schema) is dict:
+        if len(_shared) >= _SHARED_DESCRIPTIONS:
+            _shared.clear()  # remote tools come and go: the cache stays bounded
+        _shared[key] = (schema, spec, size)
+    return spec, size
+
+
 def described(tool: Tool) -> tuple[ToolSpec, int]:
     """The tool's spec and the length of that spec's JSON (the share of the context it
-    takes), made once per tool object."""
+    takes), made once per tool object (and shared by equal tools of other objects)."""
     try:
         found = _described.get(tool)
     except TypeError:  # a tool that cannot be weakly referenced is described every time
         spec = spec_of(tool)
         return spec, len(spec.model_dump_json())
     if found is None:
-        spec = spec_of(tool)
-        found = _described[tool] = (spec, len(spec.model_dump_json()))
+        found = _described[tool] = _describe(tool)
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from albert.tools.base import LocalTool, ToolInput, ToolResult, described, spec_of
 from albert.tools.registry import ToolRegistry
@@ -64,3 +64,32 @@ def test_a_described_tool_is_forgotten_with_it() -> None:
     del gone
     gc.collect()
     assert len(base._described) == before - 1
+
+
+def test_equal_tools_of_different_objects_share_one_description() -> None:
+    # Every object builds its own tools; one with the same name, description and schema
+    # object is described by the spec the first one got.
+    first, again = tool("shared"), tool("shared")
+    assert described(again)[0] is described(first)[0]
+    assert described(again) == (spec_of(again), len(spec_of(again).model_dump_json()))
+
+    # An equal schema in another dict, another name or description: a spec of its own.
+    class _SameQuery(ToolInput):
+        model_config = ConfigDict(**ToolInput.model_config, title="_Query")
+
+        symbol: str = Field(description="token symbol ✓")
+
+    other_schema = LocalTool("shared", "Looks a token up.", _SameQuery, _run)
+    assert other_schema.input_schema == first.input_schema
+    assert described(other_schema)[0] is not described(first)[0]
+    assert described(other_schema)[0] == described(first)[0]
+    assert described(tool("shared", "Changed."))[0].description == "Changed."
+    assert described(tool("renamed"))[0].name == "renamed"
+
+
+def test_the_shared_descriptions_stay_bounded() -> None:
+    from albert.tools import base
+
+    for index in range(base._SHARED_DESCRIPTIONS + 10):
+        described(tool(f"t{index}"))
+    assert len(base._shared) <= base._SHARED_DESCRIPTIONS
