@@ -97,11 +97,31 @@ def vet(tool: Tool, source: str, taken: dict[str, str]) -> Rejection | None:
 _verdicts: weakref.WeakKeyDictionary[Any, tuple[str | None]] = weakref.WeakKeyDictionary()
 
 
+# Each object builds its own read_tool_result tool (and its other tools), all over one
+# schema dict per input model: the verdict on a schema object is kept for the process, so
+# a tool object first seen is not encoded again. The entry holds the schema, so its
+# identity cannot pass to another dict while it is kept; bounded (remote tools come and go).
+_SHARED_VERDICTS = 512
+_schema_verdicts: dict[int, tuple[Any, str | None]] = {}
+
+
+def _verdict_of_schema(schema: Any) -> str | None:
+    found = _schema_verdicts.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    verdict = schema_problem(schema)
+    if type(schema) is dict:
+        if len(_schema_verdicts) >= _SHARED_VERDICTS:
+            _schema_verdicts.clear()
+        _schema_verdicts[id(schema)] = (schema, verdict)
+    return verdict
+
+
 def _tool_schema_problem(tool: Tool) -> str | None:
     try:
         found = _verdicts.get(tool)
     except TypeError:  # a tool that cannot be weakly referenced is checked every time
         return schema_problem(tool.input_schema)
     if found is None:
-        found = _verdicts[tool] = (schema_problem(tool.input_schema),)
+        found = _verdicts[tool] = (_verdict_of_schema(tool.input_schema),)
     return found[0]

@@ -68,7 +68,8 @@ def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(monkeypatch: 
         return real_dumps(value, **kwargs)
 
     monkeypatch.setattr(quarantine.json, "dumps", counting)
-    good, bad = RawTool("fine", GOOD), RawTool("broken", {"type": "array"})
+    # Schema dicts of their own: a verdict on GOOD itself may be kept from another test.
+    good, bad = RawTool("fine", dict(GOOD)), RawTool("broken", {"type": "array"})
     for _ in range(3):  # one turn after another, as `extended` does
         registry = ToolRegistry().extended([good, bad], "local")
         assert registry.names() == ["fine"]
@@ -78,3 +79,26 @@ def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(monkeypatch: 
     clash = ToolRegistry([RawTool("Fine", GOOD)]).extended([good], "remote")
     assert clash.names() == ["Fine"]
     assert "clashes with 'Fine'" in clash.rejected[0].reason
+
+
+def test_tools_of_other_objects_over_the_same_schema_take_its_verdict(monkeypatch: Any) -> None:
+    from albert.tools import quarantine
+
+    encoded: list[object] = []
+    real_dumps = quarantine.json.dumps
+
+    def counting(value: Any, **kwargs: Any) -> str:
+        encoded.append(value)
+        return real_dumps(value, **kwargs)
+
+    monkeypatch.setattr(quarantine.json, "dumps", counting)
+    good, bad = dict(GOOD), {"type": "array"}
+    for _ in range(3):  # each object builds its own tool objects over one schema per model
+        registry = ToolRegistry().extended([RawTool("fine", good), RawTool("no", bad)], "local")
+        assert registry.names() == ["fine"]
+        assert [r.tool for r in registry.rejected] == ["no"]
+    assert encoded == [good, bad]
+    # An equal schema in another dict is checked on its own (its verdict is the same).
+    again = ToolRegistry().extended([RawTool("fine", dict(GOOD))], "local")
+    assert again.names() == ["fine"]
+    assert len(encoded) == 3
