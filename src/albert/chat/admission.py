@@ -151,14 +151,18 @@ class Admission:
         self._store.transaction(lambda: self._write_user_message(frame, title))
 
     def _write_user_message(self, frame: ChatFrame, title: str) -> None:
+        first = title == DEFAULT_TITLE
         self._store.add_message(
             message_id=frame.message_id,
             thread_id=frame.thread_id,
             turn_id=frame.message_id,
             role="user",
             content=frame.text,
+            # The first title's update sets the thread's `updated_at` to now in the same
+            # commit: the bump before it would be overwritten.
+            bump=not first,
         )
-        if title == DEFAULT_TITLE:
+        if first:
             # First words of the first question make a better title than "New chat".
             first_words = " ".join(frame.text.split())[:60]
             self._store.set_title(frame.thread_id, first_words or DEFAULT_TITLE)

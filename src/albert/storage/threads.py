@@ -256,8 +256,10 @@ class ThreadStore:
         status: MessageStatus = "complete",
         finish_reason: str | None = None,
         meta: dict[str, Any] | None = None,
+        bump: bool = True,
     ) -> Message:
-        """Store one message and bump its thread."""
+        """Store one message and bump its thread (`bump=False` when the caller sets the
+        thread's `updated_at` itself right after, as `set_title` does)."""
         message = Message(
             id=message_id,
             thread_id=thread_id,
@@ -291,7 +293,8 @@ class ThreadStore:
             message.created_at,
         )
         store_message_wire(self._sql, message_id, message.model_dump_json())
-        self.touch(thread_id)
+        if bump:
+            self.touch(thread_id)
         return message
 
     def update_message(
