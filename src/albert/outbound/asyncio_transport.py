@@ -460,10 +460,6 @@ def _parse_head(raw: bytes) -> _Head:
     return _Head(parts[0], int(code), parts[2] if len(parts) > 2 else b"", headers)
 
 
-def _header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    return [v for k, v in headers if k.lower() == name]
-
-
 def _tokens(values: list[bytes]) -> list[bytes]:
     return [t.strip().lower() for v in values for t in v.split(b",") if t.strip()]
 
@@ -577,15 +573,26 @@ class _Body(httpx.AsyncByteStream):
         self._finish(reusable=False)
 
 
-def _request_head(request: httpx.Request) -> bytes:
+def _request_head(request: httpx.Request) -> tuple[bytes, bool, bool]:
+    """The request's head, whether its body goes chunked, and whether it asks to close.
+
+    One pass over the headers for all three (each scan of them is a cost per request).
+    """
     target = request.url.raw_path or b"/"
     lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    transfer: list[bytes] = []
+    connection: list[bytes] = []
     for name, value in request.headers.raw:
         if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name or b":" in name:
             raise httpx.LocalProtocolError(f"illegal header {name[:40]!r}", request=request)
         lines += (name, b": ", value, b"\r\n")
+        lowered = name.lower()
+        if lowered == b"transfer-encoding":
+            transfer.append(value)
+        elif lowered == b"connection":
+            connection.append(value)
     lines.append(b"\r\n")
-    return b"".join(lines)
+    return b"".join(lines), b"chunked" in _tokens(transfer), b"close" in _tokens(connection)
 
 
 async def _head_bytes(
@@ -671,11 +678,13 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
         return conn
 
     async def _send_request(
-        self, conn: _Connection, request: httpx.Request, head: bytes, seconds: float | None
+        self,
+        conn: _Connection,
+        request: httpx.Request,
+        head: bytes,
+        chunked: bool,
+        seconds: float | None,
     ) -> None:
-        chunked = b"chunked" in _tokens(
-            _header_values(list(request.headers.raw), b"transfer-encoding")
-        )
         try:
             try:
                 body = request.content
@@ -738,7 +747,8 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
         host = url.raw_host.decode("ascii")
         origin: Origin = (scheme, host, url.port or _DEFAULT_PORTS[scheme])
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        head = _request_head(request)  # refused before any connection is taken
+        # Refused before any connection is taken.
+        head, chunked, asked_close = _request_head(request)
         pool = self._pool()
         conn, _reused = await pool.acquire(
             origin,
@@ -746,9 +756,9 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
             timeouts.get("pool"),
         )
         try:
-            await self._send_request(conn, request, head, timeouts.get("write"))
+            await self._send_request(conn, request, head, chunked, timeouts.get("write"))
             answer = await self._read_head(conn, request, timeouts.get("read"))
-            framing, length, keep_alive = self._framing(request, answer)
+            framing, length, keep_alive = self._framing(request, answer, asked_close)
         except BaseException:
             pool.release(conn, reusable=False)
             raise
@@ -762,19 +772,29 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
         )
 
     @staticmethod
-    def _framing(request: httpx.Request, head: _Head) -> tuple[str, int, bool]:
-        headers = head.headers
-        connection = _tokens(_header_values(headers, b"connection"))
-        asked_close = b"close" in _tokens(_header_values(list(request.headers.raw), b"connection"))
+    def _framing(request: httpx.Request, head: _Head, asked_close: bool) -> tuple[str, int, bool]:
+        # The response's three framing headers, gathered in one pass over its headers.
+        connection_values: list[bytes] = []
+        coding_values: list[bytes] = []
+        length_values: list[bytes] = []
+        for name, value in head.headers:
+            lowered = name.lower()
+            if lowered == b"connection":
+                connection_values.append(value)
+            elif lowered == b"transfer-encoding":
+                coding_values.append(value)
+            elif lowered == b"content-length":
+                length_values.append(value)
+        connection = _tokens(connection_values)
         keep_alive = head.version == b"HTTP/1.1" and b"close" not in connection and not asked_close
         if request.method == "HEAD" or head.status in (204, 304) or 100 <= head.status < 200:
             return "none", 0, keep_alive and head.status != 101
-        codings = _tokens(_header_values(headers, b"transfer-encoding"))
+        codings = _tokens(coding_values)
         if codings:
             if codings[-1] == b"chunked":
                 return "chunked", 0, keep_alive
             return "close", 0, False
-        lengths = {v.strip() for v in _header_values(headers, b"content-length")}
+        lengths = {v.strip() for v in length_values}
         if lengths:
             value = lengths.pop()
             if lengths or not value.isdigit():
