@@ -7,6 +7,7 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -315,28 +316,30 @@ class ThreadStore:
         gone by now (its thread deleted) stays gone either way: the statements then match
         no row.
         """
+        seq: int | None = None
         if written is not None and written.id == message_id:
-            self._rewrite_known(written, content, status, finish_reason, tool_calls, meta)
-            return
-        rows = self._sql.execute(_MESSAGE_IDENTITY_SQL, message_id)
-        if not rows:
-            return
-        row = rows[0]
+            identity: Any = written
+        else:
+            rows = self._sql.execute(_MESSAGE_IDENTITY_SQL, message_id)
+            if not rows:
+                return
+            identity = SimpleNamespace(**rows[0])
+            seq = identity.seq
         # The whole message is validated with its new fields before anything is written,
         # and its stored JSON rewritten from it (albert.storage.migrations: message_wire).
         message = Message(
-            id=row["id"],
-            thread_id=row["thread_id"],
-            turn_id=row["turn_id"],
-            role=row["role"],
+            id=identity.id,
+            thread_id=identity.thread_id,
+            turn_id=identity.turn_id,
+            role=identity.role,
             content=content,
             tool_calls=tool_calls or [],
-            tool_call_id=row["tool_call_id"],
-            name=row["name"],
+            tool_call_id=identity.tool_call_id,
+            name=identity.name,
             status=status,
             finish_reason=finish_reason,
             meta=meta or {},
-            created_at=row["created_at"],
+            created_at=identity.created_at,
         )
         calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
         self._sql.execute(
@@ -349,44 +352,11 @@ class ThreadStore:
             json.dumps(meta) if meta else None,
             message_id,
         )
-        self._sql.execute(_STORE_WIRE_BY_SEQ_SQL, row["seq"], message.model_dump_json())
-
-    def _rewrite_known(
-        self,
-        written: Message,
-        content: str,
-        status: MessageStatus,
-        finish_reason: str | None,
-        tool_calls: list[ToolCallRecord] | None,
-        meta: dict[str, Any] | None,
-    ) -> None:
-        """`update_message` of a message whose identity the caller holds."""
-        message = Message(
-            id=written.id,
-            thread_id=written.thread_id,
-            turn_id=written.turn_id,
-            role=written.role,
-            content=content,
-            tool_calls=tool_calls or [],
-            tool_call_id=written.tool_call_id,
-            name=written.name,
-            status=status,
-            finish_reason=finish_reason,
-            meta=meta or {},
-            created_at=written.created_at,
-        )
-        calls_json = json.dumps([c.model_dump() for c in tool_calls]) if tool_calls else None
-        self._sql.execute(
-            "UPDATE messages SET content = ?, status = ?, finish_reason = ?, tool_calls = ?, "
-            "meta = ? WHERE id = ?",
-            content,
-            status,
-            finish_reason,
-            calls_json,
-            json.dumps(meta) if meta else None,
-            written.id,
-        )
-        store_message_wire(self._sql, written.id, message.model_dump_json())
+        wire = message.model_dump_json()
+        if seq is None:
+            store_message_wire(self._sql, message_id, wire)
+        else:
+            self._sql.execute(_STORE_WIRE_BY_SEQ_SQL, seq, wire)
 
     def list_messages(
         self, thread_id: str, limit: int, cursor: str | None = None
