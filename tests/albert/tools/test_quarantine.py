@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from albert.tools.base import ToolResult
 from albert.tools.registry import ToolRegistry
 
@@ -57,17 +59,23 @@ def test_a_remote_tool_may_still_replace_a_local_one_of_the_same_name() -> None:
     assert registry.get("search").input_schema == {"type": "object"}  # type: ignore[union-attr]
 
 
-def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(monkeypatch: Any) -> None:
+@pytest.fixture
+def encoded(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every schema the quarantine JSON-encodes (its check), in order."""
     from albert.tools import quarantine
 
-    encoded: list[object] = []
+    seen: list[object] = []
     real_dumps = quarantine.json.dumps
 
     def counting(value: Any, **kwargs: Any) -> str:
-        encoded.append(value)
+        seen.append(value)
         return real_dumps(value, **kwargs)
 
     monkeypatch.setattr(quarantine.json, "dumps", counting)
+    return seen
+
+
+def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(encoded: list[object]) -> None:
     # Schema dicts of their own: a verdict on GOOD itself may be kept from another test.
     good, bad = RawTool("fine", dict(GOOD)), RawTool("broken", {"type": "array"})
     for _ in range(3):  # one turn after another, as `extended` does
@@ -81,17 +89,9 @@ def test_a_tool_vetted_again_keeps_its_verdict_and_its_clash_check(monkeypatch: 
     assert "clashes with 'Fine'" in clash.rejected[0].reason
 
 
-def test_tools_of_other_objects_over_the_same_schema_take_its_verdict(monkeypatch: Any) -> None:
-    from albert.tools import quarantine
-
-    encoded: list[object] = []
-    real_dumps = quarantine.json.dumps
-
-    def counting(value: Any, **kwargs: Any) -> str:
-        encoded.append(value)
-        return real_dumps(value, **kwargs)
-
-    monkeypatch.setattr(quarantine.json, "dumps", counting)
+def test_tools_of_other_objects_over_the_same_schema_take_its_verdict(
+    encoded: list[object],
+) -> None:
     good, bad = dict(GOOD), {"type": "array"}
     for _ in range(3):  # each object builds its own tool objects over one schema per model
         registry = ToolRegistry().extended([RawTool("fine", good), RawTool("no", bad)], "local")
