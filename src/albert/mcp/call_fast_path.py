@@ -27,7 +27,9 @@ the answer in the calling task, calling the SDK's own pieces for every decision:
 It declines, before anything is sent, whenever the SDK would do something it does not:
 a handshake-era session (session ids, cancellation by notification), a read timeout,
 result claims of extensions, an OpenTelemetry tracer provider, or any SDK internal it
-relies on missing (`Declined`); then the SDK path runs as before. One thing it does not
+relies on missing (`Declined`; every private attribute it reads is checked before each call,
+and an SDK without the private functions it imports leaves the connection without this
+path); then the SDK path runs as before. One thing it does not
 do: resume an event stream that ends without the response (servers with an event store
 tag their events for it; the transport reconnects with `Last-Event-ID`), where it answers
 `CONNECTION_CLOSED` as the transport does for a stream that cannot be resumed.
@@ -82,6 +84,36 @@ def _plain_json(value: Any, depth: int = 0) -> bool:
     return False
 
 
+# Every SDK internal this path reads or calls, by owner. Checked before each call, so an
+# SDK that renamed or dropped one sends the call its own way instead of failing midway.
+_CLIENT_NEEDS = (
+    "session",
+    "protocol_version",
+    "read_timeout_seconds",
+    "_relist_tool",
+    "_drive_input_required",
+)
+_SESSION_NEEDS = (
+    "_stamp",
+    "_dispatcher",
+    "_negotiated_version",
+    "_call_tool_adapter",
+    "_on_request",
+    "_on_notify",
+    "validate_tool_result",
+    "call_tool",
+)
+_DISPATCHER_NEEDS = ("_allocate_id", "_pending", "_dispatch")
+
+
+def _missing(owner: Any, names: tuple[str, ...]) -> str | None:
+    """The first of `names` that `owner` lacks, or None."""
+    for name in names:
+        if not hasattr(owner, name):
+            return name
+    return None
+
+
 class Declined(Exception):
     """The fast path does not take this call; nothing was sent."""
 
@@ -104,7 +136,16 @@ class CallFastPath:
     def _usable(self) -> str | None:
         """Why the call must go through the SDK, or None."""
         client = self._client
+        missing = _missing(client, _CLIENT_NEEDS)
+        if missing is not None:
+            return f"the SDK's Client has no {missing}"
         session = client.session
+        missing = _missing(session, _SESSION_NEEDS)
+        if missing is not None:
+            return f"the SDK's session has no {missing}"
+        missing = _missing(session._dispatcher, _DISPATCHER_NEEDS)
+        if missing is not None:
+            return f"the SDK's dispatcher has no {missing}"
         if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return "handshake-era protocol"
         if getattr(session, "_session_read_timeout_seconds", 0) is not None:

@@ -124,9 +124,14 @@ class McpConnection:
                     await client.__aenter__()
                 install_output_check(client.session)
                 if self._fast_calls:
-                    from albert.mcp.call_fast_path import CallFastPath
-
-                    self._fast = CallFastPath(client, http, self.url, self._transport_failed)
+                    try:
+                        from albert.mcp.call_fast_path import CallFastPath
+                    except ImportError as exc:
+                        # An SDK without a private function the path imports: calls go
+                        # through the SDK alone rather than the connection failing.
+                        log.warning("MCP tools/call through the SDK only: %s", exc)
+                    else:
+                        self._fast = CallFastPath(client, http, self.url, self._transport_failed)
                 try:
                     self._client = client
                     self._connected = True

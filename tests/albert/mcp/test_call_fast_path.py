@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -373,6 +374,94 @@ async def test_declines_before_sending_on_a_handshake_era_session(served: Served
             with pytest.raises(Declined):
                 await CallFastPath(client, http, served.url).call_tool("text", {})
             assert len(served.state["posts"]) == posts
+
+
+class _Without:
+    """An SDK object as a changed SDK might have it: one attribute gone, the rest its own."""
+
+    def __init__(self, inner: Any, missing: str, **replaced: Any) -> None:
+        self.__dict__.update(_inner=inner, _missing=missing, **replaced)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == self.__dict__["_missing"]:
+            raise AttributeError(name)
+        return getattr(self.__dict__["_inner"], name)
+
+
+@pytest.mark.parametrize(
+    ("owner", "attribute"),
+    [
+        ("client", "_relist_tool"),
+        ("client", "_drive_input_required"),
+        ("session", "_stamp"),
+        ("session", "_call_tool_adapter"),
+        ("session", "_on_notify"),
+        ("dispatcher", "_allocate_id"),
+        ("dispatcher", "_pending"),
+        ("dispatcher", "_dispatch"),
+    ],
+)
+async def test_an_sdk_without_an_internal_it_uses_declines_and_the_sdk_answers(
+    served: Served, owner: str, attribute: str
+) -> None:
+    from albert.mcp.call_fast_path import Declined
+    from albert.mcp.connection import McpConnection
+
+    conn = McpConnection(
+        "fast", served.url, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
+    )
+    await conn.connect(within=10)
+    try:
+        await conn.list_tools(within=10)
+        fast = conn._fast
+        assert fast is not None
+        client = conn._client
+        session = client.session
+        # The fast path's view of the SDK lacks the attribute; the SDK's own path keeps
+        # the real objects.
+        if owner == "client":
+            fast._client = _Without(client, attribute)
+        elif owner == "session":
+            fast._client = _Without(client, "", session=_Without(session, attribute))
+        else:
+            dispatcher = _Without(session._dispatcher, attribute)
+            fast._client = _Without(
+                client, "", session=_Without(session, "", _dispatcher=dispatcher)
+            )
+        posts = len(served.state["posts"])
+        with pytest.raises(Declined, match=attribute):
+            await fast.call_tool("text", {})
+        assert len(served.state["posts"]) == posts, "declined before sending"
+
+        async def not_sent(*_: Any) -> Any:
+            raise AssertionError("the fast path sent the call")
+
+        fast._send = not_sent
+        async with asyncio.timeout(20):
+            answer = await conn.call_tool("echo", {"q": "a"})
+        assert not answer.is_error and answer.structured is not None
+    finally:
+        await conn.close()
+
+
+async def test_an_sdk_without_a_function_it_imports_connects_without_the_path(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from albert.mcp.connection import McpConnection
+
+    # A failed import of the module, as an SDK without `_clamp_inbound_ttl` would give.
+    monkeypatch.setitem(sys.modules, "albert.mcp.call_fast_path", None)
+    conn = McpConnection(
+        "fast", served.url, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
+    )
+    await conn.connect(within=10)
+    try:
+        assert conn._fast is None
+        async with asyncio.timeout(20):
+            answer = await conn.call_tool("text", {})
+        assert answer.texts == ["plain text ✓"]
+    finally:
+        await conn.close()
 
 
 async def test_off_switch_setting() -> None:
