@@ -200,11 +200,15 @@ def outbound_http(timeout: float) -> httpx.AsyncClient:
 
     httpx over the lean asyncio HTTP/1.1 transport of `albert.outbound`: httpx's default
     (httpcore + h11) was a quarter of the data server's CPU per vault search. Proxies named
-    by the environment still apply (httpx mounts them over any transport).
+    by the environment still apply (httpx mounts them over any transport). Its cookie
+    store reads only responses that set a cookie (`ObjectHttpClient`, as the worker's own
+    outbound client): Typesense and RPC answers set none, and httpx's jar rebuilt each
+    request as a `urllib` one to find that out (~4% of the CPU of a vault search call).
     """
     from albert.outbound.asyncio_transport import AsyncioHttp11Transport
+    from albert.outbound.client import ObjectHttpClient
 
-    return httpx.AsyncClient(transport=AsyncioHttp11Transport(), timeout=timeout)
+    return ObjectHttpClient(transport=AsyncioHttp11Transport(), timeout=timeout)
 
 
 def mount_platform(app: Starlette) -> None:
