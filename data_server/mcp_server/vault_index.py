@@ -18,12 +18,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
-from pydantic_core import from_json
 
 from albert.search import SearchParams, SearchResponse, TypesenseClient, TypesenseError
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
-from data_server.vaults.index import display_fields
+from data_server.vaults.index import display_fields_of_json
 from data_server.vaults.model import Vault
 
 log = logging.getLogger(__name__)
@@ -262,7 +261,7 @@ class VaultIndex:
         hits = []
         for doc in docs:
             record = records.get((doc.id, doc.revision or 0)) if records else None
-            hits.append(_as_hit(doc, display_fields(from_json(record)) if record else None))
+            hits.append(_as_hit(doc, display_fields_of_json(record) if record else None))
         return hits
 
     async def search(

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_core import from_json
 
 from albert.search.typesense_client import SearchParams, TypesenseClient, TypesenseError
 from data_server.pipeline import offline_processors, run_pipeline
@@ -17,6 +21,7 @@ from data_server.vaults.index import (
     Publisher,
     collection_schema,
     display_fields,
+    display_fields_of_json,
     document,
     encode_records,
     encode_vaults,
@@ -299,3 +304,85 @@ async def test_slices_waiting_for_an_import_go_out_together_up_to_the_batch_size
         publication = await publisher.finish()
     assert imported == [["beefy:base:v0", "beefy:base:v1", "beefy:base:v2"], ["beefy:base:v3"]]
     assert publication.error is None and len(publication.sample) == 4
+
+
+_json_value = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_display_keys = st.sampled_from(
+    ["address", "url", "apy_reward", "share_price", "security_inputs", "name", "apy"]
+)
+_inputs = (
+    st.none()
+    | _json_value
+    | st.dictionaries(
+        st.sampled_from(["exploits", "source_flags", "audits"]) | st.text(max_size=3), _json_value
+    )
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(_display_keys | st.text(max_size=5), _json_value, max_size=8),
+    _inputs,
+    st.booleans(),
+)
+def test_display_fields_of_json_reads_what_the_whole_record_gives(
+    record: dict[str, Any], inputs: Any, with_inputs: bool
+) -> None:
+    if with_inputs:
+        record["security_inputs"] = inputs
+    encoded = json.dumps(record)
+    read, whole = _outcome(display_fields_of_json, encoded), _outcome(_whole, encoded)
+    assert read == whole
+    assert json.dumps(read) == json.dumps(whole)  # the same types (1 vs 1.0) and order
+
+
+def _whole(encoded: str) -> dict[str, Any]:
+    return display_fields(from_json(encoded))
+
+
+def _outcome(read: Any, encoded: str) -> Any:
+    try:
+        return read(encoded)
+    except Exception as exc:  # a record of no vault's shape: the same failure
+        return type(exc).__name__
+
+
+def test_display_fields_of_json_of_stored_records() -> None:
+    vault = Vault(
+        id="v1",
+        source="defillama",
+        name="USDC",
+        protocol="aave-v3",
+        chain="base",
+        address="0xab",
+        apy=4.25,
+        apy_reward=1.0,
+        share_price=1.0003,
+        url="https://x",
+        updated_at=1,
+        security_inputs=SecurityInputs(
+            exploits=2, source_flags=["outlier_apy"], chain="base", il_risk=False, exposure="single"
+        ),
+    )
+    encoded = vault.model_dump_json()
+    assert display_fields_of_json(encoded) == display_fields(from_json(encoded))
+    assert display_fields_of_json(encoded.encode()) == {
+        "address": "0xab",
+        "url": "https://x",
+        "apy_reward": 1.0,
+        "share_price": 1.0003,
+        "exploits": 2,
+        "source_flags": ["outlier_apy"],
+    }
+    with pytest.raises(ValueError):
+        display_fields_of_json("{not json")
