@@ -169,21 +169,24 @@ class CallFastPath:
         try:
             first = await self._send(name, arguments)
         except MCPError as mismatch:
-            if mismatch.code != mcp_types.HEADER_MISMATCH:
-                raise
-            # The Client's recovery: re-list the tool, then send again (through the SDK).
-            import anyio
-
-            try:
-                with anyio.fail_after(client.read_timeout_seconds):
-                    await client._relist_tool(name)
-            except (MCPError, TimeoutError, ValidationError) as relist_error:
-                raise mismatch from relist_error
+            await self._relist_after(mismatch, name)
             first = await self._sdk_send(name, arguments, None, None)
         result = await client._drive_input_required(first, self._sdk_retry(name, arguments))
         if not isinstance(result, mcp_types.CallToolResult):  # pragma: no cover - claims declined
             raise Declined("a claimed result")
         return result
+
+    async def _relist_after(self, error: MCPError, name: str) -> None:
+        """The Client's recovery from `HEADER_MISMATCH`: re-list the tool; other errors raise."""
+        if error.code != mcp_types.HEADER_MISMATCH:
+            raise error
+        import anyio
+
+        try:
+            with anyio.fail_after(self._client.read_timeout_seconds):
+                await self._client._relist_tool(name)
+        except (MCPError, TimeoutError, ValidationError) as relist_error:
+            raise error from relist_error
 
     async def _sdk_send(
         self,
@@ -204,21 +207,11 @@ class CallFastPath:
     def _sdk_retry(
         self, name: str, arguments: dict[str, Any] | None
     ) -> Callable[[Any, str | None], Awaitable[Any]]:
-        client = self._client
-
         async def retry(responses: Any, state: str | None) -> Any:
             try:
                 return await self._sdk_send(name, arguments, responses, state)
             except MCPError as mismatch:
-                if mismatch.code != mcp_types.HEADER_MISMATCH:
-                    raise
-                import anyio
-
-                try:
-                    with anyio.fail_after(client.read_timeout_seconds):
-                        await client._relist_tool(name)
-                except (MCPError, TimeoutError, ValidationError) as relist_error:
-                    raise mismatch from relist_error
+                await self._relist_after(mismatch, name)
                 return await self._sdk_send(name, arguments, responses, state)
 
         return retry

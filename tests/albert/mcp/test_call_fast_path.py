@@ -64,6 +64,13 @@ def _tools() -> list[Any]:
     ]
 
 
+ROUTED = {"type": "object", "properties": {"region": {"type": "string"}}}
+ROUTED_BY_HEADER = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+}
+
+
 def build_app(json_response: bool, state: dict[str, Any]) -> Any:
     """The SDK's low-level server with the test tools, behind an HTTP-error wrapper."""
     import mcp_types as types
@@ -73,7 +80,11 @@ def build_app(json_response: bool, state: dict[str, Any]) -> Any:
     tools = _tools()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        # `routed` changes its schema when a test says so: a client that listed it before
+        # sends no `Mcp-Param-Region` header, and the server answers HEADER_MISMATCH.
+        schema = ROUTED_BY_HEADER if state["routed_by_header"] else ROUTED
+        routed = types.Tool(name="routed", description="routed", input_schema=schema)
+        return types.ListToolsResult(tools=[*tools, routed])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
@@ -93,6 +104,8 @@ def build_app(json_response: bool, state: dict[str, Any]) -> Any:
             return text("no structure")
         if name == "text":
             return text("plain text ✓")
+        if name == "routed":
+            return text(f"routed to {args.get('region')}")
         if name == "echo":
             return text(json.dumps(args, sort_keys=True), structured_content={"args": args})
         if name == "error_result":
@@ -165,7 +178,12 @@ class Served:
     """The app on a free loopback port, in a thread of this process."""
 
     def __init__(self, json_response: bool) -> None:
-        self.state: dict[str, Any] = {"posts": [], "slow_started": 0, "slow_cancelled": 0}
+        self.state: dict[str, Any] = {
+            "posts": [],
+            "slow_started": 0,
+            "slow_cancelled": 0,
+            "routed_by_header": False,
+        }
         self.json_response = json_response
         self._sock: socket.socket = reserve(0)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/mcp"
@@ -330,6 +348,24 @@ async def test_the_fast_path_is_taken_and_sends_what_the_sdk_sends(
         assert (await pair.fast.call_tool("text", {})).texts == ["plain text ✓"]
     finally:
         del client.call_tool
+
+
+async def test_a_header_mismatch_is_recovered_as_the_sdk_recovers(
+    served: Served, pair: Pair
+) -> None:
+    # Both listed `routed` without the header annotation; the server's schema now has it.
+    served.state["routed_by_header"] = True
+    try:
+        posts = served.state["posts"]
+        before = len(posts)
+        fast, sdk = await pair.both("routed", {"region": "eu"})
+        calls = [p for p in posts[before:] if p.get("mcp-name") == "routed"]
+    finally:
+        served.state["routed_by_header"] = False
+    assert fast == sdk
+    assert fast[0] == "answered" and fast[2]["texts"] == ["routed to eu"]
+    # Each: rejected without the header, re-listed, sent again with it.
+    assert [p.get("mcp-param-region") for p in calls] == [None, "eu", None, "eu"]
 
 
 async def test_notifications_before_the_answer_reach_the_session(
