@@ -806,7 +806,10 @@ class AsyncioHttp11Transport(httpx.AsyncBaseTransport):
         return "close", 0, False
 
     async def aclose(self) -> None:
-        pool = self._pools.get(asyncio.get_running_loop())
+        """Close this loop's pool: idle connections now, busy ones when their answer ends."""
+        # Popped, not only closed: a pool holds its loop, so left in the weak mapping it
+        # would keep the loop (and the pool) alive for the life of the process.
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
         if pool is not None:
             pool.close()
 
@@ -837,3 +840,9 @@ def shared_asyncio_transport() -> AsyncioHttp11Transport:
     if _shared is None:
         _shared = AsyncioHttp11Transport()
     return _shared
+
+
+async def close_shared_pool() -> None:
+    """Close the process-wide transport's pool of the running loop, if one was made."""
+    if _shared is not None:
+        await _shared.aclose()

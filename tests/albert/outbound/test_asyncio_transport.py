@@ -33,6 +33,7 @@ from albert.outbound.asyncio_transport import (
     AsyncioHttp11Transport,
     SharedTransport,
     _ChunkedDecoder,
+    close_shared_pool,
     shared_asyncio_transport,
 )
 
@@ -576,6 +577,24 @@ async def test_objects_share_one_pool_but_not_cookies_or_closing() -> None:
             break
         await asyncio.sleep(0.01)
     assert shared_asyncio_transport()._pool().open == 0
+
+
+async def test_closing_the_shared_pool_lets_its_loop_go_and_a_later_request_opens_anew() -> None:
+    async def ok(exchange: Exchange) -> None:
+        while await exchange.request() is not None:
+            await exchange.respond(b"ok")
+
+    loop = asyncio.get_running_loop()
+    async with RawServer(ok) as server:
+        client = outbound_client()
+        assert (await client.get(server.url())).text == "ok"
+        await close_shared_pool()
+        # The pool held its loop: kept in the mapping, neither would ever be freed.
+        assert loop not in shared_asyncio_transport()._pools
+        assert (await client.get(server.url())).text == "ok"
+        await client.aclose()
+        assert server.connections == 2
+    await close_shared_pool()
 
 
 async def test_the_httpx_setting_and_proxies_keep_httpx_default_transport(
