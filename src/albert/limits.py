@@ -10,8 +10,6 @@
   persisted bucket refills across restarts.
 """
 
-from __future__ import annotations
-
 import math
 from collections import OrderedDict
 from typing import Protocol
@@ -55,7 +53,7 @@ class TokenBucket(BaseModel):
     updated_ms: int
 
     @classmethod
-    def full(cls, allowed: int, now_ms: int) -> TokenBucket:
+    def full(cls, allowed: int, now_ms: int) -> "TokenBucket":
         return cls(tokens=float(allowed), updated_ms=now_ms)
 
     def take(self, allowed: int, window_seconds: float, now_ms: int) -> float | None:

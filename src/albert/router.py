@@ -5,8 +5,6 @@ a valid signed token; the router verifies it before any Durable Object is touche
 and names the object from the verified identity only.
 """
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict
 
 from albert.auth.bearer import authenticate, bearer_token

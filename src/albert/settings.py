@@ -1,7 +1,5 @@
 """Settings of the agent, read from the worker's env bindings (vars and secrets)."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal
@@ -153,7 +151,7 @@ class Settings(BaseModel):
     mcp_allowed_hosts: list[str] | None = Field(None, exclude=True)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, Any]) -> Settings:
+    def from_env(cls, env: Mapping[str, Any]) -> "Settings":
         """Build settings from a mapping of env names to values; unknown names are ignored."""
         return cls.model_validate({k: v for k, v in env.items() if v is not None})
 
@@ -168,7 +166,7 @@ class Settings(BaseModel):
             )
         )
 
-    def for_tenant(self, key: str) -> Settings:
+    def for_tenant(self, key: str) -> "Settings":
         """These settings with a tenant's overrides applied (unknown keys: the default)."""
         tenants = self.tenants()
         tenant = tenants.get(key)

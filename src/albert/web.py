@@ -1,7 +1,5 @@
 """Runtime-neutral HTTP request/response values the core routes on."""
 
-from __future__ import annotations
-
 import json
 from typing import Any, TypeVar
 
@@ -35,7 +33,7 @@ class HttpResponse(BaseModel):
     @classmethod
     def json(
         cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None
-    ) -> HttpResponse:
+    ) -> "HttpResponse":
         """A JSON response from a pydantic model or plain data."""
         if isinstance(payload, BaseModel):
             text = payload.model_dump_json()
@@ -48,12 +46,12 @@ class HttpResponse(BaseModel):
         )
 
     @classmethod
-    def json_text(cls, text: str, status: int = 200) -> HttpResponse:
+    def json_text(cls, text: str, status: int = 200) -> "HttpResponse":
         """A JSON response from text already serialised (e.g. by SQLite)."""
         return cls.json_bytes(text.encode(), status=status)
 
     @classmethod
-    def json_bytes(cls, *parts: bytes, status: int = 200) -> HttpResponse:
+    def json_bytes(cls, *parts: bytes, status: int = 200) -> "HttpResponse":
         """A JSON response from UTF-8 pieces already serialised, joined in one copy."""
         return cls(
             status=status,
@@ -68,7 +66,7 @@ class HttpResponse(BaseModel):
         error: str,
         detail: str | None = None,
         headers: dict[str, str] | None = None,
-    ) -> HttpResponse:
+    ) -> "HttpResponse":
         """A JSON error body with a stable error code and a human detail."""
         return cls.json(ErrorBody(error=error, detail=detail), status=status, headers=headers)
 

@@ -1,7 +1,5 @@
 """The model port: a streaming chat-completions call with tools."""
 
-from __future__ import annotations
-
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol

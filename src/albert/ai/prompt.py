@@ -1,7 +1,5 @@
 """The system prompt: who Albert is, and only the tools callable right now."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict

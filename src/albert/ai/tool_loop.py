@@ -7,8 +7,6 @@ arguments carry another source's output at length is refused, not run
 (albert.tools.provenance).
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 import math

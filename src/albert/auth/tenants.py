@@ -1,7 +1,5 @@
 """Tenants: white-label product surfaces, each with its own settings."""
 
-from __future__ import annotations
-
 import functools
 import json
 
@@ -37,7 +35,7 @@ class Tenant(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _issuer_with_audience(self) -> Tenant:
+    def _issuer_with_audience(self) -> "Tenant":
         if (self.jwt_issuer is None) != (self.jwt_audience is None):
             raise ValueError("jwt_issuer and jwt_audience go together: set both or neither")
         if self.jwks_url is not None and self.jwt_issuer is None:

@@ -9,8 +9,6 @@ touching any Durable Object, and the object's name is derived from the verified
 payload only.
 """
 
-from __future__ import annotations
-
 import base64
 import hashlib
 import hmac

@@ -15,8 +15,6 @@ A socket's meta (opened at, token expiry) rides in its attachment, which outlive
 hibernation.
 """
 
-from __future__ import annotations
-
 import functools
 import logging
 from collections.abc import Sequence

@@ -3,8 +3,6 @@
 Every chat frame names its thread, so one socket serves every thread of a client.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter

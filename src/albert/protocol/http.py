@@ -1,7 +1,5 @@
 """HTTP bodies of the router and the object's thread API."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,7 +1,5 @@
 """Threads and messages of one client, on the object's SQLite."""
 
-from __future__ import annotations
-
 import base64
 import binascii
 import json

@@ -1,7 +1,5 @@
 """The one tool interface: a named operation with a JSON schema and an async execute."""
 
-from __future__ import annotations
-
 import functools
 import weakref
 from collections.abc import Awaitable, Callable
@@ -31,12 +29,12 @@ class ToolResult(BaseModel):
     structured: dict[str, Any] | None = None
 
     @classmethod
-    def text(cls, text: str, *, structured: dict[str, Any] | None = None) -> ToolResult:
+    def text(cls, text: str, *, structured: dict[str, Any] | None = None) -> "ToolResult":
         """A single-part successful result."""
         return cls(content=[TextPart(text=text)], structured=structured)
 
     @classmethod
-    def error(cls, message: str) -> ToolResult:
+    def error(cls, message: str) -> "ToolResult":
         """A short error result the model can read and recover from."""
         return cls(content=[TextPart(text=f"Error: {message}")], is_error=True)
 
@@ -60,7 +58,7 @@ class Tool(Protocol):
         """JSON Schema of the arguments, exactly as the model will see it."""
         ...
 
-    async def execute(self, arguments: dict[str, Any]) -> ToolResult: ...
+    async def execute(self, arguments: dict[str, Any]) -> "ToolResult": ...
 
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -106,7 +104,7 @@ class LocalTool(Generic[InputT]):
     def input_schema(self) -> dict[str, Any]:
         return self._schema
 
-    async def execute(self, arguments: dict[str, Any]) -> ToolResult:
+    async def execute(self, arguments: dict[str, Any]) -> "ToolResult":
         try:
             parsed = self._input_model.model_validate(arguments)
         except ValidationError as exc:

@@ -4,8 +4,6 @@ It changes only how `execute` runs; name, description and schema pass through
 untouched, so a remote tool reaches the model exactly as its server sent it.
 """
 
-from __future__ import annotations
-
 import asyncio
 import logging
 import time

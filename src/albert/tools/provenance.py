@@ -11,8 +11,6 @@ Moving data within one server (paging, ids) is allowed, and so are the short
 values tools legitimately share, such as addresses and symbols.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Any
 

@@ -6,8 +6,6 @@ them. One broken remote tool must not break every turn, so such a tool is left
 out alone, logged, and reported; the rest of its server keeps working.
 """
 
-from __future__ import annotations
-
 import functools
 import json
 import logging

@@ -1,7 +1,5 @@
 """read_tool_result: page through a tool output that was cut before it reached the model."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from albert.storage.threads import ToolOutputs
