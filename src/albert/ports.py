@@ -6,8 +6,7 @@ Neutral ground: `albert.chat` and `albert.mcp` both depend on these, never on ea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from albert.ai.prompt import ServerNote
 from albert.tools.registry import ToolRegistry
@@ -29,12 +28,11 @@ class SocketHub(Protocol):
     def sockets(self) -> Sequence[ChatSocket]: ...
 
 
-@dataclass
-class TurnTools:
+class TurnTools(NamedTuple):
     """What the tool layer offers for one turn: local tools, remote ones merged over them."""
 
     registry: ToolRegistry
-    server_notes: Sequence[ServerNote] = field(default_factory=tuple)
+    server_notes: Sequence[ServerNote] = ()
     vault_data_available: bool = False
 
 

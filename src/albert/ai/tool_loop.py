@@ -10,8 +10,7 @@ arguments carry another source's output at length is refused, not run
 import asyncio
 import json
 import math
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,8 +71,7 @@ class TurnResult(BaseModel):
     text: str
 
 
-@dataclass(frozen=True)
-class PartialTurn:
+class PartialTurn(NamedTuple):
     """How far an interrupted turn got: the step it was in, and that step's text so far."""
 
     step: int

@@ -10,7 +10,7 @@ user's message is stored, once: the resend of a failed turn's message is a retry
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -31,8 +31,7 @@ from albert.validation import frame_error_message
 ANSWERED = ("stop", "step_limit", "length", "cancelled")
 
 
-@dataclass(frozen=True)
-class Admitted:
+class Admitted(NamedTuple):
     """The message starts a turn; `retry` when it was stored by an earlier, failed turn."""
 
     retry: bool

@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from albert.ai.model import ChatToolCall
 from albert.ai.tool_loop import PartialTurn, TurnResult
@@ -45,8 +44,7 @@ DELTA_FLUSH_CHARS = 256
 DELTA_FLUSH_SECONDS = 0.02
 
 
-@dataclass(frozen=True)
-class TurnEnding:
+class TurnEnding(NamedTuple):
     """How an interrupted turn ends: its outcome, and the error frame the browser gets."""
 
     finish_reason: FinishReason

@@ -24,8 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarms import AlarmPort
@@ -54,8 +53,7 @@ log = logging.getLogger(__name__)
 CLOSE_WAIT_SECONDS = 2.5
 
 
-@dataclass(frozen=True)
-class _Remote:
+class _Remote(NamedTuple):
     """What connects, watches, retries and offers the remote servers of one manager."""
 
     connector: Connector

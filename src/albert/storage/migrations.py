@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from albert.storage.ports import SqlStorage
 
@@ -21,17 +20,18 @@ Migration = Sequence[str]
 _TABLE_NAME = re.compile(r"^[a-z_]{1,64}$")
 
 
-@dataclass(frozen=True)
 class Migrations:
     """One namespace's migrations, and the table that records which were applied."""
 
-    namespace: str
-    record_table: str
-    steps: Sequence[Migration]
+    # A plain class: a dataclass costs several times more to make at import.
+    __slots__ = ("namespace", "record_table", "steps")
 
-    def __post_init__(self) -> None:
-        if not _TABLE_NAME.match(self.record_table):
-            raise ValueError(f"not a table name: {self.record_table!r}")
+    def __init__(self, namespace: str, record_table: str, steps: Sequence[Migration]) -> None:
+        if not _TABLE_NAME.match(record_table):
+            raise ValueError(f"not a table name: {record_table!r}")
+        self.namespace = namespace
+        self.record_table = record_table
+        self.steps = steps
 
 
 # A message's JSON as the API sends it (albert.protocol.http.Message, in its field order),

@@ -10,8 +10,7 @@ a browser resuming that turn is told it ended.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from albert.clock import Clock
 from albert.storage.ports import SqlStorage
@@ -19,9 +18,9 @@ from albert.storage.ports import SqlStorage
 JournalState = Literal["running", "interrupted"]
 
 
-@dataclass(frozen=True)
-class JournalEntry:
-    """One turn in the journal (a plain dataclass: no pydantic class built at import)."""
+class JournalEntry(NamedTuple):
+    """One turn in the journal (a named tuple: cheaper to make at import than a pydantic
+    model or a dataclass)."""
 
     turn_id: str
     thread_id: str
