@@ -5,7 +5,7 @@ a valid signed token; the router verifies it before any Durable Object is touche
 and names the object from the verified identity only.
 """
 
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
@@ -17,10 +17,8 @@ from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 MAX_SESSION_BODY = 1_024
 
 
-class Forward(BaseModel):
+class Forward(NamedTuple):
     """Send the request to this verified client's object."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     identity: Identity
 

@@ -1,8 +1,7 @@
 """The system prompt: who Albert is, and only the tools callable right now."""
 
 from collections.abc import Sequence
-
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from albert.ai.untrusted import UNTRUSTED_RULE
 from albert.tools.registry import ToolRegistry
@@ -21,10 +20,8 @@ VAULT_UNAVAILABLE = (
 )
 
 
-class ServerNote(BaseModel):
+class ServerNote(NamedTuple):
     """Guidance contributed by one connected MCP server."""
-
-    model_config = ConfigDict(defer_build=True)
 
     server: str
     guidance: str

@@ -12,8 +12,6 @@ import json
 import math
 from typing import Any, Literal, NamedTuple, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from albert.ai.context_budget import budget_chars, fit_context
 from albert.ai.model import (
     ChatMessage,
@@ -60,10 +58,8 @@ class TurnObserver(Protocol):
     ) -> None: ...
 
 
-class TurnResult(BaseModel):
+class TurnResult(NamedTuple):
     """How a turn ended."""
-
-    model_config = ConfigDict(defer_build=True)
 
     finish_reason: Outcome
     steps: int
@@ -103,10 +99,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
     return value
 
 
-class StallBounds(BaseModel):
+class StallBounds(NamedTuple):
     """How long the model may stay silent before its first chunk and between chunks."""
-
-    model_config = ConfigDict(defer_build=True)
 
     first_chunk_seconds: float = 30.0
     chunk_seconds: float = 20.0

@@ -7,9 +7,7 @@ untouched, so a remote tool reaches the model exactly as its server sent it.
 import asyncio
 import logging
 import time
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, NamedTuple
 
 from albert.tools.base import TextPart, Tool, ToolResult
 
@@ -25,17 +23,15 @@ def _marker(shown: int, total: int) -> str:
     return TRUNCATION_MARKER.format(shown=shown, total=total)
 
 
-class GuardedResult(BaseModel):
+class GuardedResult(NamedTuple):
     """A tool's result as the model will see it, with how the call went."""
-
-    model_config = ConfigDict(defer_build=True)
 
     result: ToolResult
     duration_ms: float
     truncated: bool
     original_chars: int
-    full_text: str = Field("", description="The whole output, before the cut")
-    shown_chars: int = Field(0, description="How much of full_text the model sees")
+    full_text: str = ""  # the whole output, before the cut
+    shown_chars: int = 0  # how much of full_text the model sees
 
 
 def truncate_result(result: ToolResult, max_chars: int) -> tuple[ToolResult, bool, int]:

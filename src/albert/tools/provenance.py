@@ -12,9 +12,7 @@ values tools legitimately share, such as addresses and symbols.
 """
 
 from collections.abc import Iterable
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, NamedTuple
 
 CARRY_LIMIT_CHARS = 200
 # Occurrences of one probe looked at in one output: bounds the work on repetitive text.
@@ -37,19 +35,15 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
-class Carried(BaseModel):
+class Carried(NamedTuple):
     """What a refused call would have carried, and from where."""
-
-    model_config = ConfigDict(defer_build=True)
 
     chars: int
     tool: str
     source: str
 
 
-class _Output(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
+class _Output(NamedTuple):
     tool: str
     source: str
     text: str

@@ -11,9 +11,7 @@ import json
 import logging
 import re
 import weakref
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, NamedTuple
 
 from albert.tools.base import Tool
 
@@ -23,10 +21,8 @@ log = logging.getLogger(__name__)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class Rejection(BaseModel):
+class Rejection(NamedTuple):
     """A tool left out of the catalog, and why."""
-
-    model_config = ConfigDict(defer_build=True)
 
     tool: str
     source: str
