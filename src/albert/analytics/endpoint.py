@@ -1,7 +1,5 @@
 """POST /api/events: the browser's events, validated against the catalog before tracking."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -49,7 +47,7 @@ class EventsAccepted(BaseModel):
     accepted: int
 
 
-def validate_client_event(item: ClientEvent) -> CatalogEvent:
+def validate_client_event(item: ClientEvent) -> "CatalogEvent":
     """The catalog event for a browser event, or BadRequest naming what is wrong."""
     # The catalog loads with the first POST /api/events, not with the object.
     from albert.analytics.catalog import CLIENT_EVENTS
