@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from albert.mcp.connection import McpConnection
 from bench.data_server import QUERIES
-from tests.data_server.mcp_server.servers import (
-    AppServer,
-    drop_collection,
-    publish_store,
-    running_app,
-    seeded_store,
-)
-from tests.typesense_fixture import TypesenseServer, unique_name
+from tests.data_server.mcp_server.servers import AppServer, fresh_app
+from tests.typesense_fixture import TypesenseServer
 
 FILTERS: list[dict[str, Any]] = [
     *QUERIES,
@@ -49,16 +42,9 @@ FILTERS: list[dict[str, Any]] = [
 def app(
     typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AppServer]:
-    folder: Path = tmp_path_factory.mktemp("client_fast_path")
-    collection = unique_name("clientfast")
-    store = asyncio.run(seeded_store(folder / "store.sqlite3"))
-    try:
-        asyncio.run(publish_store(store, typesense_server, collection))
-        with running_app(typesense_server, store, collection) as server:
-            yield server
-    finally:
-        store.close()
-        drop_collection(typesense_server, collection)
+    folder = tmp_path_factory.mktemp("client_fast_path")
+    with fresh_app(typesense_server, folder, "clientfast") as server:
+        yield server
 
 
 async def _answers(url: str, fast_calls: bool) -> list[Any]:
