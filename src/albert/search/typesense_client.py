@@ -20,6 +20,8 @@ from urllib.parse import quote, urlencode
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from albert.outbound.client import RepeatedGet
+
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 API_KEY_HEADER = "X-TYPESENSE-API-KEY"
 # What a client sends for answers without gzip (`TypesenseClient(compressed=False)`).
@@ -164,6 +166,9 @@ class TypesenseClient:
         self._owns_http = http is None
         self._http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         self._timeout = timeout
+        # Searches are the one request sent again and again (a vault search per tool call):
+        # their headers are merged with the client's once instead of per request.
+        self._search_get = RepeatedGet(self._http, headers=self._base_headers, timeout=timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it."""
@@ -311,11 +316,19 @@ class TypesenseClient:
     async def search_body(self, collection: str, params: SearchParams) -> bytes:
         """Run one search and return Typesense's JSON answer as it came (for a caller that
         validates the page straight into models of its own documents)."""
-        resp = await self._request(
-            "GET",
-            f"/collections/{_seg(collection)}/documents/search",
-            params=params.to_query(),
+        url = request_url(
+            self.base_url, f"/collections/{_seg(collection)}/documents/search", params.to_query()
         )
+        try:
+            resp = await self._search_get.get(url)
+        except httpx.TimeoutException as exc:
+            raise TypesenseConnectionError(f"timed out: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            raise TypesenseConnectionError(
+                f"cannot reach {self.base_url}: {type(exc).__name__}"
+            ) from exc
+        if resp.status_code >= 400:
+            raise TypesenseError(resp.status_code, _error_message(resp))
         return resp.content
 
     async def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
