@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx2
 import mcp_types
+import pydantic_core
 from mcp import Client
 from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.streamable_http import (
@@ -291,9 +292,7 @@ class CallFastPath:
             return await _error_answer(response, status, content_type)
         if content_type.startswith("application/json"):
             try:
-                message = mcp_types.jsonrpc_message_adapter.validate_json(
-                    await response.aread(), by_name=False
-                )
+                message = answer_message(await response.aread())
             except (httpx2.StreamError, ValidationError) as exc:
                 log.exception("Error parsing JSON response")
                 return mcp_types.ErrorData(
@@ -360,6 +359,34 @@ class CallFastPath:
         if not (foreign := _later_revision_fields(_METHOD, version)).isdisjoint(raw):
             raw = {key: value for key, value in raw.items() if key not in foreign}
         return session._call_tool_adapter.validate_python(raw, by_name=False)
+
+
+_ANSWER_KEYS = frozenset(("jsonrpc", "id", "result"))
+
+
+def answer_message(data: bytes) -> Any:
+    """The JSON-RPC message of a JSON body, as the transport's `validate_json` gives it.
+
+    A result's `dict[str, Any]` costs `validate_json` about three times what parsing the
+    JSON costs (~0.1 ms of a search page's ~0.9 ms client CPU). For the usual answer (exactly
+    `jsonrpc` "2.0", an int or string `id` and an object `result`) Python-mode validation of
+    the parsed JSON makes the same `JSONRPCResponse` (the only union member such an object
+    fits; its fields have no mode-specific validation); anything else, including JSON that
+    does not parse, goes through `validate_json`, so its message or error is the SDK's own.
+    """
+    try:
+        decoded = pydantic_core.from_json(data)
+    except ValueError:
+        decoded = None
+    if (
+        type(decoded) is dict
+        and decoded.keys() == _ANSWER_KEYS
+        and decoded["jsonrpc"] == "2.0"
+        and type(decoded["id"]) in (int, str)
+        and type(decoded["result"]) is dict
+    ):
+        return mcp_types.jsonrpc_message_adapter.validate_python(decoded, by_name=False)
+    return mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)
 
 
 def _outcome(message: Any, request_id: Any) -> dict[str, Any] | mcp_types.ErrorData | None:
