@@ -50,6 +50,54 @@ class ObjectHttpClient(httpx.AsyncClient):
 _log = logging.getLogger("httpx")
 
 
+def _plain_client(client: httpx.AsyncClient) -> bool:
+    """True when `AsyncClient.send` would add nothing to a request: no auth, hooks, cookies
+    to send, params or redirects to follow, and the client open."""
+    hooks = client.event_hooks
+    return (
+        not client.is_closed
+        and client.auth is None
+        and not client.follow_redirects
+        and not hooks["request"]
+        and not hooks["response"]
+        and not client.cookies.jar
+        and not client.params
+    )
+
+
+@asynccontextmanager
+async def _sent(client: httpx.AsyncClient, request: httpx.Request) -> AsyncIterator[httpx.Response]:
+    """`request` through the transport `AsyncClient.send` would pick, with its bookkeeping.
+
+    The error names the request, cookies are extracted, the default encoding, log line and
+    elapsed time are set as httpx sets them; the response is closed when the block ends.
+    """
+    transport = client._transport_for_url(request.url)
+    client._state = ClientState.OPENED  # as `send` marks it
+    started = time.perf_counter()
+    try:
+        response = await transport.handle_async_request(request)
+    except httpx.RequestError as exc:
+        exc.request = request  # as httpx's own send path names it
+        raise
+    try:
+        response.request = request
+        client.cookies.extract_cookies(response)
+        response.default_encoding = client._default_encoding  # type: ignore[attr-defined]
+        _log.info(
+            'HTTP Request: %s %s "%s %d %s"',
+            request.method,
+            request.url,
+            response.http_version,
+            response.status_code,
+            response.reason_phrase,
+        )
+        yield response
+    finally:
+        response.elapsed = datetime.timedelta(seconds=time.perf_counter() - started)
+        await response.aclose()
+
+
 # Merged request heads shared by every RepeatedPost of the process, by URL and headers.
 _SHARED_TEMPLATES = 64
 _templates: dict[tuple[Any, ...], tuple[httpx.URL, httpx.Headers]] = {}
@@ -110,18 +158,7 @@ class RepeatedPost:
         return self._template
 
     def _shortcut_applies(self) -> bool:
-        client = self._client
-        hooks = client.event_hooks
-        return (
-            not client.is_closed
-            and client.auth is None
-            and not client.follow_redirects
-            and not hooks["request"]
-            and not hooks["response"]
-            and not client.cookies.jar
-            and not client.params
-            and isinstance(self._url, httpx.URL)
-        )
+        return isinstance(self._url, httpx.URL) and _plain_client(self._client)
 
     @asynccontextmanager
     async def stream(self, content: bytes) -> AsyncIterator[httpx.Response]:
@@ -144,30 +181,8 @@ class RepeatedPost:
             extensions=self._extensions,
         )
         request.read()
-        transport = client._transport_for_url(url)
-        client._state = ClientState.OPENED  # as `send` marks it
-        started = time.perf_counter()
-        try:
-            response = await transport.handle_async_request(request)
-        except httpx.RequestError as exc:
-            exc.request = request  # as httpx's own send path names it
-            raise
-        try:
-            response.request = request
-            client.cookies.extract_cookies(response)
-            response.default_encoding = client._default_encoding  # type: ignore[attr-defined]
-            _log.info(
-                'HTTP Request: %s %s "%s %d %s"',
-                request.method,
-                request.url,
-                response.http_version,
-                response.status_code,
-                response.reason_phrase,
-            )
+        async with _sent(client, request) as response:
             yield response
-        finally:
-            response.elapsed = datetime.timedelta(seconds=time.perf_counter() - started)
-            await response.aclose()
 
 
 _NO_BASE_URL = httpx.URL("")
@@ -204,18 +219,7 @@ class RepeatedGet:
         self._merged: httpx.Headers | None = None
 
     def _shortcut_applies(self) -> bool:
-        client = self._client
-        hooks = client.event_hooks
-        return (
-            not client.is_closed
-            and client.auth is None
-            and not client.follow_redirects
-            and not hooks["request"]
-            and not hooks["response"]
-            and not client.cookies.jar
-            and not client.params
-            and client.base_url == _NO_BASE_URL
-        )
+        return self._client.base_url == _NO_BASE_URL and _plain_client(self._client)
 
     def _headers_for(self, url: httpx.URL) -> httpx.Headers:
         client_headers = self._client.headers.raw
@@ -240,28 +244,6 @@ class RepeatedGet:
             headers=httpx.Headers(self._headers_for(parsed)),
             extensions=self._extensions,
         )
-        transport = client._transport_for_url(parsed)
-        client._state = ClientState.OPENED  # as `send` marks it
-        started = time.perf_counter()
-        try:
-            response = await transport.handle_async_request(request)
-        except httpx.RequestError as exc:
-            exc.request = request  # as httpx's own send path names it
-            raise
-        try:
-            response.request = request
-            client.cookies.extract_cookies(response)
-            response.default_encoding = client._default_encoding  # type: ignore[attr-defined]
-            _log.info(
-                'HTTP Request: %s %s "%s %d %s"',
-                request.method,
-                request.url,
-                response.http_version,
-                response.status_code,
-                response.reason_phrase,
-            )
+        async with _sent(client, request) as response:
             await response.aread()
-        finally:
-            response.elapsed = datetime.timedelta(seconds=time.perf_counter() - started)
-            await response.aclose()
         return response
