@@ -3,51 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 import pytest
 
-from albert.outbound.asyncio_transport import AsyncioHttp11Transport
-from albert.outbound.client import ObjectHttpClient, RepeatedGet
+from albert.outbound.client import RepeatedGet
+from tests.support import recording_http
 
 ANSWER = b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 7\r\n\r\n{"a":1}'
 HEADERS = {"x-typesense-api-key": "k", "accept-encoding": "identity"}
 
 
-@asynccontextmanager
-async def recording_server(
+def recording_server(
     answer: Callable[[bytes], bytes] = lambda head: ANSWER,
-) -> AsyncIterator[tuple[str, list[bytes]]]:
-    """A loopback server that keeps each request head as it came."""
-    seen: list[bytes] = []
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                seen.append(head)
-                writer.write(answer(head))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        server.close()
-        await server.wait_closed()
+) -> AbstractAsyncContextManager[tuple[str, list[bytes]]]:
+    return recording_http.recording_server(answer, "")
 
 
-def _client(kind: str, **kwargs: object) -> httpx.AsyncClient:
-    if kind == "asyncio":
-        return ObjectHttpClient(transport=AsyncioHttp11Transport(), **kwargs)
-    return ObjectHttpClient(**kwargs)
+_client = recording_http.object_client
 
 
 def _seen(response: httpx.Response) -> tuple[object, ...]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 import pytest
 
-from albert.outbound.asyncio_transport import AsyncioHttp11Transport
-from albert.outbound.client import ObjectHttpClient, RepeatedPost
+from albert.outbound.client import RepeatedPost
+from tests.support import recording_http
 
 ANSWER = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -19,43 +18,13 @@ ANSWER = (
 HEADERS = {"authorization": "Bearer k", "content-type": "application/json"}
 
 
-@asynccontextmanager
-async def recording_server(
+def recording_server(
     answer: Callable[[bytes], bytes] = lambda head: ANSWER,
-) -> AsyncIterator[tuple[str, list[bytes]]]:
-    """A loopback server that keeps each request's bytes (head and body) as it came."""
-    seen: list[bytes] = []
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                seen.append(head + await reader.readexactly(length))
-                writer.write(answer(head))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1/chat/completions", seen
-    finally:
-        server.close()
-        await server.wait_closed()
+) -> AbstractAsyncContextManager[tuple[str, list[bytes]]]:
+    return recording_http.recording_server(answer, "/v1/chat/completions")
 
 
-def _client(kind: str, **kwargs: object) -> httpx.AsyncClient:
-    if kind == "asyncio":
-        return ObjectHttpClient(transport=AsyncioHttp11Transport(), **kwargs)
-    return ObjectHttpClient(**kwargs)
+_client = recording_http.object_client
 
 
 async def _read(response: httpx.Response) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
