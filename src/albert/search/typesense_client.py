@@ -12,7 +12,7 @@ cannot be reached (refused, timed out) becomes `TypesenseConnectionError` (statu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
@@ -199,8 +199,8 @@ class TypesenseClient:
         headers = dict(self._base_headers)
         if content_type:
             headers["Content-Type"] = content_type
-        try:
-            resp = await self._http.request(
+        return await self._answer(
+            self._http.request(
                 method,
                 request_url(self.base_url, path, params),
                 json=json_body,
@@ -208,6 +208,12 @@ class TypesenseClient:
                 headers=headers,
                 timeout=self._timeout,
             )
+        )
+
+    async def _answer(self, sending: Awaitable[httpx.Response]) -> httpx.Response:
+        """The response of `sending`; transport failures and error statuses as our errors."""
+        try:
+            resp = await sending
         except httpx.TimeoutException as exc:
             raise TypesenseConnectionError(f"timed out: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:
@@ -319,17 +325,7 @@ class TypesenseClient:
         url = request_url(
             self.base_url, f"/collections/{_seg(collection)}/documents/search", params.to_query()
         )
-        try:
-            resp = await self._search_get.get(url)
-        except httpx.TimeoutException as exc:
-            raise TypesenseConnectionError(f"timed out: {type(exc).__name__}") from exc
-        except httpx.TransportError as exc:
-            raise TypesenseConnectionError(
-                f"cannot reach {self.base_url}: {type(exc).__name__}"
-            ) from exc
-        if resp.status_code >= 400:
-            raise TypesenseError(resp.status_code, _error_message(resp))
-        return resp.content
+        return (await self._answer(self._search_get.get(url))).content
 
     async def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
         """One document by id; 404 if missing."""
