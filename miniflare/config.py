@@ -24,6 +24,11 @@ class WorkerConfig(BaseModel):
     secrets: dict[str, str] = Field(default_factory=dict)
     durable_objects: list[DurableObjectBinding] = Field(default_factory=list)
     assets_dir: Path | None = None
+    # `[assets] binding`: the name under which the worker reads the files itself.
+    assets_binding: str | None = None
+    # `[assets] run_worker_first`: paths (`*` matches anything) the worker answers even
+    # where a file of that name exists.
+    run_worker_first: list[str] = Field(default_factory=list)
 
     @property
     def main_path(self) -> Path:
@@ -52,7 +57,9 @@ def load_config(project_dir: Path, dev_vars: Path | None = None) -> WorkerConfig
         DurableObjectBinding(name=b["name"], class_name=b["class_name"])
         for b in data.get("durable_objects", {}).get("bindings", [])
     ]
-    assets = data.get("assets", {}).get("directory")
+    assets_section = data.get("assets", {})
+    assets = assets_section.get("directory")
+    first = assets_section.get("run_worker_first", [])
     secrets_file = dev_vars or project_dir / ".dev.vars"
     secrets = parse_dev_vars(secrets_file.read_text()) if secrets_file.exists() else {}
     return WorkerConfig(
@@ -62,4 +69,6 @@ def load_config(project_dir: Path, dev_vars: Path | None = None) -> WorkerConfig
         secrets=secrets,
         durable_objects=bindings,
         assets_dir=(project_dir / assets).resolve() if assets else None,
+        assets_binding=assets_section.get("binding"),
+        run_worker_first=[first] if isinstance(first, str) else list(first),
     )

@@ -102,3 +102,7 @@ class Response:
 
     async def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
+
+    async def bytes(self) -> bytes:
+        """The body (the SDK's fetch responses have this method)."""
+        return self.body

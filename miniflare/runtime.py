@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from miniflare import install_shims
 from miniflare.asset_headers import CONFIG_FILES, HeaderRules
@@ -52,6 +52,24 @@ class LocalContext:
         """Nothing to pass through to locally."""
 
 
+class LocalAssets:
+    """The assets binding (`env.ASSETS`): the worker's own reads of the static files."""
+
+    def __init__(self, runtime: LocalRuntime) -> None:
+        self._runtime = runtime
+
+    async def fetch(self, request: Any) -> Response:
+        """The file a URL (or a Request) names, as static assets serve it; else a 404."""
+        url = request if isinstance(request, str) else str(request.url)
+        path = urlsplit(url).path or "/"
+        found = self._runtime.asset_for(path)
+        return found if found is not None else Response("Not Found", status=404)
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile("^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$")
+
+
 class LocalRuntime:
     """Loads the worker named in wrangler.toml and serves it as an ASGI app."""
 
@@ -72,6 +90,7 @@ class LocalRuntime:
         self.env: LocalEnv | None = None
         self._entrypoint: Any = None
         self._asset_headers = HeaderRules.load(config.assets_dir)
+        self._worker_first = [_glob(p) for p in config.run_worker_first]
 
     # --- start and stop ------------------------------------------------------------
 
@@ -89,6 +108,8 @@ class LocalRuntime:
             host = ObjectHost(self, binding.class_name, cls, self.state_dir / "do")
             self.hosts[binding.name] = host
             values[binding.name] = DurableObjectNamespace(host)
+        if self.config.assets_binding and self.config.assets_dir is not None:
+            values[self.config.assets_binding] = LocalAssets(self)
         self.env = LocalEnv(values)
         entry_cls = getattr(module, "Default", None)
         if entry_cls is None:
@@ -245,12 +266,19 @@ class LocalRuntime:
         await send({"type": "http.response.body", "body": response.body})
 
     def _asset(self, scope: Scope) -> Response | None:
-        """Static assets are served before the worker runs, as Workers assets are."""
-        root = self.config.assets_dir
-        if root is None or scope.get("method") not in ("GET", "HEAD"):
+        """Static assets are served before the worker runs, as Workers assets are, except
+        on the paths `run_worker_first` gives the worker."""
+        if scope.get("method") not in ("GET", "HEAD"):
             return None
         path = scope["path"]
-        if path.startswith("/api/") or path == "/healthz":
+        if any(pattern.match(path) for pattern in self._worker_first):
+            return None
+        return self.asset_for(path)
+
+    def asset_for(self, path: str) -> Response | None:
+        """The static file at `path` with its `_headers`, or None when there is none."""
+        root = self.config.assets_dir
+        if root is None:
             return None
         # No file has a control character (or an undecodable byte) in its name: such a
         # path is the worker's to answer (404), not a reason for the file system to fail.

@@ -11,11 +11,13 @@ from workers import WorkerEntrypoint
 from albert.admission import admit_new_session
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
+from albert.cloudflare.assets import asset_with_headers
 from albert.cloudflare.env import env_mapping
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.objects import NamespaceChatObjects
+from albert.embed import EMBED_PATH, PAGE_PATH, EmbedPage, embed_page
 from albert.router import Forward
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
@@ -50,6 +52,17 @@ class Default(WorkerEntrypoint):
     async def fetch(self, request: Any) -> Any:
         head = await to_core_request(request, read_body=False)
         now = int(time.time())
+        if head.path == EMBED_PATH:
+            page = embed_page(head, self.settings())
+            if not isinstance(page, EmbedPage):
+                return to_response(page)
+            return await asset_with_headers(
+                self.env.ASSETS,
+                str(request.url),
+                PAGE_PATH,
+                page.headers,
+                head=head.method == "HEAD",
+            )
         if head.path == "/api/session":
             # The only body the router reads; forwarded requests keep theirs unread.
             head = await to_core_request(request)

@@ -7,6 +7,11 @@ that file. Worker responses (JSON, errors) get API_HEADERS.
 
 The page policy allows nothing inline and nothing from another origin: scripts,
 styles and connections (fetch and the chat WebSocket) are same-origin only.
+
+No page may be framed (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for old
+browsers) except the embedded chat (`/embed`, albert.embed), which the worker serves
+with EMBED headers naming the one host origin that may frame it. X-Frame-Options cannot
+name an origin, so that response alone goes without it.
 """
 
 from __future__ import annotations
@@ -27,8 +32,21 @@ API_HEADERS = {
     "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+
+
+def embed_page_headers(host_origin: str) -> dict[str, str]:
+    """The embedded chat page's headers: the page policy, framable by `host_origin` only.
+
+    `host_origin` must be a validated embed origin (albert.auth.tenants), which holds no
+    character that could end the directive or the header.
+    """
+    policy = PAGE_POLICY.replace("frame-ancestors 'none'", f"frame-ancestors {host_origin}")
+    headers = {k: v for k, v in PAGE_HEADERS.items() if k != "x-frame-options"}
+    # Per host and tenant, decided on each request: never kept by a cache.
+    return {**headers, "content-security-policy": policy, "cache-control": "no-store"}
 
 
 def with_api_headers(headers: dict[str, str]) -> dict[str, str]:

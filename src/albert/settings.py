@@ -188,7 +188,7 @@ class Settings(BaseModel):
 
     def tenants(self) -> dict[str, Tenant]:
         """Configured tenants; the default tenant always exists."""
-        return parse_tenants(self.tenants_json)
+        return parse_tenants(self.tenants_json, local=self.mode == "local")
 
     def origin_allowed(self, origin: str | None) -> bool:
         """Whether a browser page from `origin` may open the chat socket."""

@@ -54,6 +54,15 @@ def test_assets_ai_observability_and_vars() -> None:
     assert not SECRETS & set(variables), "secrets belong in `wrangler secret put`, not [vars]"
 
 
+def test_the_worker_answers_the_embed_before_the_static_assets() -> None:
+    from albert.embed import EMBED_PATH
+
+    # /embed's headers name the tenant's host per request: a static _headers rule
+    # cannot, so the worker must see the request (albert.embed).
+    assert CONFIG["assets"]["binding"] == "ASSETS"
+    assert CONFIG["assets"]["run_worker_first"] == ["/api/*", "/healthz", EMBED_PATH]
+
+
 def test_dev_vars_example_lists_every_secret_and_nothing_else() -> None:
     example = parse_dev_vars((ROOT / ".dev.vars.example").read_text())
     assert set(example) == SECRETS

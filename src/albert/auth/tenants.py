@@ -2,10 +2,30 @@
 
 import functools
 import json
+import re
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 DEFAULT_TENANT = "default"
+MAX_EMBED_ORIGINS = 20
+
+# An origin exactly as a browser serialises it (`event.origin`, CSP source): lower-case
+# scheme and host, no default port, nothing after the authority. Anything looser could
+# not be compared with `==` in the page nor named in `frame-ancestors` safely.
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_ORIGIN = re.compile(
+    rf"(?P<scheme>https?)://(?P<host>{_LABEL}(?:\.{_LABEL})*|\[[0-9a-f:.]{{2,45}}\])"
+    r"(?::(?P<port>[1-9][0-9]{0,4}))?"
+)
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
 
 class Tenant(BaseModel):
@@ -33,6 +53,23 @@ class Tenant(BaseModel):
     jwks_url: str | None = Field(
         None, max_length=2_000, description="This tenant's JWKS URL; AUTH_JWKS_URL if absent"
     )
+    # Host pages allowed to frame this tenant's chat (`/embed`, albert.embed); none: the
+    # chat stays unframable.
+    embed_origins: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_EMBED_ORIGINS,
+        description="Exact origins (https://terminal.example) allowed to embed the chat",
+    )
+
+    @field_validator("embed_origins")
+    @classmethod
+    def _exact_origins(cls, origins: list[str], info: ValidationInfo) -> list[str]:
+        production = not (info.context or {}).get("local", False)
+        for origin in origins:
+            check_embed_origin(origin, production=production)
+        if len(set(origins)) != len(origins):
+            raise ValueError("embed_origins lists an origin twice")
+        return origins
 
     @model_validator(mode="after")
     def _issuer_with_audience(self) -> "Tenant":
@@ -46,6 +83,34 @@ class Tenant(BaseModel):
     def accepts_host_tokens(self) -> bool:
         """True when users of this tenant may sign in with the host product's JWT."""
         return self.jwt_issuer is not None and self.jwt_audience is not None
+
+
+def check_embed_origin(origin: str, *, production: bool) -> None:
+    """Raise ValueError unless `origin` may be listed in `embed_origins`.
+
+    `https://host[:port]` exactly as a browser writes an origin; plain `http://` only for
+    a loopback host (127.0.0.1, localhost, [::1]) and never in production.
+    """
+    match = _ORIGIN.fullmatch(origin) if len(origin) <= 255 else None
+    if match is None:
+        raise ValueError(
+            f"embed origin {origin!r} must be an exact origin, scheme://host[:port] in lower"
+            " case: no wildcard, path, query, fragment, user or trailing slash"
+        )
+    scheme, host, port = match["scheme"], match["host"], match["port"]
+    if port is not None and int(port) > 65_535:
+        raise ValueError(f"embed origin {origin!r}: port out of range")
+    if port == {"https": "443", "http": "80"}[scheme]:
+        raise ValueError(f"embed origin {origin!r}: drop the default port, browsers omit it")
+    if scheme == "http":
+        if host not in _LOOPBACK_HOSTS:
+            raise ValueError(
+                f"embed origin {origin!r} must use https:// (http:// only for loopback)"
+            )
+        if production:
+            raise ValueError(
+                f"embed origin {origin!r}: http:// loopback origins are for local mode only"
+            )
 
 
 class PublicTenant(BaseModel):
@@ -63,9 +128,13 @@ def _tenants_adapter() -> TypeAdapter[dict[str, Tenant]]:
     return TypeAdapter(dict[str, Tenant])
 
 
-def parse_tenants(raw: str) -> dict[str, Tenant]:
-    """The TENANTS setting (a JSON object of key → Tenant); the default tenant always exists."""
-    tenants = _tenants_adapter().validate_python(json.loads(raw)) if raw.strip() else {}
+def parse_tenants(raw: str, *, local: bool = False) -> dict[str, Tenant]:
+    """The TENANTS setting (a JSON object of key → Tenant); the default tenant always exists.
+
+    `local`: the local mode, where embed origins may be plain-HTTP loopback.
+    """
+    data = json.loads(raw) if raw.strip() else {}
+    tenants = _tenants_adapter().validate_python(data, context={"local": local})
     for key in tenants:
         if (
             not key
