@@ -9,6 +9,7 @@ and sign-out returns the chat to a fresh anonymous session.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from albert.security_headers import API_HEADERS, PAGE_HEADERS
 from tests.support.asgi_server import AsgiServer
 from tests.support.identity_provider import AUDIENCE, ISSUER, IdentityProvider, new_key
 from tests.support.runtime_process import RuntimeProcess
-from tests.support.scripted_model import ScriptedModelServer
+from tests.support.scripted_model import Reply, ScriptedModelServer
 
 TIMEOUT_MS = 10_000
 
@@ -178,3 +179,252 @@ def test_the_embed_is_framable_by_the_listed_host_only(
         response = httpx.get(embed_runtime.url + path)
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["content-security-policy"].endswith("frame-ancestors 'none'")
+
+
+# --- in the browser ---------------------------------------------------------------------
+
+
+class HostTab:
+    """The host page in a tab, and the chat frame inside it."""
+
+    def __init__(self, context: Any, url: str) -> None:
+        self.page = context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.goto(url)
+
+    @property
+    def chat(self) -> Any:
+        frame = None
+        for candidate in self.page.frames:
+            if "/embed" in candidate.url:
+                frame = candidate
+        assert frame is not None, [f.url for f in self.page.frames]
+        return frame
+
+    def received(self) -> list[dict[str, Any]]:
+        return list(self.page.evaluate("window.received"))
+
+    def wait_received(self, count: int) -> list[dict[str, Any]]:
+        self.page.wait_for_function(f"window.received.length >= {count}")
+        return self.received()
+
+    def threads(self) -> list[str]:
+        return list(
+            self.chat.eval_on_selector_all(
+                "#thread-list .thread-open", "els => els.map(e => e.textContent)"
+            )
+        )
+
+    def wait_threads(self, count: int) -> None:
+        """Until the list shows `count` threads. (A selector, not wait_for_function: the
+        frame's policy forbids the string evaluation that would poll it.)"""
+        if count == 0:
+            self.chat.wait_for_selector("#thread-list .thread", state="detached")
+        else:
+            self.chat.wait_for_selector(f"#thread-list .thread:nth-child({count})")
+        assert len(self.threads()) == count
+
+    def wait_session(self, kind: str) -> None:
+        self.chat.wait_for_selector(f'body[data-session="{kind}"]')
+        self.chat.wait_for_selector('#conn[data-state="live"]')
+
+
+def user_threads(runtime: RuntimeProcess, jwt: str, make: str | None = None) -> list[str]:
+    """The user's thread titles over the API (as another device), after making one."""
+    with httpx.Client(base_url=runtime.url, timeout=20) as http:
+        signed = http.post("/api/session", headers={"authorization": f"Bearer {jwt}"})
+        assert signed.status_code == 201, signed.text
+        auth = {"authorization": f"Bearer {signed.json()['token']}"}
+        if make is not None:
+            made = http.post("/api/threads", json={"title": make}, headers=auth)
+            assert made.status_code in (200, 201), made.text
+        listed = http.get("/api/threads", headers=auth)
+        assert listed.status_code == 200, listed.text
+        return [t["title"] for t in listed.json()["threads"]]
+
+
+@pytest.mark.browser
+def test_the_host_signs_the_user_in_and_out_over_post_message(
+    browser: Any,
+    embed_runtime: RuntimeProcess,
+    model: ScriptedModelServer,
+    idp: IdentityProvider,
+    host: AsgiServer,
+    stranger: AsgiServer,
+) -> None:
+    assert user_threads(embed_runtime, idp.token("auth0|trader-7"), make="Vault ideas") == [
+        "Vault ideas"
+    ]
+    stranger_frame = f"{stranger.url}/stranger?target={quote(embed_runtime.url, safe='')}"
+    context = browser.new_context()
+    try:
+        tab = HostTab(
+            context, host_page_url(host, embed_url(embed_runtime, host.url), stranger_frame)
+        )
+        assert tab.wait_received(1) == [{"type": "albert:ready"}]
+        tab.wait_session("anonymous")
+        assert tab.threads() == []
+
+        # Anonymous work in the frame, to be claimed at sign-in.
+        model.script(Reply(text=["Anonymous ", "answer."]))
+        tab.chat.fill("#input", "Before signing in")
+        tab.chat.press("#input", "Enter")
+        tab.chat.wait_for_selector('#turns > li.turn:nth-child(1)[data-state="done"]')
+        assert len(tab.threads()) == 1
+
+        # Ignored: a sibling window of the host's own origin, a frame of another origin,
+        # and messages from the host of unknown shapes. Each carries a valid JWT of
+        # another user, so taking any of them would show.
+        intruder = idp.token("auth0|intruder")
+        tab.page.evaluate(
+            "m => window.postFromSibling(m)", {"type": "albert:session", "token": intruder}
+        )
+        tab.page.evaluate(
+            "m => document.getElementById('stranger').contentWindow.postMessage(m, '*')",
+            {"relay": {"type": "albert:session", "token": intruder}},
+        )
+        for odd in (
+            {"type": "albert:session", "token": intruder, "extra": 1},
+            {"type": "albert:session", "token": 42},
+            {"type": "albert:session", "token": "not a jwt"},
+            {"type": "albert:unknown", "token": intruder},
+            [{"type": "albert:session", "token": intruder}],
+            f'{{"type": "albert:session", "token": "{intruder}"}}',
+        ):
+            tab.page.evaluate("m => window.post(m)", odd)
+
+        # The host's own message signs the user in: their threads, and the claimed one.
+        jwt = idp.token("auth0|trader-7")
+        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", jwt)
+        replies = tab.wait_received(2)
+        assert replies[1] == {"type": "albert:signed-in", "user_id": "auth0|trader-7"}
+        tab.wait_session("user")
+        tab.wait_threads(2)
+        assert "Vault ideas" in tab.threads()
+        tab.page.wait_for_timeout(500)  # room for a late (wrongly accepted) message
+        assert tab.received() == replies[:2]
+
+        # The JWT went nowhere but the one request: not to storage, not into the URL.
+        stored = tab.chat.evaluate("JSON.stringify({...localStorage, ...sessionStorage})")
+        assert jwt not in stored and jwt.split(".")[1] not in stored
+        assert (
+            jwt not in tab.chat.url and jwt.split(".")[1] not in embed_runtime.log_path.read_text()
+        )
+
+        # The conversation goes on in the account, over the socket.
+        model.script(Reply(text=["Signed-in ", "answer."]))
+        tab.chat.click("#new-thread")
+        tab.chat.fill("#input", "After signing in")
+        tab.chat.press("#input", "Enter")
+        tab.chat.wait_for_selector('#turns > li.turn:nth-child(1)[data-state="done"]')
+        assert "Signed-in answer." in tab.chat.inner_text("#turns")
+
+        # A renewal keeps the user and the chat; a refused token says why.
+        tab.page.evaluate(
+            "t => window.post({type: 'albert:session', token: t})", idp.token("auth0|trader-7")
+        )
+        assert tab.wait_received(3)[2] == {"type": "albert:signed-in", "user_id": "auth0|trader-7"}
+        assert "Signed-in answer." in tab.chat.inner_text("#turns")  # no switch, no reload
+        forged = idp.token("auth0|trader-7", key=new_key("RS256", "rsa-1"))
+        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", forged)
+        failed = tab.wait_received(4)[3]
+        assert failed["type"] == "albert:sign-in-failed" and failed["error"] == "unauthorized"
+        assert len(tab.threads()) == 3
+
+        # Sign-out: a fresh anonymous session, none of the user's threads.
+        tab.page.evaluate("window.post({type: 'albert:sign-out'})")
+        assert tab.wait_received(5)[4] == {"type": "albert:signed-out"}
+        tab.wait_session("anonymous")
+        tab.wait_threads(0)
+        assert tab.errors == []
+    finally:
+        context.close()
+
+    # The user's account kept everything: the claimed thread and the two of the frame;
+    # the intruder was never signed in.
+    assert len(user_threads(embed_runtime, idp.token("auth0|trader-7"))) == 3
+    assert user_threads(embed_runtime, intruder) == []
+
+
+def framing_refusal(page: Any, url: str) -> str:
+    """Open a host page whose chat frame the browser must refuse; what it said."""
+    with page.expect_console_message(
+        lambda m: "frame-ancestors" in m.text, timeout=TIMEOUT_MS
+    ) as message:
+        page.goto(url)
+    return str(message.value.text)
+
+
+@pytest.mark.browser
+def test_a_page_of_another_origin_cannot_frame_the_chat(
+    browser: Any, embed_runtime: RuntimeProcess, host: AsgiServer, stranger: AsgiServer
+) -> None:
+    context = browser.new_context()
+    try:
+        cases = [
+            # Names the listed host, framed by another origin: refused by the browser.
+            (stranger, embed_url(embed_runtime, host.url), f"frame-ancestors {host.url}"),
+            # Names itself: not listed, so the server's refusal, which nobody may frame.
+            (stranger, embed_url(embed_runtime, stranger.url), "frame-ancestors 'none'"),
+            # The standalone chat, even for the listed host.
+            (stranger, embed_runtime.url + "/", "frame-ancestors 'none'"),
+            (host, embed_runtime.url + "/", "frame-ancestors 'none'"),
+        ]
+        for server, src, directive in cases:
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            said = framing_refusal(page, host_page_url(server, src))
+            assert "blocked" in said and f'"{directive}"' in said, (src, said)
+            assert not [f for f in page.frames if f.url.startswith(embed_runtime.url)], src
+            assert page.evaluate("window.received") == [], src
+            page.close()
+        # The same page of the listed host frames the embed (what the refusals differ in).
+        tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
+        assert tab.wait_received(1) == [{"type": "albert:ready"}]
+        tab.chat.wait_for_selector("body[data-ready=true]")
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_an_ended_sign_in_asks_the_host_for_a_new_token(
+    browser: Any, embed_runtime: RuntimeProcess, idp: IdentityProvider, host: AsgiServer
+) -> None:
+    context = browser.new_context()
+    try:
+        tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
+        tab.wait_received(1)
+        tab.chat.wait_for_selector("body[data-ready=true]")
+        # A JWT about to end: the session made from it ends with it, and cannot be renewed
+        # without the host.
+        short = idp.token("auth0|short-lived", lifetime=7)
+        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", short)
+        assert tab.wait_received(2)[1]["type"] == "albert:signed-in"
+        tab.wait_session("user")
+        expires = json.loads(idp_payload(short))["exp"]
+        tab.page.wait_for_function(f"Date.now() / 1000 > {expires} - 5", polling=200)
+        tab.chat.click("#new-thread")
+        assert tab.wait_received(3)[2] == {"type": "albert:session-expired"}
+        assert tab.threads() == []
+        # The host's next token carries on as the same user.
+        tab.page.evaluate(
+            "t => window.post({type: 'albert:session', token: t})",
+            idp.token("auth0|short-lived"),
+        )
+        assert tab.wait_received(4)[3] == {
+            "type": "albert:signed-in",
+            "user_id": "auth0|short-lived",
+        }
+        tab.chat.click("#new-thread")
+        tab.wait_threads(1)
+        assert tab.received()[4:] == []
+    finally:
+        context.close()
+
+
+def idp_payload(jwt: str) -> str:
+    """The JSON payload of a JWT (for its `exp`)."""
+    part = jwt.split(".")[1]
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode()

@@ -1,8 +1,15 @@
 // HTTP side of the chat: the session (client id + signed token) and the thread API.
+// Anonymous sessions are kept in localStorage; a signed-in user's session (from the host's
+// JWT, embedded chat only) lives in memory: the host hands a fresh JWT to every page load.
 
 const SESSION_KEY = "albert.session";
 // Renew a token this long before it expires, so a long-open tab never sends a stale one.
 const RENEW_MARGIN_MS = 24 * 3600 * 1000;
+// A user's session cannot be renewed past the host's JWT: it is used until this close to
+// its end, then the host is asked for a new JWT.
+const USER_MARGIN_MS = 5_000;
+// A claim the server finished (or had finished): the anonymous session is retired.
+const CLAIM_DONE = new Set(["claimed", "already_claimed"]);
 
 export class ApiError extends Error {
   constructor(status, error, detail) {
@@ -13,9 +20,9 @@ export class ApiError extends Error {
   }
 }
 
-function loadSession() {
+function loadSession(key) {
   try {
-    const session = JSON.parse(localStorage.getItem(SESSION_KEY) || "null");
+    const session = JSON.parse(localStorage.getItem(key) || "null");
     if (session && typeof session.client_id === "string") return session;
   } catch (e) {
     // A damaged entry is replaced by a new session.
@@ -36,19 +43,86 @@ function authHeaders(session) {
 }
 
 export class Api {
-  constructor() {
-    this.session = loadSession();
+  /**
+   * @param {{tenant?: string, storageKey?: string, onUserExpired?: () => void}} options
+   * `tenant`: anonymous sessions are started for it (the embedded chat's tenant);
+   * `onUserExpired`: the signed-in session ended (the host is asked for a new JWT).
+   */
+  constructor({ tenant = null, storageKey = SESSION_KEY, onUserExpired = null } = {}) {
+    this.tenant = tenant;
+    this.storageKey = storageKey;
+    this.onUserExpired = onUserExpired;
+    this.session = loadSession(storageKey);
+    this.user = null; // {client_id, token, expires_at, user_id}: memory only
     this.renewing = null;
   }
 
+  /** The session requests go out with: the user's when signed in, else the anonymous one. */
+  get current() {
+    return this.user || this.session;
+  }
+
   get clientId() {
-    return this.session ? this.session.client_id : null;
+    return this.current ? this.current.client_id : null;
+  }
+
+  get userId() {
+    return this.user ? this.user.user_id : null;
   }
 
   /** A usable session: the stored one, renewed when close to expiry, or a new one. */
   async ensureSession() {
+    if (this.user) {
+      if (this.user.expires_at * 1000 - Date.now() > USER_MARGIN_MS) return this.user;
+      // Renewing it here would start an anonymous client instead: only the host can.
+      if (this.onUserExpired) this.onUserExpired();
+      throw new ApiError(401, "session_expired", "the sign-in has expired; waiting for the host");
+    }
     if (fresh(this.session)) return this.session;
     return this.renew();
+  }
+
+  /** Sign in with the host's JWT (used for this one request, kept nowhere), claiming this
+   * browser's anonymous work unless it was claimed already. A later call renews. */
+  async signIn(jwt) {
+    const body = {};
+    if (this.tenant) body.tenant = this.tenant;
+    if (this.session?.token) body.claim_token = this.session.token;
+    const response = await fetch("/api/session", {
+      method: "POST",
+      headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    let payload = null;
+    try {
+      payload = await response.json();
+    } catch (e) {
+      payload = null;
+    }
+    if (!response.ok || !payload || typeof payload.user_id !== "string") {
+      throw new ApiError(response.status, payload?.error || "sign_in_failed", payload?.detail);
+    }
+    this.user = {
+      client_id: payload.client_id,
+      token: payload.token,
+      expires_at: payload.expires_at,
+      user_id: payload.user_id,
+    };
+    if (payload.claim && CLAIM_DONE.has(payload.claim.status)) this.forgetAnonymous();
+    return { user_id: payload.user_id, claim: payload.claim || null };
+  }
+
+  /** Drop the user's session and start a fresh anonymous one. */
+  async signOut() {
+    this.user = null;
+    this.forgetAnonymous();
+    return this.renew();
+  }
+
+  /** Its work went to the user (or it is being replaced): nothing to keep of it. */
+  forgetAnonymous() {
+    this.session = null;
+    localStorage.removeItem(this.storageKey);
   }
 
   /** POST /api/session: renews the current client when its token is still valid. */
@@ -56,11 +130,16 @@ export class Api {
     if (!this.renewing) {
       this.renewing = (async () => {
         const headers = this.session?.token ? { authorization: `Bearer ${this.session.token}` } : {};
-        const response = await fetch("/api/session", { method: "POST", headers });
+        const init = { method: "POST", headers };
+        if (this.tenant) {
+          headers["content-type"] = "application/json";
+          init.body = JSON.stringify({ tenant: this.tenant });
+        }
+        const response = await fetch("/api/session", init);
         if (!response.ok) throw new ApiError(response.status, "session", "could not start a session");
         const body = await response.json();
         this.session = { client_id: body.client_id, token: body.token || "", expires_at: body.expires_at || 0 };
-        localStorage.setItem(SESSION_KEY, JSON.stringify(this.session));
+        localStorage.setItem(this.storageKey, JSON.stringify(this.session));
         return this.session;
       })().finally(() => {
         this.renewing = null;
@@ -78,7 +157,19 @@ export class Api {
     }
     const response = await fetch(path, init);
     if (response.status === 401 && !retried) {
+      if (session === this.user) {
+        // Only the host can renew a user's session.
+        this.user.expires_at = 0;
+        return this.request(method, path, body, { retried: true });
+      }
       // Expired or rotated-out token: renew once and try again.
+      await this.renew();
+      return this.request(method, path, body, { retried: true });
+    }
+    if (response.status === 410 && !retried && session === this.session) {
+      // This anonymous session's work was claimed by a user (in another tab of the
+      // embedded chat): it answers nothing any more, so start a fresh one.
+      this.forgetAnonymous();
       await this.renew();
       return this.request(method, path, body, { retried: true });
     }
@@ -115,8 +206,9 @@ export class Api {
   /** Query string that authenticates where headers cannot be set: the WebSocket only
    * (the server takes a token from the URL on an upgrade and nowhere else). */
   authQuery() {
-    const params = new URLSearchParams({ client_id: this.session.client_id });
-    if (this.session.token) params.set("token", this.session.token);
+    const session = this.current;
+    const params = new URLSearchParams({ client_id: session.client_id });
+    if (session.token) params.set("token", session.token);
     return params.toString();
   }
 
@@ -130,9 +222,9 @@ export class Api {
   /** Post client analytics events; `beacon` survives the page closing. A keepalive fetch
    * rather than sendBeacon: a beacon cannot carry the Authorization header. */
   postEvents(events, { beacon = false } = {}) {
-    if (!this.session) return null;
+    if (!this.current) return null;
     if (beacon) {
-      const headers = { ...authHeaders(this.session), "content-type": "application/json" };
+      const headers = { ...authHeaders(this.current), "content-type": "application/json" };
       const body = JSON.stringify({ events });
       return fetch("/api/events", { method: "POST", headers, body, keepalive: true });
     }

@@ -3,6 +3,7 @@
 import { Api } from "./api.js";
 import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
 import { Conversation } from "./conversation.js";
+import { HostLink, embedding } from "./embed.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
 import { ChatConnection } from "./socket.js";
 
@@ -18,6 +19,9 @@ const CONN_LABELS = {
   paused: "Disconnected",
 };
 
+// Set when the page is the chat embedded in a host product (/embed); null standalone.
+const EMBED = embedding();
+
 const $ = (id) => document.getElementById(id);
 const el = (tag, className, text) => {
   const node = document.createElement(tag);
@@ -29,6 +33,7 @@ const el = (tag, className, text) => {
 const state = {
   api: null,
   conn: null,
+  host: null, // HostLink of the embedded chat
   threads: [],
   currentId: null,
   convs: new Map(), // thread id -> Conversation
@@ -558,6 +563,57 @@ function resumeRunningTurn(id) {
   state.conn.send({ type: "resume", thread_id: id, turn_id: turn.id, after_seq: 0 });
 }
 
+// --- the embedded chat: the host's sign-in ---------------------------------------------------
+
+/** Another session took over (a user signed in or out): its threads, its socket. */
+async function switchSession() {
+  threadsSeq += 1; // a list fetched for the previous session must not show up
+  state.threads = [];
+  state.convs.clear();
+  state.outbox.clear();
+  state.openTools.clear();
+  state.loadSeq.clear();
+  state.turnEnds.clear();
+  state.currentId = null;
+  renderMcpStatus([]);
+  renderThreads();
+  renderConversation();
+  markSession();
+  state.conn.restart();
+  try {
+    await loadThreads();
+  } catch (e) {
+    showBanner(`Could not load conversations: ${e.message}`);
+  }
+  const initial = state.threads[0];
+  if (initial) await selectThread(initial.id);
+}
+
+function markSession() {
+  document.body.dataset.session = state.api.userId ? "user" : "anonymous";
+}
+
+function startHostLink() {
+  state.host = new HostLink(EMBED.hostOrigin, {
+    signIn: async (jwt) => {
+      const before = state.api.userId;
+      const result = await state.api.signIn(jwt);
+      // A renewal for the same user keeps the chat as it is; the socket picks up the new
+      // token when it next connects.
+      if (result.user_id !== before) await switchSession();
+      return result;
+    },
+    signOut: async () => {
+      try {
+        await state.api.signOut();
+      } finally {
+        await switchSession();
+      }
+    },
+  });
+  state.host.start();
+}
+
 // --- start ---------------------------------------------------------------------------------
 
 function bindUi() {
@@ -601,7 +657,14 @@ async function main() {
   const savedSidebar = localStorage.getItem(SIDEBAR_KEY);
   setSidebar(PHONE.matches ? false : savedSidebar !== "closed", { remember: false });
   setConnState("connecting");
-  state.api = new Api();
+  state.api = EMBED
+    ? new Api({
+        tenant: EMBED.tenant,
+        // Not the standalone chat's session: that one belongs to the default tenant.
+        storageKey: `albert.embed.${EMBED.tenant}.session`,
+        onUserExpired: () => state.host?.sessionExpired(),
+      })
+    : new Api();
   await state.api.ensureSession();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
@@ -625,6 +688,10 @@ async function main() {
   const initial = state.threads.find((t) => t.id === saved) || state.threads[0];
   if (initial) await selectThread(initial.id);
   else renderConversation();
+  if (EMBED) {
+    markSession();
+    startHostLink();
+  }
   document.body.dataset.ready = "true";
 }
 

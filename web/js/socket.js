@@ -22,6 +22,7 @@ export class ChatConnection {
     this.timer = null;
     this.pinger = null;
     this.connecting = false;
+    this.generation = 0; // bumped by restart(): a connect begun before it is dropped
     window.addEventListener("online", () => this.reconnectNow());
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "visible") this.reconnectNow();
@@ -47,17 +48,21 @@ export class ChatConnection {
     this.timer = null;
     this.setState(this.everOpened ? "reconnecting" : "connecting");
     this.connecting = true;
+    const generation = this.generation;
     let ws;
     try {
-      ws = new WebSocket(await this.url());
+      const url = await this.url();
+      if (generation !== this.generation) return;
+      ws = new WebSocket(url);
     } catch (e) {
-      this.scheduleReconnect();
+      if (generation === this.generation) this.scheduleReconnect();
       return;
     } finally {
-      this.connecting = false;
+      if (generation === this.generation) this.connecting = false;
     }
     this.ws = ws;
     ws.onopen = () => {
+      if (this.ws !== ws) return;
       const again = this.everOpened;
       this.everOpened = true;
       this.attempts = 0;
@@ -67,6 +72,7 @@ export class ChatConnection {
       this.handlers.onOpen(again);
     };
     ws.onmessage = (event) => {
+      if (this.ws !== ws) return;
       let frame;
       try {
         frame = JSON.parse(event.data);
@@ -102,6 +108,22 @@ export class ChatConnection {
       this.timer = null;
       this.connect();
     }, delay);
+  }
+
+  /** Drop the current socket and connect afresh (another session: the URL's token
+   * changed). Frames of the old socket are not delivered any more. */
+  restart() {
+    this.generation += 1;
+    this.connecting = false;
+    clearTimeout(this.timer);
+    this.timer = null;
+    clearInterval(this.pinger);
+    const old = this.ws;
+    this.ws = null; // its close event is then ignored
+    if (old) old.close(1000, "session changed");
+    this.attempts = 0;
+    this.everOpened = false;
+    this.connect();
   }
 
   /** Skip the wait, e.g. when the network comes back. */
