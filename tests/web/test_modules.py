@@ -194,3 +194,51 @@ def test_a_turn_cut_off_by_a_restart_ends_with_its_text_and_a_retry(tmp_path: Pa
         "message": "cut off by a restart",
         "retryable": True,
     }
+
+
+def test_host_messages_are_taken_only_in_their_known_shapes(tmp_path: Path) -> None:
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1In0.c2ln"
+    cases = [
+        {"type": "albert:session", "token": jwt},
+        {"type": "albert:sign-out"},
+        {"type": "albert:session", "token": jwt, "extra": 1},
+        {"type": "albert:sign-out", "token": jwt},
+        {"type": "albert:session", "token": 7},
+        {"type": "albert:session", "token": "not a jwt"},
+        {"type": "albert:session", "token": jwt + "=="},
+        {"type": "albert:session", "token": "a" * 8200 + ".b.c"},  # longer than any JWT
+        {"type": "albert:ready"},
+        {"token": jwt},
+        [{"type": "albert:sign-out"}],
+        "albert:sign-out",
+        None,
+    ]
+    read = run_module(
+        tmp_path,
+        "embed",
+        f"console.log(JSON.stringify({json.dumps(cases)}.map(m.readHostMessage)));",
+    )
+    assert read[:2] == cases[:2]
+    assert read[2:] == [None] * (len(cases) - 2)
+    # Objects of another prototype (a class instance, a Map) are not plain messages.
+    odd = run_module(
+        tmp_path,
+        "embed",
+        "class M { constructor() { this.type = 'albert:session'; "
+        f"this.token = {json.dumps(jwt)}; }} }}\n"
+        "console.log(JSON.stringify([m.readHostMessage(new M()), m.readHostMessage(new Map())]));",
+    )
+    assert odd == [None, None]
+
+
+def test_storage_that_refuses_every_access_falls_back_to_memory(tmp_path: Path) -> None:
+    body = """
+    Object.defineProperty(globalThis, "localStorage", {
+      get() { throw new Error("SecurityError: access denied for this document"); },
+    });
+    m.store.set("albert.session", "{}");
+    const kept = m.store.get("albert.session");
+    m.store.remove("albert.session");
+    console.log(JSON.stringify([kept, m.store.get("albert.session"), m.store.get("other")]));
+    """
+    assert run_module(tmp_path, "storage", body) == ["{}", None, None]

@@ -2,6 +2,8 @@
 // Anonymous sessions are kept in localStorage; a signed-in user's session (from the host's
 // JWT, embedded chat only) lives in memory: the host hands a fresh JWT to every page load.
 
+import { store } from "./storage.js";
+
 const SESSION_KEY = "albert.session";
 // Renew a token this long before it expires, so a long-open tab never sends a stale one.
 const RENEW_MARGIN_MS = 24 * 3600 * 1000;
@@ -22,7 +24,7 @@ export class ApiError extends Error {
 
 function loadSession(key) {
   try {
-    const session = JSON.parse(localStorage.getItem(key) || "null");
+    const session = JSON.parse(store.get(key) || "null");
     if (session && typeof session.client_id === "string") return session;
   } catch (e) {
     // A damaged entry is replaced by a new session.
@@ -122,7 +124,7 @@ export class Api {
   /** Its work went to the user (or it is being replaced): nothing to keep of it. */
   forgetAnonymous() {
     this.session = null;
-    localStorage.removeItem(this.storageKey);
+    store.remove(this.storageKey);
   }
 
   /** POST /api/session: renews the current client when its token is still valid. */
@@ -139,7 +141,7 @@ export class Api {
         if (!response.ok) throw new ApiError(response.status, "session", "could not start a session");
         const body = await response.json();
         this.session = { client_id: body.client_id, token: body.token || "", expires_at: body.expires_at || 0 };
-        localStorage.setItem(this.storageKey, JSON.stringify(this.session));
+        store.set(this.storageKey, JSON.stringify(this.session));
         return this.session;
       })().finally(() => {
         this.renewing = null;

@@ -6,6 +6,7 @@ import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
 import { ChatConnection } from "./socket.js";
+import { store } from "./storage.js";
 
 const THEME_KEY = "albert.theme";
 const SIDEBAR_KEY = "albert.sidebar";
@@ -58,7 +59,7 @@ function currentTheme() {
 function toggleTheme() {
   const theme = currentTheme() === "dark" ? "light" : "dark";
   document.documentElement.dataset.theme = theme;
-  localStorage.setItem(THEME_KEY, theme);
+  store.set(THEME_KEY, theme);
   safeTrack(EVENT.THEME_TOGGLED, { theme });
 }
 
@@ -68,7 +69,7 @@ function setSidebar(visible, { remember = true } = {}) {
   button.setAttribute("aria-expanded", String(visible));
   button.setAttribute("aria-label", visible ? "Hide conversations" : "Show conversations");
   $("scrim").hidden = !(visible && PHONE.matches);
-  if (remember && !PHONE.matches) localStorage.setItem(SIDEBAR_KEY, visible ? "open" : "closed");
+  if (remember && !PHONE.matches) store.set(SIDEBAR_KEY, visible ? "open" : "closed");
 }
 
 function sidebarVisible() {
@@ -237,7 +238,7 @@ async function newThread() {
 
 function clearCurrent() {
   state.currentId = null;
-  localStorage.removeItem(THREAD_KEY);
+  store.remove(THREAD_KEY);
   renderConversation();
   renderThreads();
 }
@@ -245,7 +246,7 @@ function clearCurrent() {
 /** Show a thread: at once from memory, then fresh from the server. */
 async function selectThread(id, { fetch = true } = {}) {
   state.currentId = id;
-  localStorage.setItem(THREAD_KEY, id);
+  store.set(THREAD_KEY, id);
   renderThreads();
   renderConversation();
   // Focus now, not after the load: by then the user may be typing elsewhere (a rename).
@@ -654,7 +655,7 @@ function bindUi() {
 
 async function main() {
   bindUi();
-  const savedSidebar = localStorage.getItem(SIDEBAR_KEY);
+  const savedSidebar = store.get(SIDEBAR_KEY);
   setSidebar(PHONE.matches ? false : savedSidebar !== "closed", { remember: false });
   setConnState("connecting");
   state.api = EMBED
@@ -684,7 +685,7 @@ async function main() {
   } catch (e) {
     showBanner(`Could not load conversations: ${e.message}`);
   }
-  const saved = localStorage.getItem(THREAD_KEY);
+  const saved = store.get(THREAD_KEY);
   const initial = state.threads.find((t) => t.id === saved) || state.threads[0];
   if (initial) await selectThread(initial.id);
   else renderConversation();
