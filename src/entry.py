@@ -11,13 +11,11 @@ from workers import WorkerEntrypoint
 from albert.admission import admit_new_session
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
-from albert.cloudflare.assets import asset_with_headers
 from albert.cloudflare.env import env_mapping
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.objects import NamespaceChatObjects
-from albert.embed import EMBED_PATH, PAGE_PATH, EmbedPage, embed_page
 from albert.router import Forward
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
@@ -52,7 +50,11 @@ class Default(WorkerEntrypoint):
     async def fetch(self, request: Any) -> Any:
         head = await to_core_request(request, read_body=False)
         now = int(time.time())
-        if head.path == EMBED_PATH:
+        if head.path == "/embed":  # albert.embed.EMBED_PATH
+            # Imported on first use: most requests are not the embed, and cold start counts.
+            from albert.cloudflare.assets import asset_with_headers
+            from albert.embed import PAGE_PATH, EmbedPage, embed_page
+
             page = embed_page(head, self.settings())
             if not isinstance(page, EmbedPage):
                 return to_response(page)

@@ -61,6 +61,7 @@ def test_the_worker_answers_the_embed_before_the_static_assets() -> None:
     # cannot, so the worker must see the request (albert.embed).
     assert CONFIG["assets"]["binding"] == "ASSETS"
     assert CONFIG["assets"]["run_worker_first"] == ["/api/*", "/healthz", EMBED_PATH]
+    assert f'head.path == "{EMBED_PATH}"' in (ROOT / CONFIG["main"]).read_text()
 
 
 def test_dev_vars_example_lists_every_secret_and_nothing_else() -> None:
