@@ -45,6 +45,11 @@ class Settings(BaseModel):
     max_model_steps: int = Field(5, alias="MAX_MODEL_STEPS", ge=1, le=20)
     tool_result_max_chars: int = Field(50_000, alias="TOOL_RESULT_MAX_CHARS", ge=1_000)
     tool_timeout_seconds: float = Field(20.0, alias="TOOL_TIMEOUT_SECONDS", gt=0)
+    # How long a remote tool its server marks destructive waits for the user's yes or no;
+    # the turn's own bound is held meanwhile, so a user who is thinking does not time it out.
+    tool_confirm_timeout_seconds: float = Field(
+        120.0, alias="TOOL_CONFIRM_TIMEOUT_SECONDS", gt=0, le=3_600
+    )
 
     # Input limits.
     max_message_chars: int = Field(8_000, alias="MAX_MESSAGE_CHARS", ge=1)

@@ -38,3 +38,44 @@ def test_real_frames_validate_against_it() -> None:
     }
     assert validator("ServerFrame").is_valid(done)
     assert not validator("ServerFrame").is_valid({**done, "finish_reason": "exploded"})
+
+
+def test_the_confirmation_round_trip_validates_against_it() -> None:
+    schema = protocol_schema()
+
+    def valid(name: str, frame: dict[str, object]) -> bool:
+        validator = jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{name}"})
+        return validator.is_valid(frame)
+
+    asked = {
+        "type": "confirm_tool",
+        "seq": 3,
+        "thread_id": "t",
+        "turn_id": "m",
+        "step": 1,
+        "call_id": "call_1",
+        "server": "files",
+        "tool": "delete_file",
+        "arguments": '{\n  "path": "/x"\n}',
+        "arguments_cut": False,
+        "timeout_seconds": 120,
+    }
+    assert valid("ServerFrame", asked)
+    assert not valid("ServerFrame", {k: v for k, v in asked.items() if k != "server"})
+    decided = {
+        "type": "tool_decision",
+        "seq": 4,
+        "thread_id": "t",
+        "turn_id": "m",
+        "step": 1,
+        "call_id": "call_1",
+        "decision": "declined",
+    }
+    assert valid("ServerFrame", decided)
+    assert not valid("ServerFrame", {**decided, "decision": "maybe"})
+    answer = {"type": "confirm", "thread_id": "t_1", "turn_id": "m_1", "call_id": "c"}
+    assert valid("ClientFrame", {**answer, "approved": True})
+    assert not valid("ClientFrame", answer)
+    assert not valid("ClientFrame", {**answer, "approved": True, "turn_id": "../m"})
+    refused = {"type": "error", "code": "nothing_to_confirm", "message": "nothing to confirm"}
+    assert valid("ServerFrame", refused)

@@ -180,12 +180,17 @@ async def test_resume_and_cancel_say_what_is_wrong(runtime: RuntimeProcess) -> N
         ("{}", "frame has no 'type' field"),
         (
             '{"type": "launch"}',
-            "unknown frame type 'launch'; expected one of 'chat', 'cancel', 'ping', 'resume'",
+            "unknown frame type 'launch'; expected one of 'chat', 'cancel', 'ping', 'resume', "
+            "'confirm'",
         ),
         ('{"type": "ping", "x": 1}', "ping frame: x: Extra inputs are not permitted"),
         (
             '{"type": "resume", "thread_id": "t", "after_seq": -1}',
             "resume frame: after_seq: Input should be greater than or equal to 0",
+        ),
+        (
+            '{"type": "confirm", "thread_id": "t", "turn_id": "m", "call_id": "c"}',
+            "confirm frame: approved: Field required",
         ),
     ],
 )

@@ -14,6 +14,7 @@ import json
 import socket
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,9 @@ PROFILES: dict[str, dict[str, Any]] = {
     # A tool with an outputSchema whose structured result can be asked to break its contract.
     "structured": {"name": "test-structured", "instructions": "Vault pages with a schema."},
     "broken": {"name": "test-broken", "instructions": "Some of these tools are malformed."},
+    # Tools that change things, annotated (or not) as a server may: the client asks the
+    # user before a destructive one runs.
+    "destructive": {"name": "test-destructive", "instructions": "Manage files in a sandbox."},
     # A server that tries to give orders: a forged fence, a fake system line, text hidden
     # in Unicode tag characters and a bidi override.
     "hostile": {
@@ -200,6 +204,36 @@ def tool_definitions(profile: str) -> list[dict[str, Any]]:
             },
             *common,
         ]
+    if profile == "destructive":
+        path = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+        return [
+            {
+                "name": "delete_file",
+                "description": "Delete a file from the sandbox.",
+                "inputSchema": path,
+                "annotations": {"destructiveHint": True, "readOnlyHint": False},
+            },
+            {
+                # Contradictory hints: read-only wins, as the MCP spec reads them.
+                "name": "purge_cache",
+                "description": "Drop the server's cache.",
+                "inputSchema": {"type": "object", "properties": {}},
+                "annotations": {"destructiveHint": True, "readOnlyHint": True},
+            },
+            {
+                "name": "append_line",
+                "description": "Append a line to a file.",
+                "inputSchema": path,
+                "annotations": {"destructiveHint": False},
+            },
+            {
+                # No hints at all: runs as the model asks.
+                "name": "rename_file",
+                "description": "Rename a file in the sandbox.",
+                "inputSchema": path,
+            },
+            *common,
+        ]
     if profile == "broken":
         # One tool per quarantine rule, beside a healthy one.
         return [
@@ -242,8 +276,8 @@ def tool_definitions(profile: str) -> list[dict[str, Any]]:
     ]
 
 
-def build_app(profile: str, tag: str) -> Any:
-    """The ASGI app of the test server."""
+def build_app(profile: str, tag: str, served: Counter[str] | None = None) -> Any:
+    """The ASGI app of the test server; `served` counts the calls it ran, by tool name."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -252,6 +286,7 @@ def build_app(profile: str, tag: str) -> Any:
     definitions = tool_definitions(profile)
     tools = [types.Tool.model_validate(d) for d in definitions]
     calls = {"n": 0}
+    served = served if served is not None else Counter()
     bus = InMemorySubscriptionBus()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -261,6 +296,7 @@ def build_app(profile: str, tag: str) -> Any:
         calls["n"] += 1
         args = params.arguments or {}
         name = params.name
+        served[name] += 1
 
         def text(value: str) -> types.CallToolResult:
             return types.CallToolResult(content=[types.TextContent(type="text", text=value)])
@@ -297,6 +333,8 @@ def build_app(profile: str, tag: str) -> Any:
             )
         if name in ("read_file", "list_directory"):
             return text(f"{name}: {args.get('path', '.')}")
+        if name in ("delete_file", "purge_cache", "append_line", "rename_file"):
+            return text(f"{name} done: {args.get('path', '-')} [{tag}]")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"unknown tool {name}")], is_error=True
         )
@@ -413,6 +451,8 @@ class InProcessMcpServer:
         self._sock: socket.socket | None = reserve(port or 0)
         self.port = int(self._sock.getsockname()[1])
         self.tag = tag or profile
+        # The tool calls this server ran, by tool name (it runs in this process).
+        self.served: Counter[str] = Counter()
         self._server: Any = None
         self._thread: Any = None
 
@@ -430,7 +470,7 @@ class InProcessMcpServer:
         import uvicorn
 
         config = uvicorn.Config(
-            build_app(self.profile, self.tag),
+            build_app(self.profile, self.tag, self.served),
             host="127.0.0.1",
             port=self.port,
             log_level="error",

@@ -4,7 +4,9 @@ At most `max_steps` model calls per turn. The last allowed call is made with
 tools disabled and a note to answer from what is known, so a turn that hits the
 cap still ends in an answer instead of silence. A call to a remote tool whose
 arguments carry another source's output at length is refused, not run
-(albert.tools.provenance).
+(albert.tools.provenance). A call to a remote tool its server marks destructive runs
+only once the user agrees (the turn's ToolConfirmer); declined or unanswered, it is not
+run and the model is told why.
 """
 
 import asyncio
@@ -23,8 +25,8 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.protocol.frames import Usage
-from albert.tools.base import ToolResult
+from albert.protocol.frames import ToolDecision, Usage
+from albert.tools.base import TextPart, ToolResult, asks_first
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.provenance import Carried, OutputLedger
 from albert.tools.read_tool_result import NAME as READ_TOOL
@@ -56,6 +58,21 @@ class TurnObserver(Protocol):
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None: ...
+
+
+class ToolConfirmer(Protocol):
+    """Asks the user whether one call of a tool its server marks destructive may run."""
+
+    @property
+    def timeout_seconds(self) -> float:
+        """How long an answer is waited for."""
+        ...
+
+    async def confirm(
+        self, step: int, call: ChatToolCall, server: str, arguments: dict[str, Any]
+    ) -> ToolDecision:
+        """The user's decision: approved, declined, or timeout (no answer in time)."""
+        ...
 
 
 class TurnResult(NamedTuple):
@@ -131,9 +148,16 @@ class ToolLoop:
         return PartialTurn(step=self._state.step, text=self._state.partial_text)
 
     async def run(
-        self, messages: list[ChatMessage], registry: ToolRegistry, observer: TurnObserver
+        self,
+        messages: list[ChatMessage],
+        registry: ToolRegistry,
+        observer: TurnObserver,
+        confirmer: ToolConfirmer | None = None,
     ) -> TurnResult:
-        """Run until the model answers without tools or the step cap is reached."""
+        """Run until the model answers without tools or the step cap is reached.
+
+        Without a `confirmer` nobody can be asked, so tools that need a yes do not run.
+        """
         conversation = list(messages)
         self._ledger = _ledger_of(conversation, registry)
         usage = Usage()
@@ -168,7 +192,7 @@ class ToolLoop:
             if not calls:
                 break
             conversation.append(ChatMessage(role="assistant", content=text, tool_calls=calls))
-            conversation.extend(await self._run_tools(step, calls, registry, observer))
+            conversation.extend(await self._run_tools(step, calls, registry, observer, confirmer))
         outcome: Outcome = "step_limit" if hit_cap else ("length" if finish == "length" else "stop")
         return TurnResult(finish_reason=outcome, steps=step, usage=usage, text=text)
 
@@ -228,6 +252,7 @@ class ToolLoop:
         calls: list[ChatToolCall],
         registry: ToolRegistry,
         observer: TurnObserver,
+        confirmer: ToolConfirmer | None,
     ) -> list[ChatMessage]:
         async def one(call: ChatToolCall) -> ChatMessage:
             arguments = parse_arguments(call.arguments)
@@ -253,7 +278,17 @@ class ToolLoop:
             elif carried is not None:
                 outcome = _immediate(ToolResult.error(_carry_refusal(call.name, carried)))
             else:
-                outcome = await self._guard.run(tool, arguments)
+                # Local tools never ask, whatever they claim: they are read-only.
+                server = asks_first(tool) if source != "local" else None
+                refusal = (
+                    await _ask(step, call, server, arguments, confirmer)
+                    if server is not None
+                    else None
+                )
+                if refusal is None:
+                    outcome = await self._guard.run(tool, arguments)
+                else:
+                    outcome = _immediate(refusal)
             await observer.on_tool_result(step, call, outcome, source)
             content = outcome.result.joined_text()
             self._ledger.record_output(call.name, source, content)
@@ -287,6 +322,39 @@ def _carry_refusal(name: str, carried: Carried) -> str:
         f"of {carried.tool} ({where}). One tool's output is never sent on to another "
         "server's tool. If the user asked for that, say it cannot be done this way."
     )
+
+
+async def _ask(
+    step: int,
+    call: ChatToolCall,
+    server: str,
+    arguments: dict[str, Any],
+    confirmer: ToolConfirmer | None,
+) -> ToolResult | None:
+    """None when the user lets the call run; else the result that says why it did not."""
+    if confirmer is None:
+        return _not_run(
+            f"{call.name} was not run: the {server} server marks it destructive, so it "
+            "needs the user's confirmation, and none can be asked here."
+        )
+    decision = await confirmer.confirm(step, call, server, arguments)
+    if decision == "approved":
+        return None
+    if decision == "declined":
+        return _not_run(
+            f"The user declined to run {call.name} (a destructive tool of the {server} "
+            "server); it was not run. Do not call it again for this request; say it was "
+            "not done."
+        )
+    return _not_run(
+        f"No confirmation within {confirmer.timeout_seconds:g} s; {call.name} was not run. "
+        "Tell the user it needs their confirmation and that they can ask again."
+    )
+
+
+def _not_run(text: str) -> ToolResult:
+    # An error result (the tool did nothing), without the "Error:" of a failure.
+    return ToolResult(content=[TextPart(text=text)], is_error=True)
 
 
 def _immediate(result: ToolResult) -> GuardedResult:

@@ -2,8 +2,9 @@
 
 It gathers the turn's tools, the system prompt and the thread's history (read
 once), runs the tool loop under the turn's time bound with the recorder as its
-observer, and turns whatever stops the loop (cancel, timeout, model error, a bug)
-into exactly one ending.
+observer (and the turn's confirmer to ask the user before a destructive remote tool;
+the bound is held while it waits), and turns whatever stops the loop (cancel, timeout,
+model error, a bug) into exactly one ending.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from albert.ai.model import ChatMessage, ModelClient, ModelError
 from albert.ai.prompt import build_system_prompt
 from albert.ai.tool_loop import StallBounds, ToolLoop
 from albert.analytics.chat_events import TurnEvents
+from albert.chat.confirmations import PendingConfirmations, TurnConfirmer
 from albert.chat.history import HISTORY_MESSAGES, history_for_model
 from albert.chat.live import LiveTurn
 from albert.chat.recorder import CANCELLED, TurnEnding, TurnRecorder
@@ -47,6 +49,7 @@ class TurnDriver:
         tools: ToolProvider,
         events: TurnEvents,
         journal: TurnJournal,
+        confirmations: PendingConfirmations,
     ) -> None:
         self._store = store
         self._outputs = outputs
@@ -55,6 +58,7 @@ class TurnDriver:
         self._tools = tools
         self._events = events
         self._journal = journal
+        self._confirmations = confirmations
         self._guard = ToolGuard(
             timeout_seconds=settings.tool_timeout_seconds,
             max_chars=settings.tool_result_max_chars,
@@ -64,13 +68,17 @@ class TurnDriver:
     async def run(self, live: LiveTurn) -> None:
         """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
         live.emit(StartFrame, model=self._model.model_name)
-        recorder = TurnRecorder(self._store, self._outputs, self._journal, self._events, live)
+        confirmer = TurnConfirmer(live, self._confirmations)
+        recorder = TurnRecorder(
+            self._store, self._outputs, self._journal, self._events, live, confirmer.decisions
+        )
         recorder.begin()
         loop = self._new_loop()
         try:
-            async with asyncio.timeout(self._settings.turn_timeout_seconds):
+            async with asyncio.timeout(self._settings.turn_timeout_seconds) as deadline:
+                confirmer.hold(deadline)
                 messages, registry = await self._prepare(live.thread_id)
-                result = await loop.run(messages, registry, recorder)
+                result = await loop.run(messages, registry, recorder, confirmer)
         except asyncio.CancelledError:
             recorder.end(loop.partial(), CANCELLED)
             return

@@ -7,7 +7,8 @@ partial text, marked incomplete. Every turn ends in exactly one recorded outcome
 stored on its last message and sent in the `done` frame. The turn journal
 (`albert.storage.turn_journal`) holds the turn while it runs, with the text the
 user has seen of the current step, so a restart that cuts the turn off can still
-end it (`albert.chat.recovery`).
+end it (`albert.chat.recovery`). A call the user was asked about keeps the answer
+(`meta.confirmation`) with its tool message.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from albert.ai.model import ChatToolCall
@@ -29,6 +31,7 @@ from albert.protocol.frames import (
     FinishReason,
     TextDeltaFrame,
     ToolCallFrame,
+    ToolDecision,
     ToolResultFrame,
     Usage,
 )
@@ -67,12 +70,15 @@ class TurnRecorder:
         journal: TurnJournal,
         events: TurnEvents,
         live: LiveTurn,
+        decisions: Mapping[str, ToolDecision] | None = None,
     ) -> None:
         self._store = store
         self._outputs = outputs
         self._journal = journal
         self._events = events
         self._live = live
+        # The user's answers to calls that needed one (albert.chat.confirmations), by call id.
+        self._decisions: Mapping[str, ToolDecision] = decisions if decisions is not None else {}
         self._thread_id = live.thread_id
         self._turn_id = live.turn_id
         self._last_answer_id: str | None = None
@@ -193,7 +199,7 @@ class TurnRecorder:
                 tool_call_id=call.id,
                 name=call.name,
                 status="error" if outcome.result.is_error else "complete",
-                meta=_tool_meta(call, outcome, source),
+                meta=_tool_meta(call, outcome, source, self._decisions.get(call.id)),
             )
 
         self._store.transaction(store)
@@ -264,13 +270,18 @@ class TurnRecorder:
         self._live.emit(DoneFrame, finish_reason=finish_reason, steps=steps, usage=usage)
 
 
-def _tool_meta(call: ChatToolCall, outcome: GuardedResult, source: str) -> dict[str, Any]:
-    return {
+def _tool_meta(
+    call: ChatToolCall, outcome: GuardedResult, source: str, decision: ToolDecision | None
+) -> dict[str, Any]:
+    meta = {
         "duration_ms": round(outcome.duration_ms, 1),
         "truncated": outcome.truncated,
         "source": source,
         "arguments": _parsed_or_empty(call.arguments),
     }
+    if decision is not None:
+        meta["confirmation"] = decision
+    return meta
 
 
 def _parsed_or_empty(text: str) -> Any:

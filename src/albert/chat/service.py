@@ -11,6 +11,7 @@ from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
 from albert.chat.admission import Admission
 from albert.chat.claims import ClaimsApi
+from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.recovery import recover_interrupted_turns
 from albert.chat.socket_policy import FrameGate, SocketPolicy
@@ -88,6 +89,8 @@ class ChatService:
         chat_limit = RateLimiter(
             settings.chat_messages_per_minute, clock, settings.rate_window_seconds
         )
+        # Shared by the driver's turns (which wait) and the frame handler (which answers).
+        confirmations = PendingConfirmations(settings.tool_confirm_timeout_seconds)
         driver = TurnDriver(
             store=self.store,
             outputs=self.outputs,
@@ -96,6 +99,7 @@ class ChatService:
             tools=tools,
             events=events,
             journal=journal,
+            confirmations=confirmations,
         )
         return ChatTurns(
             admission=Admission(self.store, settings, chat_limit),
@@ -103,6 +107,7 @@ class ChatService:
             hub=hub,
             events=events,
             journal=journal,
+            confirmations=confirmations,
             max_frame_bytes=settings.max_frame_bytes,
         )
 

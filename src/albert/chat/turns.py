@@ -5,7 +5,8 @@ stores it first: the user's message is kept before the model is called. The
 driver (`albert.chat.driver`) runs the turn; the recorder (`albert.chat.recorder`)
 streams and persists it, keeping the turn journal that lets a restart end a turn it cut
 off (`albert.chat.recovery`). Every frame of a running turn is numbered and kept
-(`LiveTurn`) so a reconnecting browser can resume.
+(`LiveTurn`) so a reconnecting browser can resume. A `confirm` frame answers a tool call
+that waits for the user (`albert.chat.confirmations`), whichever socket sends it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 
 from albert.analytics.chat_events import TurnEvents
 from albert.chat.admission import Admission, Admitted, ack, read_frame, refusal
+from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.live import LiveTurn
 from albert.chat.recovery import RESTART_MESSAGE
@@ -24,6 +26,7 @@ from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import (
     CancelFrame,
     ChatFrame,
+    ConfirmFrame,
     ErrorFrame,
     PingFrame,
     PongFrame,
@@ -45,9 +48,11 @@ class ChatTurns:
         hub: SocketHub,
         events: TurnEvents,
         journal: TurnJournal,
+        confirmations: PendingConfirmations,
         max_frame_bytes: int,
     ) -> None:
         self.journal = journal
+        self._confirmations = confirmations
         self._admission = admission
         self._driver = driver
         self._hub = hub
@@ -67,6 +72,8 @@ class ChatTurns:
             self._cancel(socket, frame)
         elif isinstance(frame, ResumeFrame):
             self._resume(socket, frame)
+        elif isinstance(frame, ConfirmFrame):
+            self._confirm(socket, frame)
         else:
             await self._chat(socket, frame)
 
@@ -90,6 +97,25 @@ class ChatTurns:
                     thread_id=frame.thread_id,
                 ),
             )
+
+    def _confirm(self, socket: ChatSocket, frame: ConfirmFrame) -> None:
+        # Any socket of the client may answer: the one that was asked may be gone.
+        if self._confirmations.answer(frame):
+            return
+        if frame.thread_id not in self._running and not self._admission.known_thread(
+            frame.thread_id
+        ):
+            _send(socket, _unknown_thread(frame.thread_id))
+            return
+        _send(
+            socket,
+            refusal(
+                "nothing_to_confirm",
+                f"nothing to confirm: no call {frame.call_id!r} of turn {frame.turn_id} is "
+                "waiting for an answer (already answered, timed out, or the turn ended)",
+                thread_id=frame.thread_id,
+            ),
+        )
 
     def _resume(self, socket: ChatSocket, frame: ResumeFrame) -> None:
         live = self._live.get(frame.thread_id)

@@ -339,6 +339,13 @@ def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
         description=tool.description or "",
         input_schema=tool.input_schema,
         idempotent=bool(annotations is not None and annotations.idempotent_hint),
+        # Only an explicit hint asks the user: the spec's default (destructive unless
+        # read-only) would put a question before nearly every unannotated tool.
+        destructive=bool(
+            annotations is not None
+            and annotations.destructive_hint is True
+            and annotations.read_only_hint is not True
+        ),
     )
 
 

@@ -4,7 +4,9 @@ Name and input schema are exactly what the server listed; the description is the
 server's, fenced as untrusted text attributed to the server (albert.ai.untrusted),
 since the model reads it. Only `execute` is ours, and it hands the call to the
 manager, which owns the connection, the health check and the reconnection.
-Timeout, truncation and error capture are the ToolGuard's, as for every tool.
+Timeout, truncation and error capture are the ToolGuard's, as for every tool. A tool
+the server marks destructive says so (`confirm_server`): the tool loop asks the user
+before each call.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ class RemoteToolSpec(BaseModel):
     description: str
     input_schema: dict[str, Any] = Field(description="As sent by the server, untouched")
     idempotent: bool = Field(False, description="annotations.idempotentHint: safe to replay")
+    destructive: bool = Field(
+        False,
+        description="annotations.destructiveHint true and readOnlyHint not true: the user "
+        "confirms each call before it runs",
+    )
 
 
 class RemoteCallResult(BaseModel):
@@ -70,6 +77,11 @@ class RemoteTool:
     @property
     def input_schema(self) -> dict[str, Any]:
         return self.spec.input_schema
+
+    @property
+    def confirm_server(self) -> str | None:
+        """The server to name when asking the user first (albert.tools.base.asks_first)."""
+        return self.server if self.spec.destructive else None
 
     async def execute(self, arguments: dict[str, Any]) -> ToolResult:
         return await self._invoke(self.server, self.spec, arguments)

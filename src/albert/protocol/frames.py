@@ -58,7 +58,18 @@ class ResumeFrame(_Frame):
     after_seq: int = Field(0, ge=0, description="Highest turn frame seq already applied")
 
 
-ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame
+class ConfirmFrame(_Frame):
+    """The user's answer to a `confirm_tool` frame: run that tool call, or do not."""
+
+    type: Literal["confirm"] = "confirm"
+    thread_id: Id
+    turn_id: Id
+    # Made by the model, so not held to the Id pattern; only ever compared, never stored.
+    call_id: str = Field(min_length=1, max_length=256)
+    approved: bool
+
+
+ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame | ConfirmFrame
 ClientFrame = Annotated[ClientFrames, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(
     ClientFrame, config=ConfigDict(defer_build=True)
@@ -123,6 +134,42 @@ class ToolResultFrame(_TurnFrame):
     content: str
 
 
+class ConfirmToolFrame(_TurnFrame):
+    """A remote tool its server marks destructive waits for the user's `confirm`.
+
+    Until the answer comes (or `timeout_seconds` pass: then it does not run) the turn waits;
+    the answer is told in a `tool_decision` frame of the same call.
+    """
+
+    type: Literal["confirm_tool"] = "confirm_tool"
+    thread_id: str
+    turn_id: str
+    step: int
+    call_id: str
+    server: str = Field(description="The MCP server the tool belongs to")
+    tool: str
+    arguments: str = Field(
+        description="The call's arguments as JSON text, invisible and control characters "
+        "written as escapes, cut to a bounded length (see arguments_cut)"
+    )
+    arguments_cut: bool = False
+    timeout_seconds: float
+
+
+ToolDecision = Literal["approved", "declined", "timeout"]
+
+
+class ToolDecisionFrame(_TurnFrame):
+    """How a `confirm_tool` was settled: the tool runs only when `approved`."""
+
+    type: Literal["tool_decision"] = "tool_decision"
+    thread_id: str
+    turn_id: str
+    step: int
+    call_id: str
+    decision: ToolDecision
+
+
 # Every turn ends in exactly one of these, stored with its last message.
 FinishReason = Literal["stop", "step_limit", "length", "error", "timeout", "cancelled"]
 
@@ -143,6 +190,7 @@ ErrorCode = Literal[
     "too_large",
     "unknown_thread",
     "nothing_running",
+    "nothing_to_confirm",
     "busy",
     "duplicate_id",
     "model_error",
@@ -237,6 +285,8 @@ ServerFrame = Annotated[
     | TextDeltaFrame
     | ToolCallFrame
     | ToolResultFrame
+    | ConfirmToolFrame
+    | ToolDecisionFrame
     | DoneFrame
     | ErrorFrame
     | AckFrame

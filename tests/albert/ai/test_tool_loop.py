@@ -20,6 +20,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.tool_loop import STEP_CAP_NOTE, PartialTurn, ToolLoop
+from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.registry import ToolRegistry
@@ -190,3 +191,63 @@ async def test_an_interrupted_loop_reports_how_far_it_got() -> None:
     with pytest.raises(ModelError):
         await loop.run(USER, ToolRegistry([ECHO]), Recorder())
     assert loop.partial() == PartialTurn(step=2, text="Half an answer")
+
+
+class _Asked:
+    """A ToolConfirmer that records what it was asked and answers as told."""
+
+    timeout_seconds = 5.0
+
+    def __init__(self, decision: str) -> None:
+        self.decision = decision
+        self.asked: list[tuple[str, str]] = []
+
+    async def confirm(self, step, call, server, arguments):
+        self.asked.append((server, call.name))
+        return self.decision
+
+
+def _destructive(runs: list[dict[str, Any]]) -> ToolRegistry:
+    async def invoke(server: str, spec: RemoteToolSpec, arguments: dict[str, Any]) -> ToolResult:
+        runs.append(arguments)
+        return ToolResult.text("deleted")
+
+    spec = RemoteToolSpec(
+        name="delete_file", description="", input_schema={"type": "object"}, destructive=True
+    )
+    registry = ToolRegistry([ECHO])
+    registry.merge([RemoteTool("files", spec, invoke)], source="files")
+    return registry
+
+
+async def test_a_destructive_remote_tool_runs_only_on_a_yes() -> None:
+    for decision, ran in (("approved", 1), ("declined", 0), ("timeout", 0)):
+        runs: list[dict[str, Any]] = []
+        confirmer = _Asked(decision)
+        model = ScriptModel([call("delete_file", {"path": "/x"}), answer("ok")])
+        recorder = Recorder()
+        await ToolLoop(model, GUARD, max_steps=5).run(USER, _destructive(runs), recorder, confirmer)
+        assert confirmer.asked == [("files", "delete_file")]
+        assert len(runs) == ran, decision
+        told = model.requests[1].messages[-1].content
+        assert (told == "deleted") if ran else ("was not run" in told)
+
+
+async def test_without_anyone_to_ask_a_destructive_tool_does_not_run() -> None:
+    runs: list[dict[str, Any]] = []
+    model = ScriptModel([call("delete_file", {"path": "/x"}), answer("ok")])
+    await ToolLoop(model, GUARD, max_steps=5).run(USER, _destructive(runs), Recorder())
+    assert runs == []
+    assert "none can be asked here" in model.requests[1].messages[-1].content
+
+
+async def test_a_local_tool_never_asks_whatever_it_claims() -> None:
+    claiming = LocalTool("echo", "echoes", _Q, _echo)
+    claiming.confirm_server = "files"  # type: ignore[attr-defined]
+    confirmer = _Asked("declined")
+    model = ScriptModel([call("echo", {"q": "x"}), answer("ok")])
+    await ToolLoop(model, GUARD, max_steps=5).run(
+        USER, ToolRegistry([claiming]), Recorder(), confirmer
+    )
+    assert confirmer.asked == []
+    assert model.requests[1].messages[-1].content == "echo:x"
