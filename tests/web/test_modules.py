@@ -242,3 +242,49 @@ def test_storage_that_refuses_every_access_falls_back_to_memory(tmp_path: Path) 
     console.log(JSON.stringify([kept, m.store.get("albert.session"), m.store.get("other")]));
     """
     assert run_module(tmp_path, "storage", body) == ["{}", None, None]
+
+
+def test_a_confirmation_is_asked_settled_replayed_and_read_back(tmp_path: Path) -> None:
+    ids = {"thread_id": "t", "turn_id": "m1"}
+    frames = [
+        {"type": "start", "seq": 1, **ids, "model": "x"},
+        {"type": "tool_call", "seq": 2, **ids, "step": 1, "call_id": "c1",
+         "name": "delete_file", "arguments": {"path": "/x"}},
+        {"type": "confirm_tool", "seq": 3, **ids, "step": 1, "call_id": "c1",
+         "server": "files", "tool": "delete_file", "arguments": "{\n  \"path\": \"/x\"\n}",
+         "arguments_cut": False, "timeout_seconds": 120},
+    ]  # fmt: skip
+    decided = {"type": "tool_decision", "seq": 4, **ids, "step": 1, "call_id": "c1",
+               "decision": "declined"}  # fmt: skip
+    stored = [
+        {"id": "m1", "turn_id": "m1", "role": "user", "content": "rm", "tool_calls": []},
+        {"id": "m1:r:t1:c1", "turn_id": "m1", "role": "tool", "content": "The user declined",
+         "tool_call_id": "c1", "name": "delete_file", "status": "error",
+         "meta": {"source": "files", "confirmation": "declined", "arguments": {"path": "/x"}}},
+    ]  # fmt: skip
+    seen = run_module(
+        tmp_path,
+        "conversation",
+        f"""
+        const conv = new m.Conversation("t");
+        const tool = (c) => c.turn("m1").parts.find((p) => p.type === "tool");
+        const confirmOf = () => ({{...tool(conv).confirm}});
+        const frames = {json.dumps(frames)};
+        for (const f of frames) conv.applyFrame(f);
+        const asked = confirmOf();
+        conv.applyFrame({json.dumps(decided)});
+        const settled = confirmOf();
+        // A resume replays every frame from the start: the same question, still settled.
+        for (const f of [...frames, {json.dumps(decided)}]) conv.applyFrame(f);
+        const replayed = confirmOf();
+        const reloaded = m.Conversation.fromMessages("t", {json.dumps(stored)});
+        const read = tool(reloaded).confirm;
+        console.log(JSON.stringify({{asked, settled, replayed, read,
+          parts: conv.turn("m1").parts.length}}));
+        """,
+    )
+    assert seen["asked"]["server"] == "files" and seen["asked"]["decision"] is None
+    assert seen["asked"]["timeoutSeconds"] == 120 and '"/x"' in seen["asked"]["arguments"]
+    assert seen["settled"]["decision"] == "declined"
+    assert seen["replayed"]["decision"] == "declined" and seen["parts"] == 1
+    assert seen["read"] == {"server": "files", "decision": "declined"}

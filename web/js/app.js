@@ -252,7 +252,10 @@ async function selectThread(id, { fetch = true } = {}) {
   // Focus now, not after the load: by then the user may be typing elsewhere (a rename).
   // Phones skip it, since focusing would pop up the keyboard over the conversation.
   if (!PHONE.matches) $("input").focus();
-  if (fetch) await reloadThread(id);
+  if (fetch) {
+    await reloadThread(id);
+    if (state.currentId === id) followUnfinishedTurn(id);
+  }
 }
 
 /** Replace a thread's conversation with the server's copy, keeping unsent questions. */
@@ -340,6 +343,86 @@ function renderTool(part) {
   return details;
 }
 
+// Characters that would not show as themselves (controls, bidi and zero-width marks,
+// private use, line separators): written as JSON escapes, as the server writes them.
+const HIDDEN_CHARS = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+function escapeChar(ch) {
+  const hex = (n) => `\\u${n.toString(16).padStart(4, "0")}`;
+  const code = ch.codePointAt(0);
+  if (code < 0x10000) return hex(code);
+  const v = code - 0x10000;
+  return hex(0xd800 + (v >> 10)) + hex(0xdc00 + (v & 0x3ff));
+}
+
+/** Arguments as JSON text that shows every character (a bare newline is the indentation's). */
+function visibleJson(value) {
+  return JSON.stringify(value ?? {}, null, 2).replace(HIDDEN_CHARS, (c) => (c === "\n" ? c : escapeChar(c)));
+}
+
+function confirmStatus(confirm, open) {
+  switch (confirm.decision) {
+    case "approved":
+      return "You chose to run it.";
+    case "declined":
+      return "You chose not to run it. It was not run.";
+    case "timeout":
+      return confirm.timeoutSeconds
+        ? `No answer within ${confirm.timeoutSeconds} s, so it was not run.`
+        : "No answer in time, so it was not run.";
+    default:
+      if (!open) return "Not run: the answer ended before you chose.";
+      if (confirm.sent !== null && confirm.sent !== undefined) return "Sending your answer…";
+      return `Waiting for your answer (up to ${confirm.timeoutSeconds} s).`;
+  }
+}
+
+/** The question before a destructive remote tool runs: what would run, where, with what. */
+function renderConfirm(turn, part) {
+  const confirm = part.confirm;
+  const open = !confirm.decision && turn.state === "running";
+  const card = el("section", "confirm");
+  card.dataset.callId = part.callId;
+  card.dataset.decision = confirm.decision || (open ? "pending" : "ended");
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-label", `Run ${part.name} on ${confirm.server}?`);
+  card.tabIndex = -1;
+  card.dataset.confirmKey = `${part.callId}:card`;
+  const title = el("p", "confirm-title");
+  title.append("Run ", el("code", "confirm-tool", part.name), " on ", el("strong", "confirm-server", confirm.server), "?");
+  const note = el(
+    "p",
+    "confirm-note",
+    `The ${confirm.server} server marks this tool as destructive: it may change or delete data. It runs only if you say so.`,
+  );
+  const args = el("pre", "confirm-args", confirm.arguments ?? visibleJson(part.args));
+  card.append(title, note, el("div", "label", confirm.cut ? "Arguments (cut to fit)" : "Arguments"), args);
+  const actions = el("div", "confirm-actions");
+  const answered = confirm.sent !== null && confirm.sent !== undefined;
+  for (const [label, approved, kind] of [["Run", true, "btn-danger"], ["Don't run", false, ""]]) {
+    const button = el("button", `btn ${kind} confirm-${approved ? "run" : "skip"}`.trim(), label);
+    button.type = "button";
+    button.dataset.confirmKey = `${part.callId}:${approved}`;
+    button.disabled = !open || answered;
+    button.addEventListener("click", () => answerConfirm(turn, part, approved));
+    actions.append(button);
+  }
+  const status = el("p", "confirm-status", confirmStatus(confirm, open));
+  status.setAttribute("role", "status");
+  card.append(actions, status);
+  return card;
+}
+
+function answerConfirm(turn, part, approved) {
+  const frame = { type: "confirm", thread_id: state.currentId, turn_id: turn.id, call_id: part.callId, approved };
+  if (!state.conn.send(frame)) {
+    showBanner("Not connected, so your answer was not sent. Try again once the connection is back.");
+    return;
+  }
+  part.confirm.sent = approved;
+  renderTurn(turn);
+}
+
 function renderTurnInto(item, turn) {
   item.replaceChildren();
   item.dataset.state = turn.state;
@@ -353,6 +436,7 @@ function renderTurnInto(item, turn) {
   for (const part of turn.parts) {
     if (part.type === "tool") {
       item.append(renderTool(part));
+      if (part.confirm) item.append(renderConfirm(turn, part));
     } else if (part.text) {
       const answer = el("div", "answer");
       // renderMarkdown escapes the text before adding its fixed set of tags.
@@ -417,10 +501,20 @@ function renderTurn(turn) {
     item.dataset.turnId = turn.id;
     list.append(item);
   }
+  // A keyboard user on a confirm button keeps their place when the turn is drawn again.
+  const focusKey = document.activeElement?.dataset?.confirmKey;
   renderTurnInto(item, turn);
+  if (focusKey) restoreConfirmFocus(item, focusKey);
   $("empty").hidden = true;
   updateComposer();
   if (stick) scrollToBottom();
+}
+
+function restoreConfirmFocus(item, key) {
+  const target = [...item.querySelectorAll("[data-confirm-key]")].find((e) => e.dataset.confirmKey === key);
+  if (!target) return;
+  if (!target.disabled) target.focus();
+  else target.closest(".confirm")?.focus(); // answered: the card, with its status, holds focus
 }
 
 function updateComposer() {
@@ -505,6 +599,12 @@ function onFrame(frame) {
     // A stop that reached the server after the turn had ended: its done frame says how.
     return;
   }
+  if (frame.type === "error" && frame.code === "nothing_to_confirm") {
+    // Answered elsewhere, timed out, or the turn ended first: the stored copy says how.
+    showBanner("That question was already settled; nothing was sent.");
+    if (conv) reloadThread(frame.thread_id);
+    return;
+  }
   const pending = [...state.outbox.values()].some((f) => f.thread_id === frame.thread_id);
   if (frame.type === "error" && frame.code === "unknown_thread" && conv && !pending) {
     // Resumed a thread that is gone (deleted in another tab): stop waiting for its turn.
@@ -547,6 +647,8 @@ function onFrame(frame) {
 
 function onOpen(again) {
   for (const frame of state.outbox.values()) state.conn.send(frame);
+  // The first thread may have loaded before this socket opened.
+  if (!again && state.currentId) followUnfinishedTurn(state.currentId);
   // The MCP servers' state needs no request: a new socket's first frame carries it.
   if (again) {
     // Whatever happened while we were away is on the server: reload, de-duplicated by id.
@@ -613,6 +715,16 @@ function startHostLink() {
     },
   });
   state.host.start();
+}
+
+/** A thread loaded with its last turn unended (stored so far, no ending yet) may still be
+ * running, e.g. waiting for the user's answer to a question: follow it if it is. */
+function followUnfinishedTurn(id) {
+  const conv = state.convs.get(id);
+  if (!conv || conv.runningTurn || !state.conn?.isOpen) return;
+  const last = [...conv.turns.values()].pop();
+  if (!last || !["partial", "unanswered"].includes(last.state) || state.outbox.has(last.id)) return;
+  state.conn.send({ type: "resume", thread_id: id, turn_id: last.id, after_seq: 0 });
 }
 
 // --- start ---------------------------------------------------------------------------------

@@ -70,6 +70,10 @@ export class Conversation {
       part.truncated = Boolean(m.meta?.truncated);
       part.content = m.content;
       if (m.meta?.arguments && !Object.keys(part.args).length) part.args = m.meta.arguments;
+      if (m.meta?.confirmation) {
+        // The user was asked before this call (a destructive remote tool): keep the answer.
+        part.confirm = { ...part.confirm, server: m.meta.source, decision: m.meta.confirmation };
+      }
       return;
     }
     // assistant
@@ -152,6 +156,31 @@ export class Conversation {
         if (!this.tool(turn, frame.call_id)) {
           turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, args: frame.arguments || {}, status: "running" });
         }
+        return turn;
+      }
+      case "confirm_tool": {
+        // A destructive remote tool waits for the user's yes or no (tool_decision settles it).
+        const turn = this.turn(frame.turn_id);
+        let part = this.tool(turn, frame.call_id);
+        if (!part) {
+          part = { type: "tool", callId: frame.call_id, name: frame.tool, args: {}, status: "running" };
+          turn.parts.push(part);
+        }
+        part.confirm = {
+          server: frame.server,
+          arguments: frame.arguments,
+          cut: Boolean(frame.arguments_cut),
+          timeoutSeconds: frame.timeout_seconds,
+          decision: part.confirm?.decision || null,
+          sent: part.confirm?.sent ?? null,
+        };
+        return turn;
+      }
+      case "tool_decision": {
+        const turn = this.turn(frame.turn_id);
+        const part = this.tool(turn, frame.call_id);
+        if (!part) return null;
+        part.confirm = { ...part.confirm, decision: frame.decision };
         return turn;
       }
       case "tool_result": {
