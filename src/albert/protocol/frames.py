@@ -65,7 +65,7 @@ class ConfirmFrame(_Frame):
     thread_id: Id
     turn_id: Id
     # Made by the model, so not held to the Id pattern; only ever compared, never stored.
-    call_id: str = Field(min_length=1, max_length=256)
+    call_id: str = Field(min_length=1, max_length=1_024)
     approved: bool
 
 
@@ -108,7 +108,7 @@ class TextDeltaFrame(_TurnFrame):
 
 
 class ToolCallFrame(_TurnFrame):
-    """The model asked for a tool; it is running now."""
+    """The model asked for a tool; it is running now (one that asks first: see confirm_tool)."""
 
     type: Literal["tool_call"] = "tool_call"
     thread_id: str
