@@ -69,8 +69,10 @@ Progress = Callable[[CaseResult], None]
 
 # Each client of a run is a fresh Durable Object whose MCP connection starts with its
 # first turn; give that connection time to come up instead of scoring the start-up race
-# (the product's default wait is one second).
-STACK_VARIABLES = {"MCP_CONNECT_WAIT_SECONDS": "5"}
+# (the product's default wait is one second). The bound is generous because a fresh
+# object's first connect imports the MCP SDK, which took over 5 s on a loaded 2-core
+# machine; a server that is down fails its connect at once, so nothing waits it out.
+STACK_VARIABLES = {"MCP_CONNECT_WAIT_SECONDS": "20"}
 
 
 async def ask_all(
