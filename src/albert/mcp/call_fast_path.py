@@ -29,10 +29,15 @@ a handshake-era session (session ids, cancellation by notification), a read time
 result claims of extensions, an OpenTelemetry tracer provider, or any SDK internal it
 relies on missing (`Declined`; every private attribute it reads is checked before each call,
 and an SDK without the private functions it imports leaves the connection without this
-path); then the SDK path runs as before. One thing it does not
-do: resume an event stream that ends without the response (servers with an event store
-tag their events for it; the transport reconnects with `Last-Event-ID`), where it answers
-`CONNECTION_CLOSED` as the transport does for a stream that cannot be resumed.
+path); then the SDK path runs as before.
+
+An event stream that ends without the response is resumed as the transport resumes it:
+when an event carried an id, after the server's `retry:` hint (else the transport's default
+delay) a GET with `Last-Event-ID` reads on, with the transport's bound on failed attempts
+and its errors when they run out; with no id the call fails with `CONNECTION_CLOSED` ("SSE
+stream ended without a response"). The SDK's own server never gets there at 2026-07-28,
+the only revision this path runs at: it answers such a POST without its event store, so
+its events carry no id (and a GET is 405); a server or gateway that tags them does.
 `MCP_CALL_FAST_PATH=false` turns it off.
 """
 
@@ -50,9 +55,12 @@ from mcp import Client
 from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
 from mcp.client.streamable_http import (
     DEFAULT_MAX_SSE_EVENT_SIZE,
+    DEFAULT_RECONNECTION_DELAY_MS,
+    LAST_EVENT_ID,
+    MAX_RECONNECTION_ATTEMPTS,
     _unfollowed_redirect,
 )
-from mcp.shared._httpx_utils import stream_within_origin
+from mcp.shared._httpx_utils import sse_within_origin, stream_within_origin
 from mcp.shared._otel import inject_trace_context
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
@@ -67,6 +75,9 @@ log = logging.getLogger(__name__)
 
 _METHOD = "tools/call"
 _ACCEPT = "application/json, text/event-stream"
+# The transport starts its count of failed attempts again after every resumed stream that
+# ends without the answer, so only the server bounds how often it resumes; this does.
+_MAX_RESUMED_STREAMS = 100
 _JSON_TYPES = (str, int, bool, type(None))
 
 
@@ -113,6 +124,16 @@ def _missing(owner: Any, names: tuple[str, ...]) -> str | None:
         if not hasattr(owner, name):
             return name
     return None
+
+
+class _Mark:
+    """Where an event stream can be resumed from: its last event id, the server's retry hint."""
+
+    __slots__ = ("event_id", "retry_ms")
+
+    def __init__(self, event_id: str | None, retry_ms: int | None) -> None:
+        self.event_id = event_id
+        self.retry_ms = retry_ms
 
 
 class Declined(Exception):
@@ -259,7 +280,7 @@ class CallFastPath:
             async with stream_within_origin(
                 self._http, "POST", self._url, json=body, headers=headers
             ) as response:
-                outcome = await self._read(response, request_id)
+                outcome = await self._read(response, request_id, version)
         except Exception as exc:
             # In the transport, an error escaping a POST ends its task group and so the
             # session: every waiter gets CONNECTION_CLOSED and the connection is lost.
@@ -274,7 +295,7 @@ class CallFastPath:
         return result
 
     async def _read(
-        self, response: httpx2.Response, request_id: Any
+        self, response: httpx2.Response, request_id: Any, version: str | None
     ) -> dict[str, Any] | mcp_types.ErrorData:
         """The result or error the transport would hand the dispatcher for this POST."""
         status = response.status_code
@@ -304,41 +325,119 @@ class CallFastPath:
                 return await _never()
             return outcome
         if content_type.startswith("text/event-stream"):
-            return await self._read_events(response)
+            return await self._read_events(response, version)
         log.error(f"Unexpected content type: {content_type}")
         return mcp_types.ErrorData(
             code=mcp_types.INVALID_REQUEST, message=f"Unexpected content type: {content_type}"
         )
 
-    async def _read_events(self, response: httpx2.Response) -> dict[str, Any] | mcp_types.ErrorData:
-        """The answer in an event stream; the messages before it go to the dispatcher."""
-        events = httpx2.EventSource(response, max_event_size=DEFAULT_MAX_SSE_EVENT_SIZE)
+    async def _read_events(
+        self, response: httpx2.Response, version: str | None
+    ) -> dict[str, Any] | mcp_types.ErrorData:
+        """The answer in an event stream, resumed as the transport resumes it."""
+        mark = _Mark(None, None)
         try:
-            async for sse in events:
-                if sse.event != "message":
-                    log.warning(f"Unknown SSE event: {sse.event}")
-                    continue
-                if not sse.data:
-                    continue
-                message = _parse_event(sse.data)
-                if isinstance(message, mcp_types.ErrorData):
-                    return message
-                if isinstance(message, mcp_types.JSONRPCResponse):
-                    await response.aclose()
-                    return message.result
-                if isinstance(message, mcp_types.JSONRPCError):
-                    await response.aclose()
-                    return message.error
-                await self._hand_over(message)
+            events = httpx2.EventSource(response, max_event_size=DEFAULT_MAX_SSE_EVENT_SIZE)
+            outcome = await self._follow(events, mark)
+            if outcome is not None:
+                return outcome
         except httpx2.SSEError as exc:
             return mcp_types.ErrorData(
                 code=mcp_types.CONNECTION_CLOSED, message=f"SSE stream failed: {exc}"
             )
         except Exception:
             log.debug("SSE stream ended", exc_info=True)
+        if mark.event_id is None:
+            return mcp_types.ErrorData(
+                code=mcp_types.CONNECTION_CLOSED, message="SSE stream ended without a response"
+            )
+        log.info("SSE stream disconnected, reconnecting...")
+        return await self._resume(mark.event_id, mark.retry_ms, version)
+
+    async def _follow(
+        self, events: httpx2.EventSource, mark: _Mark
+    ) -> dict[str, Any] | mcp_types.ErrorData | None:
+        """The answer on `events`, or None when they end without it; `mark` follows them."""
+        async for sse in events:
+            # Tracked before anything else, as the transport does: a priming event (no
+            # data) or an unknown kind still moves the resume point.
+            if sse.id:
+                mark.event_id = sse.id
+            if sse.retry is not None:
+                mark.retry_ms = sse.retry
+            outcome = await self._event(sse)
+            if outcome is not None:
+                await events.response.aclose()
+                return outcome
+        return None
+
+    async def _resume(
+        self, last_event_id: str, retry_ms: int | None, version: str | None
+    ) -> dict[str, Any] | mcp_types.ErrorData:
+        """The transport's `_handle_reconnection`: GETs with `Last-Event-ID` until answered."""
+        import anyio
+
+        headers = {"accept": _ACCEPT, "content-type": "application/json"}
+        if version is not None:
+            headers[MCP_PROTOCOL_VERSION_HEADER] = version
+        attempt = 0
+        for _ in range(_MAX_RESUMED_STREAMS):
+            if attempt >= MAX_RECONNECTION_ATTEMPTS:
+                log.debug(f"Max reconnection attempts ({MAX_RECONNECTION_ATTEMPTS}) exceeded")
+                break
+            delay_ms = retry_ms if retry_ms is not None else DEFAULT_RECONNECTION_DELAY_MS
+            await anyio.sleep(delay_ms / 1000.0)
+            # A failed attempt retries from where this one started, as the transport does.
+            mark = _Mark(last_event_id, retry_ms)
+            is_sse = False
+            try:
+                async with sse_within_origin(
+                    self._http,
+                    self._url,
+                    headers={**headers, LAST_EVENT_ID: last_event_id},
+                    max_event_size=DEFAULT_MAX_SSE_EVENT_SIZE,
+                ) as events:
+                    events.response.raise_for_status()
+                    content_type = events.response.headers.get("content-type", "")
+                    is_sse = content_type.partition(";")[0].strip().lower() == "text/event-stream"
+                    outcome = await self._follow(events, mark)
+                    if outcome is not None:
+                        return outcome
+                # Ended again without the answer: on from its last event, attempts anew.
+                log.info("SSE stream disconnected, reconnecting...")
+                last_event_id, retry_ms, attempt = mark.event_id or last_event_id, mark.retry_ms, 0
+            except httpx2.SSEError as exc:
+                if is_sse:
+                    return mcp_types.ErrorData(
+                        code=mcp_types.CONNECTION_CLOSED, message=f"SSE stream failed: {exc}"
+                    )
+                attempt += 1
+            except Exception as exc:
+                log.debug(f"Reconnection failed: {exc}")
+                attempt += 1
         return mcp_types.ErrorData(
-            code=mcp_types.CONNECTION_CLOSED, message="SSE stream ended without a response"
+            code=mcp_types.CONNECTION_CLOSED,
+            message="SSE stream ended and reconnection attempts were exhausted",
         )
+
+    async def _event(
+        self, sse: httpx2.ServerSentEvent
+    ) -> dict[str, Any] | mcp_types.ErrorData | None:
+        """The answer if this event is it; other messages go to the dispatcher (then None)."""
+        if sse.event != "message":
+            log.warning(f"Unknown SSE event: {sse.event}")
+            return None
+        if not sse.data:
+            return None
+        message = _parse_event(sse.data)
+        if isinstance(message, mcp_types.ErrorData):
+            return message
+        if isinstance(message, mcp_types.JSONRPCResponse):
+            return message.result
+        if isinstance(message, mcp_types.JSONRPCError):
+            return message.error
+        await self._hand_over(message)
+        return None
 
     async def _hand_over(self, message: Any) -> None:
         """A server notification or request on this POST's answer, to the SDK's dispatcher."""
