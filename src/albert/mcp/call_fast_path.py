@@ -37,7 +37,10 @@ delay) a GET with `Last-Event-ID` reads on, with the transport's bound on failed
 and its errors when they run out; with no id the call fails with `CONNECTION_CLOSED` ("SSE
 stream ended without a response"). The SDK's own server never gets there at 2026-07-28,
 the only revision this path runs at: it answers such a POST without its event store, so
-its events carry no id (and a GET is 405); a server or gateway that tags them does.
+its events carry no id (and a GET is 405); a server or gateway that tags them does. A
+caller that gives up a call closes the response: at this revision that is the cancellation
+signal, and the transport drops the dispatcher's `notifications/cancelled` instead of
+posting it, so this path posts none either.
 `MCP_CALL_FAST_PATH=false` turns it off.
 """
 

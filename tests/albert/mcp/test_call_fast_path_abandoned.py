@@ -388,6 +388,48 @@ async def test_a_cut_stream_with_event_ids_is_resumed_alike(gateway: str) -> Non
         assert requests == [("POST", "tools/call", None), ("GET", "", "1"), ("GET", "", "1")]
 
 
+@pytest.mark.parametrize("json_response", [True, False], ids=["json", "sse"])
+async def test_an_abandoned_call_reaches_the_server_alike(json_response: bool) -> None:
+    seen = []
+    with _Served(json_response) as served:
+        state = served.state
+        for fast_calls in (False, True):
+            async with _connection(f"http://127.0.0.1:{served.port}/mcp", fast_calls) as conn:
+                state["release"] = asyncio.Event()
+                counts = (state["started"], state["cancelled"], state["ran_out"])
+                before = len(state["requests"])
+                task = asyncio.create_task(conn.call_tool("wait", {}))
+                await _until(lambda counts=counts: state["started"] > counts[0])
+                # The caller gives up; its cancellation must not wait on the server.
+                task.cancel()
+                started = time.monotonic()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert time.monotonic() - started < 1.0
+                await _until(
+                    lambda counts=counts: (
+                        state["cancelled"] + state["ran_out"] > counts[1] + counts[2]
+                    )
+                )
+                seen.append(
+                    (
+                        state["cancelled"] - counts[1],
+                        state["ran_out"] - counts[2],
+                        [method for _, method, _ in state["requests"][before:]],
+                    )
+                )
+                assert (await conn.call_tool("text", {})).texts == ["plain"]
+    assert seen[0] == seen[1], seen
+    cancelled, ran_out, methods = seen[0]
+    # No `notifications/cancelled` is posted at 2026-07-28: the closed response is the signal.
+    assert methods == ["tools/call"]
+    if json_response:
+        # JSON mode handles the request in the ASGI task and does not watch the connection.
+        assert (cancelled, ran_out) == (0, 1)
+    else:
+        assert (cancelled, ran_out) == (1, 0)
+
+
 async def _until(condition: Any) -> None:
     deadline = time.monotonic() + 10
     while not condition():
