@@ -14,10 +14,17 @@ from rich.console import Console
 
 from albert.search.typesense_client import SearchParams, TypesenseClient
 from data_server.fixtures import fixture_handler, load
-from data_server.pipeline import NullProgress, RichProgress, check, run_pipeline
+from data_server.pipeline import (
+    NullProgress,
+    RichProgress,
+    check,
+    offline_processors,
+    run_pipeline,
+)
 from data_server.pipeline.run import FIRST_SLICE
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
 from data_server.store import VaultStore
+from data_server.store.sqlite import WAL_SIZE_LIMIT
 from data_server.vaults.index import record_document, with_display
 from tests.typesense_fixture import TypesenseServer
 
@@ -241,6 +248,28 @@ async def test_a_large_source_writes_a_small_first_slice_then_whole_ones(tmp_pat
     assert sizes[0] == FIRST_SLICE < 400
     assert set(sizes[1:-1]) == {400} and 0 < sizes[-1] <= 400
     assert sum(sizes) == defillama.vaults == stored
+
+
+class _WalWatchingStore(VaultStore):
+    """A store that notes the size of its WAL file when the run checkpoints it."""
+
+    def checkpoint(self) -> None:
+        self.wal_at_checkpoint = self.wal_size()
+        super().checkpoint()
+
+    def wal_size(self) -> int:
+        return Path(f"{self.path}-wal").stat().st_size
+
+
+async def test_the_runs_wal_is_cut_back_once_it_ends(tmp_path: Path) -> None:
+    # The run defers checkpoints: its writes pile up in the WAL until its one checkpoint.
+    with _WalWatchingStore(tmp_path / "s.db") as store:
+        async with http_client() as http:
+            report = await run_pipeline(offline_processors(), store, None, http=http)
+        assert report.run.status == "partial"  # every source written; no index to publish to
+        assert store.wal_at_checkpoint > WAL_SIZE_LIMIT
+        assert store.wal_size() <= WAL_SIZE_LIMIT
+        assert store.counts().vaults == sum(source.vaults for source in report.run.sources)
 
 
 class _Crash(BaseException):

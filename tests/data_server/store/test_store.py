@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from data_server.store import MIGRATIONS, Migration, Publication, SourceRun, VaultStore, migrate
+from data_server.store.sqlite import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT
 from data_server.vaults.model import HistoryPoint, Vault
 
 
@@ -229,4 +231,53 @@ def test_checkpoints_deferred_keeps_a_bulk_write_in_the_wal_until_checkpoint(
             store.checkpoint()
             assert _rows_in_database_file(db, tmp_path / "copy.db") == 1500
         assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        assert len(store.get_vaults([v.id for v in vaults])) == 1500
+
+
+def test_the_checkpoint_after_a_deferred_bulk_write_empties_the_wal(tmp_path: Path) -> None:
+    # ~8 MB of records in three commits, checkpointed once, as a pipeline run writes.
+    vaults = [_vault(f"v{i:04d}", name="x" * 5000) for i in range(1500)]
+    db = tmp_path / "store.db"
+    wal = tmp_path / "store.db-wal"
+    with VaultStore(db) as store:
+        with store.checkpoints_deferred():
+            for start in range(0, len(vaults), 500):
+                store.upsert_vaults(vaults[start : start + 500])
+            grown = wal.stat().st_size
+            store.checkpoint()
+            assert wal.stat().st_size == 0
+            run_id = store.start_run()  # the run's own end, in a pipeline run
+        assert grown > 2 * WAL_SIZE_LIMIT
+        store.finish_run(run_id, "ok")
+        assert wal.stat().st_size <= WAL_SIZE_LIMIT
+        assert _rows_in_database_file(db, tmp_path / "copy.db") == 1500
+        assert len(store.get_vaults([v.id for v in vaults])) == 1500
+
+
+def test_a_reader_on_the_wal_keeps_it_and_the_checkpoint_does_not_wait(tmp_path: Path) -> None:
+    vaults = [_vault(f"v{i:04d}", name="x" * 5000) for i in range(1500)]
+    db = tmp_path / "store.db"
+    wal = tmp_path / "store.db-wal"
+    with VaultStore(db) as store:
+        store.upsert_vaults(vaults[:1])
+        reader = sqlite3.connect(db, isolation_level=None)
+        try:
+            with store.checkpoints_deferred():
+                store.upsert_vaults(vaults[1:750])
+                # A reader holding a snapshot with part of the WAL in it, as a search does.
+                reader.execute("BEGIN")
+                assert reader.execute("SELECT COUNT(*) FROM vaults").fetchone()[0] == 750
+                store.upsert_vaults(vaults[750:])
+                grown = wal.stat().st_size
+                started = time.monotonic()
+                store.checkpoint()
+                # Not the 5 s busy timeout: the reader is left alone, and so is the file.
+                assert time.monotonic() - started < BUSY_TIMEOUT_MS / 2000
+                assert wal.stat().st_size == grown
+                reader.execute("COMMIT")
+                store.checkpoint()
+                assert wal.stat().st_size == 0
+        finally:
+            reader.close()
+        assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
         assert len(store.get_vaults([v.id for v in vaults])) == 1500
