@@ -136,8 +136,9 @@ def _read_document(doc: dict[str, Any]) -> _IndexedVault:
 def _as_hit(doc: _IndexedVault, display: dict[str, Any] | None) -> VaultHit:
     """The tools' hit of a document, its display fields added where it lacks them.
 
-    The document's model becomes the hit in place: the same fields but `revision`, and no
-    copy (a `model_construct` per hit cost more than the rest of reading it).
+    The hit is built from the document's validated values (all but `revision`), as
+    `model_construct` builds a model, without its per-field pass over defaults: every
+    field has its value already (that pass cost more than the rest of reading a hit).
     """
     values, fields_set = doc.__dict__, doc.__pydantic_fields_set__
     del values["revision"]
@@ -148,9 +149,16 @@ def _as_hit(doc: _IndexedVault, display: dict[str, Any] | None) -> VaultHit:
             if values[name] == _DISPLAY_DEFAULTS[name]:
                 values[name] = value
                 fields_set.add(name)
-    # A subclass that adds no field storage of its own: the layouts are the same.
-    object.__setattr__(doc, "__class__", VaultHit)
-    return _with_reward_share(doc)
+    hit = _new_hit(VaultHit)
+    _set_state(hit, "__dict__", values)
+    _set_state(hit, "__pydantic_fields_set__", fields_set)
+    _set_state(hit, "__pydantic_extra__", None)
+    _set_state(hit, "__pydantic_private__", None)
+    return _with_reward_share(hit)
+
+
+_new_hit = VaultHit.__new__
+_set_state = object.__setattr__
 
 
 def hit_from_document(doc: dict[str, Any]) -> VaultHit:

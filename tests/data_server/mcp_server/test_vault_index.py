@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from data_server.mcp_server.vault_index import VaultHit, hit_from_document, page_from_answer
+from data_server.mcp_server.vault_index import (
+    VaultHit,
+    _as_hit,
+    _IndexedVault,
+    _read_document,
+    hit_from_document,
+    page_from_answer,
+)
 
 TEXT = st.text(max_size=12)
 NUMBER = st.one_of(st.integers(-(10**6), 10**9), st.floats(-1e6, 1e9, allow_nan=False))
@@ -91,3 +98,42 @@ def test_nulls_where_a_hit_has_a_default_read_as_the_default() -> None:
 def test_an_answer_without_its_page_fields_is_refused() -> None:
     with pytest.raises(ValidationError):
         page_from_answer(json.dumps({"found": 1, "hits": []}).encode())
+
+
+def _plain_hit(document: dict[str, Any]) -> VaultHit:
+    """The hit a plain validation of the document makes, its reward share worked out."""
+    hit = VaultHit.model_validate({k: v for k, v in document.items() if v is not None})
+    if hit.reward_share is None and hit.apy and hit.apy_reward is not None and hit.apy > 0:
+        hit = hit.model_copy(update={"reward_share": round(100.0 * hit.apy_reward / hit.apy, 4)})
+    return hit
+
+
+@settings(max_examples=300, deadline=None)  # a shared, loaded machine; the count bounds it
+@given(DOCUMENT, st.one_of(st.none(), st.integers(0, 10**6)))
+def test_a_hit_is_the_model_a_plain_validation_makes(
+    document: dict[str, Any], revision: int | None
+) -> None:
+    document = {**document, **{k: v for k, v in REQUIRED.items() if document.get(k) is None}}
+    if revision is not None:
+        document["revision"] = revision
+    try:
+        expected = _plain_hit(document)
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            hit_from_document(document)
+        return
+    hit = hit_from_document(document)
+    assert type(hit) is VaultHit
+    assert hit.model_dump() == expected.model_dump()
+    assert hit.model_fields_set == expected.model_fields_set
+    assert hit.__pydantic_extra__ == expected.__pydantic_extra__
+    assert hit.__pydantic_private__ == expected.__pydantic_private__
+    assert hit.model_dump_json() == expected.model_dump_json()
+
+
+def test_a_hit_is_built_anew_and_its_document_keeps_its_class() -> None:
+    document = _read_document({**REQUIRED, "revision": 3})
+    hit = _as_hit(document, {"address": "0xabc"})
+    assert type(document) is _IndexedVault and type(hit) is VaultHit and hit is not document
+    assert hit.address == "0xabc" and "address" in hit.model_fields_set
+    assert "revision" not in hit.model_dump()
