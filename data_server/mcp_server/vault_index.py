@@ -14,15 +14,15 @@ hits come without them: the search still answers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from albert.search import SearchParams, SearchResponse, TypesenseClient, TypesenseError
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
-from data_server.vaults.index import display_fields_of_json
+from data_server.vaults.index import RecordSource, display_at
 from data_server.vaults.model import Vault
 
 log = logging.getLogger(__name__)
@@ -118,14 +118,6 @@ _DISPLAY_DEFAULTS: dict[str, Any] = {
     "exploits": None,
     "source_flags": [],
 }
-
-
-class DisplaySource(Protocol):
-    """The vault rows documents were built from (the write store)."""
-
-    def records_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """Record JSON by (vault id, row revision); rows it no longer has are left out."""
-        ...
 
 
 def _read_document(doc: dict[str, Any]) -> _IndexedVault:
@@ -249,7 +241,7 @@ class VaultIndex:
     """Queries one vaults collection through the shared Typesense client."""
 
     def __init__(
-        self, client: TypesenseClient, collection: str, display: DisplaySource | None = None
+        self, client: TypesenseClient, collection: str, display: RecordSource | None = None
     ) -> None:
         self.client = client
         self.collection = collection
@@ -257,20 +249,18 @@ class VaultIndex:
 
     def _hits(self, docs: list[_IndexedVault]) -> list[VaultHit]:
         """The documents as hits, with the display fields of their rows (one read)."""
-        records: dict[tuple[str, int], str] = {}
+        display: dict[tuple[str, int], dict[str, Any]] = {}
         keys = [(doc.id, doc.revision) for doc in docs if doc.revision is not None]
         if keys and self.display is not None:
             # A SQLite read by primary key, far shorter than a hop to a thread; the store
             # is written by the pipeline's own process, and WAL readers do not wait on it.
             try:
-                records = self.display.records_at(keys)
+                display = display_at(self.display, keys)
             except Exception as exc:  # the search still answers, without these fields
                 log.warning("display fields not read, hits shown without them: %s", exc)
-        hits = []
-        for doc in docs:
-            record = records.get((doc.id, doc.revision or 0)) if records else None
-            hits.append(_as_hit(doc, display_fields_of_json(record) if record else None))
-        return hits
+        if not display:
+            return [_as_hit(doc, None) for doc in docs]
+        return [_as_hit(doc, display.get((doc.id, doc.revision or 0))) for doc in docs]
 
     async def search(
         self,

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json, to_json
@@ -330,22 +330,38 @@ def _encode(docs: Iterable[tuple[dict[str, Any], float | None, int]], seq: int) 
     return DocumentBatch(body=b"\n".join(lines), compared=compared, revisions=revisions)
 
 
-def with_display(docs: list[dict[str, Any]], store: VaultStore) -> list[dict[str, Any]]:
+class RecordSource(Protocol):
+    """The vault rows documents were built from (the write store)."""
+
+    def records_at(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """Record JSON by (vault id, row revision); rows it no longer has are left out."""
+        ...
+
+
+def display_at(
+    store: RecordSource, keys: Iterable[tuple[str, int]]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The display fields of the rows documents were built from, by (vault id, row
+    revision), in one read of the store; rows it no longer has are left out."""
+    return {key: display_fields_of_json(record) for key, record in store.records_at(keys).items()}
+
+
+def with_display(docs: list[dict[str, Any]], store: RecordSource) -> list[dict[str, Any]]:
     """Index documents with their display fields added from the rows they were built from.
 
     A document keeps any display field it carries itself (documents of a publish from
     before the fields left the index).
     """
     keys = [(doc["id"], doc["revision"]) for doc in docs if "revision" in doc]
-    records = store.records_at(keys) if keys else {}
+    display = display_at(store, keys) if keys else {}
     out = []
     for doc in docs:
-        record = records.get((doc.get("id"), doc.get("revision")))  # type: ignore[arg-type]
-        if record is None:
+        fields = display.get((doc.get("id"), doc.get("revision")))  # type: ignore[arg-type]
+        if fields is None:
             out.append(doc)
             continue
         # A document always had its source flags, empty ones too.
-        out.append({"source_flags": [], **display_fields(from_json(record)), **doc})
+        out.append({"source_flags": [], **fields, **doc})
     return out
 
 

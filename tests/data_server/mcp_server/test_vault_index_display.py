@@ -14,7 +14,13 @@ import pytest
 from albert.search.typesense_client import TypesenseClient
 from data_server.mcp_server.vault_index import VaultIndex
 from data_server.store import VaultStore
-from data_server.vaults.index import Publisher, encode_vaults, ensure_schema, publish
+from data_server.vaults.index import (
+    Publisher,
+    encode_vaults,
+    ensure_schema,
+    publish,
+    with_display,
+)
 from data_server.vaults.model import SecurityInputs, Vault
 
 
@@ -89,6 +95,10 @@ async def test_after_a_failed_publish_each_hit_shows_its_own_publishes_values(
     # The wallet reader's catalog reads addresses the same way.
     catalog = await index.vaults_with_addresses("base")
     assert sorted(v.address or "" for v in catalog) == ["0xanew", "0xbold"]
+    # The pipeline's check reads a document's display fields through the same reader.
+    docs = [await index_client.get_document(collection, v.id) for v in (old_a, old_b)]
+    shown = {doc["id"]: _shown(_Fields(doc)) for doc in with_display(docs, store)}
+    assert shown == {new_a.id: _expected(new_a), old_b.id: _expected(old_b)}
 
     # The store kept the replaced rows; a publish that succeeds shows the store, and drops
     # the replaced rows no document refers to any more.
@@ -97,6 +107,13 @@ async def test_after_a_failed_publish_each_hit_shows_its_own_publishes_values(
     page, _ = await index.search(sort_by="apy:asc")
     assert [_shown(hit) for hit in page.hits] == [_expected(new_a), _expected(new_b)]
     assert _superseded(store) == []
+
+
+class _Fields:
+    """A document's fields as attributes, as `_shown` reads a hit's."""
+
+    def __init__(self, doc: dict[str, object]) -> None:
+        self.__dict__.update(doc)
 
 
 def _superseded(store: VaultStore) -> list[str]:
