@@ -276,8 +276,11 @@ class VaultStore:
         revision, as a single call would. ``row_revisions``, when given, receives the
         revision of each vault's row after the write (an unchanged row keeps its own).
 
-        A changed row that an earlier revision wrote is kept in ``superseded_records`` (an
-        index document may still have been built from it) until a publish drops it.
+        A changed row's earlier record is kept in ``superseded_records`` (an index document
+        may still have been built from it) until a publish drops it. A record is never
+        replaced under the revision it was written at, so (vault id, revision) names one
+        record: a change to a row that this revision (or a later one) wrote takes a revision
+        above every stored one, reported in ``row_revisions`` like any other.
         """
         inserted = updated = unchanged = 0
         now = time.time()
@@ -300,6 +303,8 @@ class VaultStore:
                 next_revision = revision
             rows: list[tuple[Any, ...]] = []
             superseded: list[str] = []
+            rewritten: int | None = None  # the revision of rows rewritten at their own
+            written: set[str] = set()
             for index, vault in enumerate(batch):
                 # The stored record and its hash come from one serialisation.
                 record = vault.model_dump_json() if records is None else records[index]
@@ -310,8 +315,17 @@ class VaultStore:
                     if row_revisions is not None:
                         row_revisions[vault.id] = old[1]
                     continue
-                if old is not None and old[1] != next_revision:
+                row_revision = next_revision
+                if old is not None and vault.id not in written:
+                    # A vault twice in one batch: only its last record is ever committed.
                     superseded.append(vault.id)
+                    if old[1] >= next_revision:
+                        if rewritten is None:
+                            rewritten = _revision_above_all(conn, next_revision)
+                        row_revision = rewritten
+                elif old is not None:
+                    row_revision = old[1]
+                written.add(vault.id)
                 rows.append(
                     (
                         vault.id,
@@ -328,14 +342,14 @@ class VaultStore:
                         vault.updated_at,
                         record,
                         digest,
-                        next_revision,
+                        row_revision,
                         now,
                         now,
                     )
                 )
-                existing[vault.id] = (digest, next_revision)
+                existing[vault.id] = (digest, row_revision)
                 if row_revisions is not None:
-                    row_revisions[vault.id] = next_revision
+                    row_revisions[vault.id] = row_revision
                 if old is None:
                     inserted += 1
                 else:
@@ -682,6 +696,15 @@ class VaultStore:
     def changed_since(self, revision: int) -> int:
         """How many vaults changed after a given revision."""
         return int(self._rows("SELECT COUNT(*) FROM vaults WHERE revision > ?", (revision,))[0][0])
+
+
+def _revision_above_all(conn: sqlite3.Connection, at_least: int) -> int:
+    """A revision no vault row and no superseded record has, and above `at_least`."""
+    top = conn.execute(
+        "SELECT MAX(COALESCE((SELECT MAX(revision) FROM vaults), 0),"
+        " COALESCE((SELECT MAX(revision) FROM superseded_records), 0))"
+    ).fetchone()[0]
+    return max(int(top), at_least) + 1
 
 
 def _publication(row: sqlite3.Row) -> Publication:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -182,24 +183,67 @@ def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Pat
             "defillama:ethereum:b": 2,
             "defillama:ethereum:c": 1,
         }
-        # A vault written twice under one revision replaces its own row: nothing kept.
-        store.upsert_vaults([_vault("b", apy=7.0)], revision=2)
+        # A vault written twice under one revision: its first record is kept too (a
+        # publish may have sent it), and the new one takes a revision of its own.
+        store.upsert_vaults([_vault("b", apy=7.0)], revision=2, row_revisions=rows)
+        assert rows["defillama:ethereum:b"] == 3
         a, b, c = (f"defillama:ethereum:{n}" for n in "abc")
-        keys = [(a, 1), (a, 2), (b, 1), (c, 1), (c, 2)]
+        keys = [(a, 1), (a, 2), (b, 1), (b, 2), (b, 3), (c, 1), (c, 2)]
         found = store.records_at(keys)
-        assert sorted(found) == keys[:4]
+        assert sorted(found) == keys[:6]
         assert found[("defillama:ethereum:a", 1)] == first_a
         assert Vault.model_validate_json(found[("defillama:ethereum:a", 2)]).apy == 6.0
+        assert Vault.model_validate_json(found[(b, 2)]).apy == 6.0
+        assert Vault.model_validate_json(found[(b, 3)]).apy == 7.0
         # A publish that read a at revision 1 (a changed after it read it) keeps that row.
         published = {
             "defillama:ethereum:a": 1,
-            "defillama:ethereum:b": 2,
+            "defillama:ethereum:b": 3,
             "defillama:ethereum:c": 1,
         }
-        assert store.drop_superseded(published) == 1
-        assert sorted(store.records_at(keys)) == [*keys[:2], keys[3]]
+        assert store.drop_superseded(published) == 2
+        assert sorted(store.records_at(keys)) == [keys[0], keys[1], keys[4], keys[5]]
         assert store.drop_superseded({}) == 1
-        assert sorted(store.records_at(keys)) == [keys[1], keys[3]]
+        assert sorted(store.records_at(keys)) == [keys[1], keys[4], keys[5]]
+
+
+def test_a_record_is_never_replaced_under_the_revision_it_was_written_at(
+    tmp_path: Path,
+) -> None:
+    vid = "defillama:ethereum:a"
+
+    def apy_at(store: VaultStore, *revisions: int) -> list[float]:
+        records = store.records_at([(vid, r) for r in revisions])
+        return [json.loads(records[(vid, r)])["apy"] for r in revisions]
+
+    with VaultStore(tmp_path / "store.db") as store:
+        rows: dict[str, int] = {}
+        store.upsert_vaults([_vault("a", apy=1.0), _vault("b")], revision=5, row_revisions=rows)
+        assert rows == {vid: 5, "defillama:ethereum:b": 5}
+        # The same revision writes `a` again, changed: a publish may have sent its first
+        # record already, so that one stays readable at 5, and the new one is not at 5.
+        store.upsert_vaults([_vault("a", apy=2.0)], revision=5, row_revisions=rows)
+        assert rows[vid] == 6
+        assert apy_at(store, 5, 6) == [1.0, 2.0]
+        # Nor under an explicit revision some record of it already has.
+        store.upsert_vaults([_vault("a", apy=3.0)], revision=5, row_revisions=rows)
+        assert rows[vid] == 7 and apy_at(store, 5, 6, 7) == [1.0, 2.0, 3.0]
+        assert store.revision() == 7
+        # A changed write at a new revision takes that revision, as before.
+        store.upsert_vaults([_vault("a", apy=4.0)], revision=9, row_revisions=rows)
+        assert rows[vid] == 9 and apy_at(store, 5, 6, 7, 9) == [1.0, 2.0, 3.0, 4.0]
+        # One batch holding a vault twice commits its last record only, at the batch's
+        # revision; the record before the batch is kept.
+        counts = store.upsert_vaults(
+            [_vault("c", apy=1.0), _vault("c", apy=2.0), _vault("a", apy=5.0)],
+            revision=10,
+            row_revisions=rows,
+        )
+        assert (counts.inserted, counts.updated) == (1, 2)
+        assert rows[vid] == 10 and rows["defillama:ethereum:c"] == 10
+        assert apy_at(store, 9, 10) == [4.0, 5.0]
+        stored = store.get_vault("defillama:ethereum:c")
+        assert stored is not None and stored.apy == 2.0
 
 
 def _rows_in_database_file(db: Path, copy: Path) -> int:
