@@ -117,6 +117,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        5,
+        "publish state",
+        # Which replaced rows an index may hold documents of: any while a publish is open
+        # (begun, not yet finished with success: its documents may be in the index, a
+        # failed one's too), else those up to the store revision at the last success.
+        # A store migrated with publications or superseded rows is taken as open (what its
+        # index holds is not known) until its next publish succeeds.
+        """
+        CREATE TABLE publish_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            open INTEGER NOT NULL,
+            through INTEGER NOT NULL
+        );
+        INSERT INTO publish_state (id, open, through) SELECT 1,
+            EXISTS (SELECT 1 FROM publications) OR EXISTS (SELECT 1 FROM superseded_records),
+            0;
+        """,
+    ),
 )
 
 

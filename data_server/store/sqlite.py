@@ -276,8 +276,9 @@ class VaultStore:
         revision, as a single call would. ``row_revisions``, when given, receives the
         revision of each vault's row after the write (an unchanged row keeps its own).
 
-        A changed row's earlier record is kept in ``superseded_records`` (an index document
-        may still have been built from it) until a publish drops it. A record is never
+        A changed row's earlier record is kept in ``superseded_records`` while an index
+        document may have been built from it (a publish is open, or the last one that
+        succeeded could have read it) until a publish drops it. A record is never
         replaced under the revision it was written at, so (vault id, revision) names one
         record: a change to a row that this revision (or a later one) wrote takes a revision
         above every stored one, reported in ``row_revisions`` like any other.
@@ -302,8 +303,8 @@ class VaultStore:
             else:
                 next_revision = revision
             rows: list[tuple[Any, ...]] = []
-            superseded: list[str] = []
-            rewritten: int | None = None  # the revision of rows rewritten at their own
+            superseded: list[tuple[str, int]] = []  # (vault id, stored row's revision)
+            rewritten: int | None = None  # what rows rewritten at their own revision take
             written: set[str] = set()
             for index, vault in enumerate(batch):
                 # The stored record and its hash come from one serialisation.
@@ -317,8 +318,8 @@ class VaultStore:
                     continue
                 row_revision = next_revision
                 if old is not None and vault.id not in written:
-                    # A vault twice in one batch: only its last record is ever committed.
-                    superseded.append(vault.id)
+                    # The stored row (a vault twice in a batch commits only its last record).
+                    superseded.append((vault.id, old[1]))
                     if old[1] >= next_revision:
                         if rewritten is None:
                             rewritten = _revision_above_all(conn, next_revision)
@@ -354,7 +355,8 @@ class VaultStore:
                     inserted += 1
                 else:
                     updated += 1
-            for marks, chunk in _id_chunks(superseded):
+            kept = _maybe_published(conn, superseded) if superseded else []
+            for marks, chunk in _id_chunks(kept):
                 conn.execute(
                     "INSERT OR IGNORE INTO superseded_records (vault_id, revision, record)"
                     f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})",
@@ -375,14 +377,25 @@ class VaultStore:
             )
         return len(rows)
 
+    def publish_begins(self) -> None:
+        """Note that a publish is about to send documents: until one succeeds, every
+        replaced row is kept (`upsert_vaults`), as the index may hold a document of it."""
+        with self._transaction() as conn:
+            conn.execute("UPDATE publish_state SET open = 1 WHERE id = 1")
+
     def drop_superseded(self, published: dict[str, int]) -> int:
         """Remove superseded rows no index document was built from; how many went.
 
         Called once a publish has succeeded: the index then holds only that publish's
         documents, vault id -> row revision as in `published`. A superseded row that is
-        one of them (its vault changed after the publish read it) stays.
+        one of them (its vault changed after the publish read it) stays. The publish is
+        closed: a row replaced later is kept only if this publish could have read it.
         """
         with self._transaction() as conn:
+            conn.execute(
+                "UPDATE publish_state SET open = 0,"
+                " through = (SELECT COALESCE(MAX(revision), 0) FROM vaults) WHERE id = 1"
+            )
             rows = conn.execute("SELECT vault_id, revision FROM superseded_records").fetchall()
             stale = [(row[0], row[1]) for row in rows if published.get(row[0]) != row[1]]
             conn.executemany(
@@ -696,6 +709,16 @@ class VaultStore:
     def changed_since(self, revision: int) -> int:
         """How many vaults changed after a given revision."""
         return int(self._rows("SELECT COUNT(*) FROM vaults WHERE revision > ?", (revision,))[0][0])
+
+
+def _maybe_published(conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> list[str]:
+    """The ids of those (vault id, row revision) rows an index may hold a document of
+    (see migration 5)."""
+    state = conn.execute("SELECT open, through FROM publish_state WHERE id = 1").fetchone()
+    if state is None or state[0]:
+        return [vault_id for vault_id, _ in rows]
+    through = int(state[1])
+    return [vault_id for vault_id, revision in rows if revision <= through]
 
 
 def _revision_above_all(conn: sqlite3.Connection, at_least: int) -> int:

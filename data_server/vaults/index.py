@@ -432,6 +432,8 @@ class Publisher:
 
     async def _import_all(self) -> None:
         try:
+            # Before any document is sent: the store keeps replaced rows from now on.
+            await asyncio.to_thread(self.store.publish_begins)
             await ensure_schema(self.client, self.collection)
         except Exception as exc:  # reported by `finish`, like a failed import
             self._error = exc

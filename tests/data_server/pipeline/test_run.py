@@ -272,6 +272,18 @@ async def test_the_runs_wal_is_cut_back_once_it_ends(tmp_path: Path) -> None:
         assert store.counts().vaults == sum(source.vaults for source in report.run.sources)
 
 
+async def test_runs_that_never_publish_keep_no_replaced_rows(store: VaultStore) -> None:
+    row = next(r for r in load(CAMEL)["pools"] if r["project"] == "falcon-finance")
+    for delta in (0.0, 1.25, 2.5):
+        async with http_client(_with_changed_pool(row["poolId"], delta)) as http:
+            report = await run_pipeline(_subset(), store, None, http=http)
+        assert report.run.status == "partial"
+    changed = next(s for s in report.run.sources if s.source == "defillama")
+    assert changed.updated == 1
+    # No index was ever fed: nothing can show a replaced row, so none is kept.
+    assert store._rows("SELECT COUNT(*) FROM superseded_records")[0][0] == 0
+
+
 class _Crash(BaseException):
     """Stands for a crash: not an Exception, so nothing on the way catches it."""
 

@@ -168,6 +168,7 @@ def test_protocols_summary(tmp_path: Path) -> None:
 
 def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Path) -> None:
     with VaultStore(tmp_path / "s.db") as store:
+        store.publish_begins()  # documents of any row may be in the index
         rows: dict[str, int] = {}
         store.upsert_vaults([_vault("a"), _vault("b"), _vault("c")], row_revisions=rows)
         first_a = store.published_records(["defillama:ethereum:a"])[0][1]
@@ -217,6 +218,7 @@ def test_a_record_is_never_replaced_under_the_revision_it_was_written_at(
         return [json.loads(records[(vid, r)])["apy"] for r in revisions]
 
     with VaultStore(tmp_path / "store.db") as store:
+        store.publish_begins()  # documents of any row may be in the index
         rows: dict[str, int] = {}
         store.upsert_vaults([_vault("a", apy=1.0), _vault("b")], revision=5, row_revisions=rows)
         assert rows == {vid: 5, "defillama:ethereum:b": 5}
@@ -244,6 +246,60 @@ def test_a_record_is_never_replaced_under_the_revision_it_was_written_at(
         assert apy_at(store, 9, 10) == [4.0, 5.0]
         stored = store.get_vault("defillama:ethereum:c")
         assert stored is not None and stored.apy == 2.0
+
+
+def _superseded_keys(store: VaultStore) -> list[tuple[str, int]]:
+    rows = store._rows("SELECT vault_id, revision FROM superseded_records ORDER BY 1, 2")
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_replaced_rows_are_kept_only_where_an_index_may_hold_a_document_of_them(
+    tmp_path: Path,
+) -> None:
+    a, b = "defillama:ethereum:a", "defillama:ethereum:b"
+    with VaultStore(tmp_path / "s.db") as store:
+        # Never published: no index can hold a document of any row, so nothing is kept.
+        store.upsert_vaults([_vault("a", apy=1.0), _vault("b", apy=1.0)])
+        store.upsert_vaults([_vault("a", apy=2.0), _vault("b", apy=2.0)])
+        assert _superseded_keys(store) == []
+        # A publish begins: from then on every replaced row is kept, whatever the outcome.
+        store.publish_begins()
+        store.upsert_vaults([_vault("a", apy=3.0)])
+        assert _superseded_keys(store) == [(a, 2)]
+        # It succeeds having sent a at 3 and b at 2, and closes: rows it could have read
+        # (revision 3 and below) are kept when replaced, rows written after it are not.
+        assert store.drop_superseded({a: 3, b: 2}) == 1
+        store.upsert_vaults([_vault("a", apy=4.0)])
+        assert _superseded_keys(store) == [(a, 3)]
+        store.upsert_vaults([_vault("a", apy=5.0), _vault("b", apy=5.0)])
+        assert _superseded_keys(store) == [(a, 3), (b, 2)]
+        # A publish that fails after this leaves its state open: everything is kept again.
+        store.publish_begins()
+        store.upsert_vaults([_vault("a", apy=6.0)])
+        assert _superseded_keys(store) == [(a, 3), (a, 5), (b, 2)]
+
+
+@pytest.mark.parametrize("history", ["none", "published", "superseded"])
+def test_a_store_from_before_the_publish_state_is_taken_as_open_if_it_may_be_published(
+    tmp_path: Path, history: str
+) -> None:
+    db = tmp_path / "s.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    migrate(conn, MIGRATIONS[:4])
+    if history == "published":
+        conn.execute(
+            "INSERT INTO publications (collection, published_at, count, revision, checksum)"
+            " VALUES ('vaults', 1, 0, 0, '')"
+        )
+    if history == "superseded":
+        conn.execute("INSERT INTO superseded_records VALUES ('x', 1, '{}')")
+    conn.close()
+    with VaultStore(db) as store:
+        assert store.applied_migrations == [5]
+        store.upsert_vaults([_vault("a", apy=1.0)])
+        store.upsert_vaults([_vault("a", apy=2.0)])
+        kept = ("defillama:ethereum:a", 1) in _superseded_keys(store)
+        assert kept is (history != "none")
 
 
 def _rows_in_database_file(db: Path, copy: Path) -> int:
