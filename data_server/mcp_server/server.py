@@ -105,8 +105,9 @@ _SPECS: list[tuple[str, str, type[BaseModel], type[BaseModel], Callable[..., Any
     ),
     (
         "wallet_positions",
-        "List every non-zero token balance and vault position of an EVM wallet, read on chain, "
-        "with amounts, USD value where known, and each vault's APY and risk rating.",
+        "List every non-zero native (ETH, …) and token balance and vault position of an EVM "
+        "wallet, read on chain, with amounts, USD value where known, and each vault's APY and "
+        "risk rating.",
         wallet_tools.WalletPositionsInput,
         wallet_tools.WalletPositionsResult,
         wallet_tools.wallet_positions,

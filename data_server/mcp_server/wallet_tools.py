@@ -3,7 +3,8 @@
 The address may be an ENS name (resolved on the Ethereum node). Every output names the
 checksummed address, the block each chain was read at, per-position USD value, share of the
 wallet, APY and risk rating, and what could not be read; an empty wallet is an answer, not an
-error.
+error. The chain's native balance (ETH, …) is a holding of kind "native", listed and priced
+like a token.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from data_server.wallets.positions import (
     WalletReadout,
 )
 from data_server.wallets.rpc import RpcError
+from data_server.wallets.tokens import native_asset
 
 ADDRESS_DESCRIPTION = (
     "The wallet: an EVM address (0x followed by 40 hex digits; mixed case must be a valid "
@@ -136,7 +138,9 @@ def _position_line(p: Position) -> str:
             f"- [{p.chain}] vault {p.name} ({p.protocol}, {p.contract}): {_amount(p.balance)} "
             f"shares{underlying}, {value}, APY {apy}, risk {p.risk_rating or 'unrated'}{notes}"
         )
-    return f"- [{p.chain}] {p.symbol} ({p.contract}): {_amount(p.balance)}, {value}{notes}"
+    # The native asset has no contract; its placeholder address is not shown as one.
+    where = "native balance" if p.kind == "native" else p.contract
+    return f"- [{p.chain}] {p.symbol} ({where}): {_amount(p.balance)}, {value}{notes}"
 
 
 def _problem_lines(readout: WalletReadout) -> list[str]:
@@ -150,9 +154,13 @@ def _unreadable_line(u: UnreadableHolding) -> str:
 
 
 def _empty_line(readout: WalletReadout) -> str:
+    symbols = dict.fromkeys(
+        asset.symbol for chain in readout.chains_read if (asset := native_asset(chain)) is not None
+    )
+    native = f", no {' or '.join(symbols)}" if symbols else ""
     return (
-        f"{_who(readout)} holds none of the listed tokens and no position in a known vault "
-        f"({_blocks(readout)})."
+        f"{_who(readout)} holds none of the listed tokens{native} and no position in a known "
+        f"vault ({_blocks(readout)})."
     )
 
 
@@ -236,8 +244,9 @@ class WalletPortfolio(BaseModel):
     unreadable: list[UnreadableHolding]
     total_value_usd: float = Field(description="Sum of the positions whose value is known")
     unpriced_positions: int = Field(description="Positions whose USD value is unknown")
-    token_positions: int
+    token_positions: int = Field(description="ERC-20 balances")
     vault_positions: int
+    native_positions: int = Field(0, description="Native balances (ETH, …), one per chain at most")
     weighted_vault_apy: float | None = Field(description="Vault APY weighted by USD value, percent")
     by_chain: list[Bucket]
     by_protocol: list[Bucket]
@@ -290,6 +299,7 @@ async def wallet_portfolio(deps: ToolDeps, params: WalletInput) -> ToolOutput[Wa
         unpriced_positions=len(positions) - len(priced),
         token_positions=sum(1 for p in positions if p.kind == "token"),
         vault_positions=sum(1 for p in positions if p.kind == "vault"),
+        native_positions=sum(1 for p in positions if p.kind == "native"),
         weighted_vault_apy=weighted_apy,
         by_chain=_buckets(positions, "chain"),
         by_protocol=_buckets(positions, "protocol"),
@@ -321,7 +331,9 @@ class WalletTopPositionsInput(WalletInput):
 
     limit: int = Field(5, ge=1, le=25, description="How many positions to return (1–25).")
     kind: Literal["all", "vault", "token"] = Field(
-        "all", description="'vault' for yield positions only, 'token' for plain balances only."
+        "all",
+        description="'vault' for yield positions only, 'token' for plain balances only "
+        "(ERC-20 tokens and the chain's native asset).",
     )
 
 
@@ -346,7 +358,13 @@ async def wallet_top_positions(
 ) -> ToolOutput[WalletTopPositionsResult]:
     """The largest positions of a wallet by USD value (unpriced ones last)."""
     readout = await _read(deps, params)
-    positions = [p for p in readout.positions if params.kind in ("all", p.kind)]
+    # A native balance is a plain balance: 'token' keeps it.
+    plain = ("token", "native")
+    positions = [
+        p
+        for p in readout.positions
+        if params.kind in ("all", p.kind) or (params.kind == "token" and p.kind in plain)
+    ]
     total = sum(p.value_usd or 0.0 for p in readout.positions)
     top = _by_value(positions)[: params.limit]
     data = WalletTopPositionsResult(

@@ -25,6 +25,8 @@ SELECTOR_DECIMALS = bytes.fromhex("313ce567")
 SELECTOR_TOTAL_SUPPLY = bytes.fromhex("18160ddd")
 SELECTOR_CONVERT_TO_ASSETS = bytes.fromhex("07a2d13a")
 SELECTOR_AGGREGATE3 = bytes.fromhex("82ad56cb")
+# Multicall3's own `getEthBalance(address)`: the native balance inside the same aggregate3.
+SELECTOR_GET_ETH_BALANCE = bytes.fromhex("4d2301cc")
 # ENS (EIP-137): registry `resolver(bytes32)`, resolver `addr(bytes32)`.
 SELECTOR_RESOLVER = bytes.fromhex("0178b8bf")
 SELECTOR_ADDR = bytes.fromhex("3b3b57de")
@@ -35,6 +37,7 @@ SIGNATURES: dict[bytes, str] = {
     SELECTOR_TOTAL_SUPPLY: "totalSupply()",
     SELECTOR_CONVERT_TO_ASSETS: "convertToAssets(uint256)",
     SELECTOR_AGGREGATE3: "aggregate3((address,bool,bytes)[])",
+    SELECTOR_GET_ETH_BALANCE: "getEthBalance(address)",
     SELECTOR_RESOLVER: "resolver(bytes32)",
     SELECTOR_ADDR: "addr(bytes32)",
 }
@@ -83,6 +86,11 @@ def encode_bytes(data: bytes) -> bytes:
 def call_balance_of(owner: str) -> bytes:
     """Calldata of `balanceOf(owner)`."""
     return SELECTOR_BALANCE_OF + encode_address(owner)
+
+
+def call_get_eth_balance(owner: str) -> bytes:
+    """Calldata of Multicall3 `getEthBalance(owner)`: the chain's native balance of `owner`."""
+    return SELECTOR_GET_ETH_BALANCE + encode_address(owner)
 
 
 def call_convert_to_assets(shares: int) -> bytes:

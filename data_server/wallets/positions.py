@@ -2,7 +2,9 @@
 
 Per chain: `eth_chainId` (the node must serve the chain it is configured for) and
 `eth_blockNumber` (every read of the chain is pinned to that block, so the figures are one
-consistent snapshot), then two Multicall3 rounds: `balanceOf(wallet)` on every listed token
+consistent snapshot), then two Multicall3 rounds: the chain's native balance (Multicall3's own
+`getEthBalance(wallet)`, so it shares the tokens' `eth_call` and block rather than needing an
+`eth_getBalance` request of its own) and `balanceOf(wallet)` on every listed token
 and every known vault contract, then, for the vaults actually held, `decimals()`,
 `totalSupply()` and ERC-4626 `convertToAssets(shares)`. Each inner call may fail on its own
 (a vault that is not ERC-4626 reverts on convertToAssets): that leaves the figure unknown and
@@ -20,19 +22,21 @@ from pydantic import BaseModel, Field
 
 from data_server.vaults.model import Vault
 from data_server.wallets.abi import (
+    MULTICALL3_ADDRESS,
     AbiError,
     Call3,
     Call3Result,
     call_balance_of,
     call_convert_to_assets,
     call_decimals,
+    call_get_eth_balance,
     call_total_supply,
     decode_uint,
 )
 from data_server.wallets.address import validate_address
 from data_server.wallets.chain_ids import chain_id as known_chain_id
 from data_server.wallets.rpc import JsonRpcClient, RpcError
-from data_server.wallets.tokens import DEFAULT_TOKENS, TokenInfo
+from data_server.wallets.tokens import DEFAULT_TOKENS, NATIVE_ASSETS, TokenInfo
 
 
 class VaultCatalog(Protocol):
@@ -47,8 +51,13 @@ class Position(BaseModel):
     """One non-zero holding of a wallet."""
 
     chain: str
-    kind: Literal["token", "vault"]
-    contract: str = Field(description="Token or vault contract address")
+    kind: Literal["token", "vault", "native"] = Field(
+        description="An ERC-20 balance, vault shares, or the chain's native asset (ETH, …)"
+    )
+    contract: str = Field(
+        description="Token or vault contract address; for the native asset EIP-7528's "
+        "placeholder 0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"
+    )
     symbol: str
     name: str
     balance_raw: str = Field(description="Raw integer balance, as a decimal string")
@@ -139,6 +148,25 @@ def _listed_symbol(vault: Vault) -> str | None:
     return "/".join(symbols) or None
 
 
+def _plain_position(chain: str, token: TokenInfo, raw: int, native: bool) -> Position:
+    """A token balance, or the native one: same figures, same pricing rule."""
+    amount = raw / 10**token.decimals
+    return Position(
+        chain=chain,
+        kind="native" if native else "token",
+        contract=token.address,
+        symbol=token.symbol,
+        name=token.name,
+        balance_raw=str(raw),
+        decimals=token.decimals,
+        balance=amount,
+        value_usd=amount * token.usd_price if token.usd_price is not None else None,
+        notes=[]
+        if token.usd_price is not None
+        else [f"USD value unknown: no price for {token.symbol} in the store"],
+    )
+
+
 @dataclass
 class _ChainRead:
     block: int
@@ -155,11 +183,13 @@ class WalletReader:
         catalog: VaultCatalog,
         *,
         tokens: Sequence[TokenInfo] = DEFAULT_TOKENS,
+        natives: dict[str, TokenInfo] = NATIVE_ASSETS,
         batch_size: int = 200,
     ) -> None:
         self._clients = clients
         self._catalog = catalog
         self._tokens = tokens
+        self._natives = natives
         self._batch_size = batch_size
 
     @property
@@ -229,10 +259,20 @@ class WalletReader:
         client = self._clients[chain]
         block_number = await self._block(chain, client)
         block = hex(block_number)
-        tokens = [t for t in self._tokens if t.chain == chain]
+        native = self._natives.get(chain)
+        # The native balance leads the first batch (one call, never split from the tokens'
+        # block); a chain whose native asset is unknown is not asked for one.
+        plain = ([native] if native is not None else []) + [
+            t for t in self._tokens if t.chain == chain
+        ]
         vaults = [v for v in await self._catalog.vaults_with_addresses(chain) if v.address]
         balance_call = call_balance_of(owner)
-        first = [Call3(t.address, balance_call) for t in tokens]
+        first = [
+            Call3(MULTICALL3_ADDRESS, call_get_eth_balance(owner))
+            if t is native
+            else Call3(t.address, balance_call)
+            for t in plain
+        ]
         first += [Call3(v.address or "", balance_call) for v in vaults]
         results = (
             await client.aggregate3(first, batch_size=self._batch_size, block=block)
@@ -242,10 +282,13 @@ class WalletReader:
 
         positions: list[Position] = []
         unreadable: list[UnreadableHolding] = []
-        for token, result in zip(tokens, results[: len(tokens)], strict=True):
-            reason = _failure(result, "balanceOf") or (
-                None if result.return_data else "balanceOf: no contract at this address"
-            )
+        for token, result in zip(plain, results[: len(plain)], strict=True):
+            is_native = token is native
+            call = "getEthBalance" if is_native else "balanceOf"
+            # Multicall3 answers getEthBalance itself, so no data there is malformed, not
+            # a missing contract.
+            empty = f"{call}: no contract at this address" if not is_native else f"{call}: no data"
+            reason = _failure(result, call) or (None if result.return_data else empty)
             if reason:
                 unreadable.append(
                     UnreadableHolding(
@@ -256,26 +299,10 @@ class WalletReader:
             raw = _uint(result)
             if not raw:
                 continue
-            amount = raw / 10**token.decimals
-            positions.append(
-                Position(
-                    chain=chain,
-                    kind="token",
-                    contract=token.address,
-                    symbol=token.symbol,
-                    name=token.name,
-                    balance_raw=str(raw),
-                    decimals=token.decimals,
-                    balance=amount,
-                    value_usd=amount * token.usd_price if token.usd_price is not None else None,
-                    notes=[]
-                    if token.usd_price is not None
-                    else [f"USD value unknown: no price for {token.symbol} in the store"],
-                )
-            )
+            positions.append(_plain_position(chain, token, raw, is_native))
 
         held: list[tuple[Vault, int]] = []
-        for vault, result in zip(vaults, results[len(tokens) :], strict=True):
+        for vault, result in zip(vaults, results[len(plain) :], strict=True):
             # Empty return data is an address without code on this chain: nothing held there.
             reason = _failure(result, "balanceOf")
             if reason:

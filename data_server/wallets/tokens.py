@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 
 class TokenInfo(BaseModel):
-    """One ERC-20 token on one chain."""
+    """One ERC-20 token on one chain (or a chain's native asset, see `NATIVE_ASSETS`)."""
 
     chain: str
     address: str = Field(description="EIP-55 checksummed contract address")
@@ -41,3 +41,31 @@ DEFAULT_TOKENS: tuple[TokenInfo, ...] = (
 def tokens_for_chain(chain: str, tokens: tuple[TokenInfo, ...] = DEFAULT_TOKENS) -> list[TokenInfo]:
     """The listed tokens on one chain."""
     return [t for t in tokens if t.chain == chain]
+
+
+# EIP-7528's placeholder address for a chain's native asset: a holding without a contract
+# still gets a string in `contract`, and it is one no real contract can have.
+NATIVE_ADDRESS = "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"
+
+# The asset each chain pays gas in, by the slugs of `chain_ids.CHAIN_IDS`; all use 18
+# decimals. Polygon's has been POL since the MATIC migration of September 2024. xDAI is the
+# bridged DAI, a USD stablecoin, so it is priced like DAI; the others have no price source.
+# A chain missing here has its native balance left unread rather than guessed.
+NATIVE_ASSETS: dict[str, TokenInfo] = {
+    t.chain: t
+    for t in (
+        _t("ethereum", NATIVE_ADDRESS, "ETH", "Ether", 18),
+        _t("optimism", NATIVE_ADDRESS, "ETH", "Ether", 18),
+        _t("bsc", NATIVE_ADDRESS, "BNB", "BNB", 18),
+        _t("gnosis", NATIVE_ADDRESS, "XDAI", "xDAI", 18, 1.0),
+        _t("polygon", NATIVE_ADDRESS, "POL", "POL", 18),
+        _t("base", NATIVE_ADDRESS, "ETH", "Ether", 18),
+        _t("arbitrum", NATIVE_ADDRESS, "ETH", "Ether", 18),
+        _t("avalanche", NATIVE_ADDRESS, "AVAX", "Avalanche", 18),
+    )
+}
+
+
+def native_asset(chain: str) -> TokenInfo | None:
+    """The native asset of a chain, or None where it is not known."""
+    return NATIVE_ASSETS.get(chain)

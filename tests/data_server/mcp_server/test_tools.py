@@ -290,7 +290,7 @@ async def test_wallet_positions(app_server: AppServer) -> None:
     data = ok(result)
     assert data["address"] == wallet and data["chains_read"] == ["ethereum"]
     contracts = [p["contract"].lower() for p in data["positions"]]
-    assert WALLET_VAULT_ADDRESS in contracts and len(contracts) == 4
+    assert WALLET_VAULT_ADDRESS in contracts and len(contracts) == 5  # with the ETH balance
     values = [p["value_usd"] for p in data["positions"] if p["value_usd"] is not None]
     assert values == sorted(values, reverse=True)
     assert len(texts(result)) == 2  # vault positions carry risk ratings
@@ -300,9 +300,10 @@ async def test_wallet_portfolio(app_server: AppServer) -> None:
     data = ok(
         await call(app_server, "wallet_portfolio", {"address": app_server.rpc.vectors.wallet})
     )
-    # USDC $1,250.5 + 4626 vault $1,250 + legacy vault $6,000; WETH is unpriced.
+    # USDC $1,250.5 + 4626 vault $1,250 + legacy vault $6,000; WETH and ETH are unpriced.
     assert data["total_value_usd"] == pytest.approx(8500.5)
-    assert data["unpriced_positions"] == 1 and data["vault_positions"] == 2
+    assert data["unpriced_positions"] == 2 and data["vault_positions"] == 2
+    assert data["token_positions"] == 2 and data["native_positions"] == 1
     assert data["weighted_vault_apy"] == pytest.approx((1250 * 6.0 + 6000 * 22.0) / 7250, rel=1e-4)
 
 

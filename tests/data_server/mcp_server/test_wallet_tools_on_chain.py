@@ -169,7 +169,9 @@ async def _test_an_empty_wallet_is_an_empty_portfolio(client: Client) -> None:
     for tool in ("wallet_portfolio", "wallet_positions", "wallet_top_positions"):
         result = await call(client, tool, {"address": EMPTY})
         assert not result.is_error, text(result)
-        assert "holds none of the listed tokens and no position in a known vault" in text(result)
+        assert "holds none of the listed tokens, no ETH and no position in a known vault" in text(
+            result
+        )
     portfolio = data(await call(client, "wallet_portfolio", {"address": EMPTY}))
     assert portfolio["total_value_usd"] == 0 and portfolio["positions"] == []
 
