@@ -13,7 +13,9 @@ What is placed on a chain, and where the numbers come from:
   pretend the vault is bigger than its depositors here.) A vault without a recorded price
   gets a plain share token with no `convertToAssets` (as Beefy's share tokens): the wallet
   tools then show its shares with the underlying amount unknown, as they would on mainnet.
-- **Fixture wallets** (`fixtures/wallets.json`): token balances and vault shares.
+- **Fixture wallets** (`fixtures/wallets.json`): native balances (ETH; set with
+  `anvil_setBalance`, and set to zero for a wallet the file gives none on the chain), token
+  balances and vault shares.
 - **ENS** (Ethereum only): a registry at the canonical address and a resolver, with the
   fixture names pointing at the wallets.
 
@@ -44,7 +46,7 @@ from data_server.wallets.abi import MULTICALL3_ADDRESS, encode_call
 from data_server.wallets.chain_ids import chain_id as known_chain_id
 from data_server.wallets.ens import ENS_REGISTRY, labelhash, namehash, normalize_name
 from data_server.wallets.rpc import JsonRpcClient, RpcError
-from data_server.wallets.tokens import DEFAULT_TOKENS, TokenInfo
+from data_server.wallets.tokens import DEFAULT_TOKENS, TokenInfo, native_asset
 
 LOCALCHAIN_DIR = Path(__file__).parent
 FIXTURES_DIR = LOCALCHAIN_DIR / "fixtures"
@@ -90,6 +92,13 @@ class FixtureToken(BaseModel):
     amount: Decimal = Field(gt=0)
 
 
+class FixtureNative(BaseModel):
+    """A fixture wallet's balance of its chain's native asset (ETH), in whole units."""
+
+    chain: str
+    amount: Decimal = Field(gt=0)
+
+
 class FixtureHolding(BaseModel):
     """Vault shares held by a fixture wallet, the vault named by its write-store id."""
 
@@ -103,6 +112,7 @@ class FixtureWallet(BaseModel):
     label: str
     address: str
     ens: list[str] = Field(default_factory=list)
+    native: list[FixtureNative] = Field(default_factory=list)
     tokens: list[FixtureToken] = Field(default_factory=list)
     vaults: list[FixtureHolding] = Field(default_factory=list)
 
@@ -177,6 +187,7 @@ class ChainPlan:
     chain: str
     chain_id: int
     code: dict[str, str] = field(default_factory=dict)
+    balances: dict[str, int] = field(default_factory=dict)
     calls: list[SeedCall] = field(default_factory=list)
     vaults: list[SeededVault] = field(default_factory=list)
     ens_names: dict[str, str | None] = field(default_factory=dict)
@@ -187,6 +198,7 @@ class ChainPlan:
         doc = {
             "chain_id": self.chain_id,
             "code": sorted((a.lower(), c.lower()) for a, c in self.code.items()),
+            "balances": sorted((a.lower(), wei) for a, wei in self.balances.items()),
             "calls": [(c.to.lower(), c.data.hex()) for c in self.calls],
         }
         return "0x" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -333,7 +345,20 @@ def plan_chain(
             )
         )
 
+    native = native_asset(chain)
     for wallet in fixture.wallets:
+        # Every fixture wallet's native balance is set, zero included, so the chain holds
+        # exactly the file's figures whatever an earlier plan gave it.
+        amounts = [n.amount for n in wallet.native if n.chain == chain]
+        if len(amounts) > 1:
+            raise SeedError(f"{wallet.label}: more than one native balance on {chain}")
+        if amounts and native is None:
+            raise SeedError(f"{wallet.label}: no native asset known for {chain}")
+        plan.balances[wallet.address] = (
+            _units(amounts[0], native.decimals, f"{native.symbol} of {wallet.label}")
+            if amounts and native is not None
+            else 0
+        )
         for balance in wallet.tokens:
             if balance.chain != chain:
                 continue
@@ -456,6 +481,7 @@ async def apply_plan(client: JsonRpcClient, plan: ChainPlan, fixture: WalletFixt
 
     await client.batch(
         [("anvil_setCode", [address, code]) for address, code in plan.code.items()]
+        + [("anvil_setBalance", [address, hex(wei)]) for address, wei in plan.balances.items()]
         + [
             ("anvil_impersonateAccount", [SEEDER]),
             ("anvil_setBalance", [SEEDER, hex(10**21)]),
@@ -490,6 +516,8 @@ async def apply_plan(client: JsonRpcClient, plan: ChainPlan, fixture: WalletFixt
 
 
 def _wallet_on(wallet: FixtureWallet, chain: str) -> bool:
+    if any(n.chain == chain for n in wallet.native):
+        return True
     return any(t.chain == chain for t in wallet.tokens) or any(
         h.vault_id.split(":")[1:2] == [chain] for h in wallet.vaults
     )

@@ -10,7 +10,9 @@ import pytest
 from albert.tools.addresses import to_checksum_address
 from data_server.localchain.seed import (
     FixtureHolding,
+    FixtureNative,
     FixtureWallet,
+    SeedError,
     WalletFixture,
     load_artifacts,
     plan_chain,
@@ -103,6 +105,18 @@ def test_fixture_wallets_hold_their_token_balances(local_chains: LocalChains) ->
                 local_chains.urls[balance.chain], token.address, BALANCE_OF + word(wallet.address)
             )
             assert raw == int(balance.amount * 10**token.decimals), (wallet.label, token.symbol)
+
+
+def test_fixture_wallets_hold_their_native_balances(local_chains: LocalChains) -> None:
+    held = 0
+    for wallet in local_chains.fixture.wallets:
+        for chain, url in local_chains.urls.items():
+            wei = int(str(rpc(url, "eth_getBalance", [wallet.address, "latest"])), 16)
+            amounts = [n.amount for n in wallet.native if n.chain == chain]
+            # Exact to the wei (Decimal, no float); a wallet the file gives none holds none.
+            assert wei == (int(amounts[0] * 10**18) if amounts else 0), (wallet.label, chain)
+            held += bool(amounts)
+    assert held == 3
 
 
 def test_ens_names_resolve_through_registry_and_resolver(local_chains: LocalChains) -> None:
@@ -205,3 +219,33 @@ def test_a_plan_follows_the_store_and_says_what_it_could_not_seed() -> None:
         plan_chain("ethereum", fixture, vaults, artifacts=load_artifacts(), with_ens=False).digest()
         == plan.digest()
     )
+    # The wallet holds no ETH: its balance is still set, to zero, and a native balance is
+    # part of the digest too.
+    assert plan.balances == {to_checksum_address(holder): 0}
+    wallet = fixture.wallets[0]
+    rich = WalletFixture(
+        wallets=[
+            wallet.model_copy(
+                update={"native": [FixtureNative(chain="ethereum", amount=Decimal("0.5"))]}
+            )
+        ]
+    )
+    funded = plan_chain("ethereum", rich, vaults, artifacts=load_artifacts(), with_ens=False)
+    assert funded.balances == {to_checksum_address(holder): 5 * 10**17}
+    assert funded.digest() != plan.digest()
+
+
+def test_a_native_balance_on_a_chain_without_a_known_native_asset_is_refused() -> None:
+    wallet = FixtureWallet(
+        label="w",
+        address="0x" + "ab" * 20,
+        native=[FixtureNative(chain="devnet", amount=Decimal("1"))],
+    )
+    with pytest.raises(SeedError, match="no native asset known for devnet"):
+        plan_chain(
+            "devnet",
+            WalletFixture(wallets=[wallet]),
+            {},
+            chain_id=31337,
+            artifacts=load_artifacts(),
+        )
