@@ -20,6 +20,11 @@ LABEL = (
     "this answer is assembled by rules from tool results.*"
 )
 RESULT_CHARS = 2_500
+MORE = "\n…(more in the tool result)"
+# The data server appends its yield-versus-risk guidelines after a rated result's own text
+# (data_server/coaching.py); a long result is cut before them, not through them, so a wallet
+# with many holdings still gets the guidelines that weigh the yields it shows.
+_GUIDELINES = "\n\n## Yield-versus-risk guidelines\n"
 _CUT = re.compile(r"\[… result cut: ([\d,]+) of ([\d,]+) characters shown")
 
 
@@ -117,9 +122,7 @@ def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: st
     full = message.content.strip()
     if purpose == "lookup" and name in (CATALOGUE_TOOL, ASSET_LOOKUP_TOOL):
         return [f"The name lookup **{name}** failed: {full[:300]}", ""] if _failed(full) else []
-    body = full
-    if len(body) > RESULT_CHARS:
-        body = body[:RESULT_CHARS] + "\n…(more in the tool result)"
+    body = _shown(full)
     if _failed(full):
         return [
             f"**{name}** could not answer, so I could not check this "
@@ -138,6 +141,21 @@ def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: st
             "",
         ]
     return lines
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + MORE
+
+
+def _shown(full: str) -> str:
+    """What the answer quotes of a result: at most RESULT_CHARS of its text, and as much
+    of its guidelines section."""
+    if len(full) <= RESULT_CHARS:
+        return full
+    head, marker, guidelines = full.partition(_GUIDELINES)
+    if not marker:
+        return _cut(full)
+    return _cut(head) + _cut(marker + guidelines)
 
 
 def _failed(text: str) -> bool:

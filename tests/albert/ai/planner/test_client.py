@@ -20,6 +20,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.planner import LABEL, DemoPlanner
+from albert.ai.planner.rendering import RESULT_CHARS
 from albert.tools.base import ToolSpec
 
 CATALOGUE = (
@@ -194,6 +195,35 @@ async def test_a_quoted_apy_without_vault_tools_still_gets_its_band(local_specs)
     calls, text = await run(DemoPlanner(), "is 12% APY sustainable?", local_specs, index_answers)
     assert calls == []
     assert "10–20% — medium" in text and "vault tools are not available" in text
+
+
+async def test_a_long_result_is_cut_before_its_guidelines_not_through_them(specs) -> None:
+    holdings = "".join(
+        f"- [ethereum] vault V{i} (yearn-finance, 0x{i:040x}): 1 shares, $1.00, APY 4.07%, "
+        "risk high\n"
+        for i in range(60)
+    )
+    guidelines = (
+        "\n\n## Yield-versus-risk guidelines\n"
+        "- APY below 5%: may not justify the risk; a rated risk for a low yield is rarely "
+        "worth it.\n\nHow these results fall:\n- V59: APY 4.07% → below 5% — may not "
+        "justify the risk; risk rating high"
+    )
+    body = "Portfolio of 0x" + "ab" * 20 + ":\n" + holdings + guidelines
+    assert len(body) - len(guidelines) > RESULT_CHARS
+    _, text = await run(
+        DemoPlanner(),
+        "is the yield in yield-farmer.eth's portfolio risky?",
+        specs,
+        lambda n, a: body,
+    )
+    assert "- [ethereum] vault V0 " in text and "- [ethereum] vault V59 " not in text
+    assert "…(more in the tool result)\n\n## Yield-versus-risk guidelines" in text
+    assert "V59: APY 4.07% → below 5% — may not justify the risk" in text
+    # Without a guidelines section a long result is cut as before.
+    _, plain = await run(DemoPlanner(), "What is PEPE?", specs, lambda n, a: "x" * 3000)
+    assert "x" * RESULT_CHARS + "\n…(more in the tool result)" in plain
+    assert "x" * (RESULT_CHARS + 1) not in plain
 
 
 @pytest.mark.parametrize(
