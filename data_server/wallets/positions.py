@@ -14,7 +14,7 @@ says so on the position, or lists the contract as unreadable; it never fails the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -183,7 +183,7 @@ class WalletReader:
         catalog: VaultCatalog,
         *,
         tokens: Sequence[TokenInfo] = DEFAULT_TOKENS,
-        natives: dict[str, TokenInfo] = NATIVE_ASSETS,
+        natives: Mapping[str, TokenInfo] = NATIVE_ASSETS,
         batch_size: int = 200,
     ) -> None:
         self._clients = clients
