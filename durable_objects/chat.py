@@ -101,13 +101,26 @@ class ChatDurableObject(DurableObject):
         except (TokenError, JwksUnavailable) as exc:
             return to_response(refusal(exc))
         service = self._chat(identity.tenant)
+        refused = service.sessions.refusal(identity)
+        if refused is not None:
+            return to_response(refused)
+        if service.sessions.handles(core.path, identity):
+            return to_response(await service.sessions.handle(core, identity))
         if service.claims.handles(core.path):
             return to_response(await service.claims.handle(core, identity))
         gone = service.claims.gone()
         if gone is not None:
             return to_response(gone)
         if is_websocket_upgrade(request):
-            meta = SocketMeta(opened_at_ms=int(time.time() * 1000), expires_at=identity.expires_at)
+            opened_at_ms = int(time.time() * 1000)
+            meta = SocketMeta(
+                opened_at_ms=opened_at_ms,
+                expires_at=identity.expires_at,
+                # A socket opened with the host's JWT is a session from now on.
+                issued_at_ms=(
+                    opened_at_ms if identity.issued_at_ms is None else identity.issued_at_ms
+                ),
+            )
             response, socket = accept_websocket_pair(self.ctx, attachment=meta.encode())
             service.on_socket_opened(socket)
             return response

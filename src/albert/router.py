@@ -15,6 +15,9 @@ from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 MAX_SESSION_BODY = 1_024
+# Revokes every session of the caller's user (albert.chat.sessions): answered by the
+# user's object, where the revocation is kept.
+REVOKE_PATH = "/api/session/revoke"
 
 
 class Forward(NamedTuple):
@@ -32,18 +35,24 @@ def _unauthorized(reason: str) -> HttpResponse:
 
 
 def route(
-    request: HttpRequest, settings: Settings, now: int, identity: Identity | None = None
+    request: HttpRequest,
+    settings: Settings,
+    now: int,
+    identity: Identity | None = None,
+    *,
+    now_ms: int | None = None,
 ) -> HttpResponse | Forward:
     """Answer the request here, or say which verified client's object gets it.
 
-    `identity`: the caller, verified already (a host JWT, albert.auth.gateway).
+    `identity`: the caller, verified already (a host JWT, albert.auth.gateway); `now_ms`:
+    the same moment in milliseconds (a new session's issue time), `now` * 1000 if not given.
     """
     if request.path == "/healthz":
         return HttpResponse.json({"ok": True})
     if request.path == "/api/session":
         if request.method != "POST":
             return HttpResponse.error(405, "method_not_allowed", "use POST")
-        return _session(request, settings, now)
+        return _session(request, settings, now, now * 1000 if now_ms is None else now_ms)
     if not request.path.startswith("/api/"):
         return HttpResponse.error(404, "not_found", "no such route")
     try:
@@ -54,12 +63,29 @@ def route(
         request.headers.get("origin")
     ):
         return HttpResponse.error(403, "forbidden_origin", "this origin may not open the chat")
-    if request.path == "/api/me":
-        return HttpResponse.json(_me(identity, settings))
+    return _verified(request, settings, identity)
+
+
+def _verified(
+    request: HttpRequest, settings: Settings, identity: Identity
+) -> HttpResponse | Forward:
+    """Where a verified caller's request goes: answered here, or to its object."""
+    if request.path == REVOKE_PATH:
+        if request.method != "POST":
+            return HttpResponse.error(405, "method_not_allowed", "use POST")
+        if identity.anonymous:
+            return HttpResponse.error(
+                403, "not_signed_in", "only a signed-in user's sessions can be revoked"
+            )
+    elif request.path == "/api/me" and identity.anonymous:
+        # A signed-in session may have been revoked, which only the user's object knows:
+        # its /api/me is answered there (albert.chat.sessions).
+        return HttpResponse.json(me(identity, settings))
     return Forward(identity=identity)
 
 
-def _me(identity: Identity, settings: Settings) -> SessionResponse:
+def me(identity: Identity, settings: Settings) -> SessionResponse:
+    """The body of `GET /api/me`: the verified session, without its token."""
     tenant = settings.tenants().get(identity.tenant)
     return SessionResponse(
         client_id=identity.client_id,
@@ -70,7 +96,7 @@ def _me(identity: Identity, settings: Settings) -> SessionResponse:
     )
 
 
-def _session(request: HttpRequest, settings: Settings, now: int) -> HttpResponse:
+def _session(request: HttpRequest, settings: Settings, now: int, now_ms: int) -> HttpResponse:
     """Issue a token: a new client, or a renewal for the client of a valid token."""
     keys = settings.signing_keys()
     if not keys:
@@ -91,11 +117,18 @@ def _session(request: HttpRequest, settings: Settings, now: int) -> HttpResponse
     client_id = renewal.client_id if renewal else new_client_id()
     expires_at = now + settings.session_ttl_seconds
     user_id = renewal.user_id if renewal else None
+    # A renewal keeps its session's start, so a revocation covers every token it renews to.
+    issued_at_ms = renewal.issued_at_ms if renewal and renewal.issued_at_ms is not None else now_ms
     if renewal is not None and user_id is not None:
         # A signed-in session lives no longer than the host's token it came from.
         expires_at = min(expires_at, renewal.expires_at)
     token = issue_token(
-        keys[0], client_id=client_id, tenant=tenant_key, expires_at=expires_at, user_id=user_id
+        keys[0],
+        client_id=client_id,
+        tenant=tenant_key,
+        expires_at=expires_at,
+        issued_at_ms=issued_at_ms,
+        user_id=user_id,
     )
     return HttpResponse.json(
         SessionResponse(

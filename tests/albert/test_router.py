@@ -88,7 +88,13 @@ def test_missing_forged_and_expired_tokens_are_401() -> None:
     assert _status(call("GET", "/api/threads", **bearer(f"{forged_body}.{signature}"))) == 401
     # A token signed with a key the server does not have.
     stranger = SigningKey(kid="k2", secret=b"x" * 32)
-    other = issue_token(stranger, client_id=new_client_id(), tenant="default", expires_at=NOW + 60)
+    other = issue_token(
+        stranger,
+        client_id=new_client_id(),
+        tenant="default",
+        expires_at=NOW + 60,
+        issued_at_ms=NOW * 1000,
+    )
     assert _status(call("GET", "/api/threads", **bearer(other))) == 401
     expired = call("GET", "/api/threads", now=issued["expires_at"], **bearer(token))
     assert _status(expired) == 401
@@ -99,7 +105,11 @@ def test_missing_forged_and_expired_tokens_are_401() -> None:
 def test_rotation_keeps_old_tokens_until_the_grace_period_ends() -> None:
     old_key = SigningKey(kid="k1", secret=b"o" * 32)
     old_token = issue_token(
-        old_key, client_id=new_client_id(), tenant="default", expires_at=NOW + 86_400
+        old_key,
+        client_id=new_client_id(),
+        tenant="default",
+        expires_at=NOW + 86_400,
+        issued_at_ms=NOW * 1000,
     )
     assert isinstance(call("GET", "/api/threads", **bearer(old_token)), Forward)
     after_grace = call("GET", "/api/threads", now=NOW + 3600, **bearer(old_token))

@@ -84,7 +84,9 @@ async def test_the_model_budget_is_per_tenant_across_clients(runtime, model) -> 
 
     def token(tenant: str) -> str:
         key = parse_key(TEST_SIGNING_KEY)
-        return issue_token(key, client_id=new_client_id(), tenant=tenant, expires_at=2**31)
+        return issue_token(
+            key, client_id=new_client_id(), tenant=tenant, expires_at=2**31, issued_at_ms=0
+        )
 
     before = len(model.requests)
     async with (

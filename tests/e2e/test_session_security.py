@@ -159,7 +159,13 @@ async def _pong(ws: ClientConnection) -> dict:
 async def test_an_open_socket_is_closed_when_its_token_expires(runtime: RuntimeProcess) -> None:
     key = parse_key(TEST_SIGNING_KEY)
     expires_at = int(time.time()) + 3
-    token = issue_token(key, client_id=new_client_id(), tenant="default", expires_at=expires_at)
+    token = issue_token(
+        key,
+        client_id=new_client_id(),
+        tenant="default",
+        expires_at=expires_at,
+        issued_at_ms=int(time.time() * 1000),
+    )
     async with connect(f"{runtime.ws_url}/api/chat?token={token}", open_timeout=5) as ws:
         await _pong(ws)
         await asyncio.sleep(max(0.0, expires_at - time.time()) + 0.2)

@@ -53,6 +53,11 @@ class Authenticator:
             )
         return self._host_jwt
 
+    def now_ms(self) -> int:
+        """The current time in Unix milliseconds, by this authenticator's clock: a new
+        session's issue time."""
+        return int(self._clock() * 1000)
+
     async def identify(self, request: HttpRequest, now: int) -> Identity:
         """The verified identity of a request; TokenError or JwksUnavailable."""
         return await self.identify_token(bearer_token(request), now)

@@ -47,14 +47,22 @@ async def sign_in(
     anonymous, refused = _claimable(body.claim_token, user, auth, now)
     client_id = anonymous.client_id if anonymous else new_client_id()
     expires_at = min(user.expires_at, now + settings.session_ttl_seconds)
+    # Sessions signed in before a revocation of the user are refused (albert.chat.sessions);
+    # this one starts now, so a sign-in after a revocation works.
+    issued_at_ms = auth.now_ms()
     session = Identity(
-        client_id=client_id, tenant=user.tenant, expires_at=expires_at, user_id=user.user_id
+        client_id=client_id,
+        tenant=user.tenant,
+        expires_at=expires_at,
+        user_id=user.user_id,
+        issued_at_ms=issued_at_ms,
     )
     token = issue_token(
         keys[0],
         client_id=client_id,
         tenant=user.tenant,
         expires_at=expires_at,
+        issued_at_ms=issued_at_ms,
         user_id=user.user_id,
     )
     claim = refused

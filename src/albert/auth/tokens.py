@@ -70,6 +70,11 @@ class Identity(BaseModel):
     tenant: str
     expires_at: int
     user_id: str | None = None
+    # When the session was signed in (Unix milliseconds), kept across renewals, so a
+    # revocation (albert.chat.sessions) covers every token the session ever had. None for
+    # an identity that is not a session of ours (the host's JWT used as the bearer).
+    # Tokens from before this field was signed read as 0: issued before any revocation.
+    issued_at_ms: int | None = None
 
     @property
     def object_name(self) -> str:
@@ -94,6 +99,10 @@ class _Payload(BaseModel):
     ten: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     exp: int
     usr: str | None = Field(None, pattern=USER_ID_PATTERN)
+    # Session start in Unix milliseconds: seconds would put a sign-in and a revocation
+    # made in the same second on the same side of it. Optional, so version 1 tokens
+    # signed before it keep verifying (read as 0).
+    iat: int | None = Field(None, ge=0)
 
 
 class TokenError(Exception):
@@ -122,12 +131,19 @@ def issue_token(
     client_id: str,
     tenant: str,
     expires_at: int,
+    issued_at_ms: int,
     user_id: str | None = None,
 ) -> str:
     """A token for a client of a tenant (signed in as `user_id`, if given), signed with
-    the current key."""
+    the current key; `issued_at_ms` is when the session began (a renewal keeps it)."""
     payload = _Payload(
-        v=TOKEN_VERSION, kid=key.kid, sub=client_id, ten=tenant, exp=expires_at, usr=user_id
+        v=TOKEN_VERSION,
+        kid=key.kid,
+        sub=client_id,
+        ten=tenant,
+        exp=expires_at,
+        usr=user_id,
+        iat=issued_at_ms,
     )
     body = _b64(payload.model_dump_json(exclude_none=True).encode())
     return f"{body}.{_sign(key.secret, body)}"
@@ -174,7 +190,11 @@ def _signed(token: str, keys: tuple[SigningKey, ...]) -> tuple[Identity, Signing
     if not matches:
         raise TokenError("bad signature")
     identity = Identity(
-        client_id=payload.sub, tenant=payload.ten, expires_at=payload.exp, user_id=payload.usr
+        client_id=payload.sub,
+        tenant=payload.ten,
+        expires_at=payload.exp,
+        user_id=payload.usr,
+        issued_at_ms=payload.iat or 0,
     )
     return identity, matches[0], payload.v
 

@@ -14,6 +14,7 @@ from albert.chat.claims import ClaimsApi
 from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.recovery import recover_interrupted_turns
+from albert.chat.sessions import SessionRevocations
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
@@ -53,7 +54,7 @@ class ChatService:
         # frames reach only sockets that may still listen.
         if not isinstance(hub, SocketPolicy):
             hub = SocketPolicy(hub, clock, settings.max_sockets_per_client)
-        self.sockets = hub
+        self.sockets: SocketPolicy = hub
         self._frames = FrameGate(settings.frames_per_minute, clock, settings.rate_window_seconds)
         self.store = ThreadStore(sql, clock)
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
@@ -66,6 +67,11 @@ class ChatService:
         self.turns = self._chat_turns(model, tools, hub, clock, journal)
         self._mcp_changes = RateLimiter(
             settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
+        )
+        # A signed-in user's sessions revoked up to a time (a user's object only ever
+        # has one set; an anonymous object's mark stays empty).
+        self.sessions = SessionRevocations(
+            sql, clock, settings, self.sockets, self.turns.cancel_all
         )
         # Moving an anonymous client's work into a signed-in user's object.
         self.claims = ClaimsApi(
@@ -136,7 +142,8 @@ class ChatService:
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
-        """Handle one WebSocket frame from this client (expiry and frame budget first)."""
+        """Handle one WebSocket frame from this client (expiry, revocation and frame budget
+        first)."""
         if self.sockets.expired(socket) or self.claims.close_socket_if_gone(socket):
             return
         if not self._frames.admit(socket):

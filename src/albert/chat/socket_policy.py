@@ -6,13 +6,16 @@
   checked on every frame the socket sends and whenever the object sends to its
   sockets; an expired one is closed with 4001 and the browser reconnects with a
   fresh token.
+- Revocation: a socket of a session signed in at or before the user's revocation
+  (albert.chat.sessions) is closed with 4003, checked where expiry is, so no frame of
+  a turn reaches it after the revocation.
 - Frames: every frame counts against one per-object budget (pings, resumes,
   cancels and malformed frames too, not only chat messages). Over budget, the
   first frame gets a rate_limited error frame and later ones are dropped unanswered
   until the budget refills, so a flood cannot make the object answer in kind.
 
-A socket's meta (opened at, token expiry) rides in its attachment, which outlives
-hibernation.
+A socket's meta (opened at, token expiry, session issue time) rides in its attachment,
+which outlives hibernation.
 """
 
 import functools
@@ -29,6 +32,10 @@ from albert.protocol.frames import ErrorFrame
 log = logging.getLogger(__name__)
 
 CLOSE_TOKEN_EXPIRED = 4001
+CLOSE_SESSION_REVOKED = 4003
+# The close reason names the error code the HTTP API answers with, so a browser tells it
+# from an expiry (4001) without another request.
+REVOKED_REASON = "session_revoked: this session was signed out; sign in again"
 CLOSE_TOO_MANY_SOCKETS = 4008
 
 
@@ -39,6 +46,10 @@ class SocketMeta(BaseModel):
 
     opened_at_ms: int
     expires_at: int  # Unix seconds: the expiry of the token the socket was opened with
+    # Unix milliseconds: when its session was signed in (for a socket opened with the
+    # host's JWT itself, when it was opened). None: sockets from before revocation existed,
+    # which a revocation closes too.
+    issued_at_ms: int | None = None
 
     def encode(self) -> str:
         """The attachment text."""
@@ -75,18 +86,31 @@ class SocketPolicy:
         self._hub = hub
         self._clock = clock
         self._max = max_sockets
+        # Set by albert.chat.sessions from the object's revocation mark.
+        self.revoked_up_to_ms: int | None = None
 
     def expired(self, socket: ChatSocket) -> bool:
-        """True when the socket's token has expired (and the socket is now closed)."""
+        """True when the socket's token has expired or its session was revoked (and the
+        socket is now closed)."""
         meta = socket_meta(socket)
-        if meta is None or self._clock.now_ms() < meta.expires_at * 1000:
+        if meta is None:
+            return False
+        if self.revoked_up_to_ms is not None and (meta.issued_at_ms or 0) <= self.revoked_up_to_ms:
+            socket.close(CLOSE_SESSION_REVOKED, REVOKED_REASON)
+            return True
+        if self._clock.now_ms() < meta.expires_at * 1000:
             return False
         socket.close(CLOSE_TOKEN_EXPIRED, "token expired: renew the session and reconnect")
         return True
 
     def sockets(self) -> Sequence[ChatSocket]:
-        """Every open socket whose token is still valid; expired ones are closed here."""
+        """Every open socket whose token is still valid; expired and revoked ones are closed
+        here."""
         return [s for s in self._hub.sockets() if not self.expired(s)]
+
+    def close_ended(self) -> int:
+        """Close every socket whose token expired or whose session was revoked; how many."""
+        return sum(1 for s in list(self._hub.sockets()) if self.expired(s))
 
     def admit_newest(self) -> int:
         """After accepting a socket: close the oldest beyond the cap; returns how many."""

@@ -77,6 +77,16 @@ class ChatTurns:
         else:
             await self._chat(socket, frame)
 
+    async def cancel_all(self, wait_seconds: float = 5.0) -> int:
+        """Cancel every running turn (as a user's cancel does) and wait, within a bound,
+        until each has stored its `cancelled` ending; how many were cancelled."""
+        tasks = [t for t in self._running.values() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=wait_seconds)
+        return len(tasks)
+
     def _send_all(self, frame: BaseModel, text: str) -> None:
         self.events.on_frame(frame)
         for socket in self._hub.sockets():

@@ -49,6 +49,29 @@ class SessionResponse(_Body):
     claim: ClaimOutcome | None = Field(None, description="Set when a claim_token was sent")
 
 
+class RevokeRequest(_Body):
+    """Body of POST /api/session/revoke (optional)."""
+
+    tenant: str | None = Field(
+        None,
+        max_length=32,
+        description="With a host JWT as the bearer: the tenant the host means; another "
+        "tenant than the token's is refused (403 tenant_mismatch), as at sign-in",
+    )
+
+
+class RevokeResponse(_Body):
+    """What POST /api/session/revoke did: every session of the user issued up to now ended."""
+
+    user_id: str
+    revoked_up_to: int = Field(
+        description="Unix milliseconds: sessions signed in at or before it are refused "
+        "(401 session_revoked); later sign-ins work"
+    )
+    sockets_closed: int = Field(description="Open chat sockets closed with 4003")
+    turns_cancelled: int = Field(description="Running answers stopped, stored as `cancelled`")
+
+
 class ThreadCreate(_Body):
     """Body of POST /api/threads."""
 

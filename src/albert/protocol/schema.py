@@ -13,6 +13,8 @@ from albert.protocol.frames import ClientFrame, ServerFrame
 BODIES = [
     http.SessionRequest,
     http.SessionResponse,
+    http.RevokeRequest,
+    http.RevokeResponse,
     http.ThreadCreate,
     http.ThreadUpdate,
     http.Thread,

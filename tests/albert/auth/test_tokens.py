@@ -35,7 +35,13 @@ def test_a_prefix_that_is_no_kid_belongs_to_a_bare_secret() -> None:
 
 
 def test_rotating_bare_keys_keeps_old_tokens_valid() -> None:
-    old = issue_token(parse_key(A), client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    old = issue_token(
+        parse_key(A),
+        client_id=CLIENT,
+        tenant="default",
+        expires_at=NOW + 60,
+        issued_at_ms=NOW * 1000,
+    )
     keys = [parse_key(B), parse_key(A, valid_until=NOW + 30)]
     assert verify_token(old, keys, now=NOW).client_id == CLIENT
     with pytest.raises(TokenError, match="retired"):
@@ -44,7 +50,9 @@ def test_rotating_bare_keys_keeps_old_tokens_valid() -> None:
 
 def test_two_explicit_keys_sharing_a_kid_are_both_tried() -> None:
     first, second = parse_key("k1:" + "1" * 20), parse_key("k1:" + "2" * 20)
-    token = issue_token(first, client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    token = issue_token(
+        first, client_id=CLIENT, tenant="default", expires_at=NOW + 60, issued_at_ms=NOW * 1000
+    )
     assert verify_token(token, [second, first], now=NOW).client_id == CLIENT
     with pytest.raises(TokenError, match="bad signature"):
         verify_token(token, [second], now=NOW)
@@ -53,12 +61,20 @@ def test_two_explicit_keys_sharing_a_kid_are_both_tried() -> None:
 def test_tokens_of_bare_keys_from_before_derived_kids_still_verify() -> None:
     legacy = parse_key("k1:" + A)  # the shape a bare key used to sign with
     legacy = legacy.model_copy(update={"secret": A.encode()})
-    token = issue_token(legacy, client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    token = issue_token(
+        legacy, client_id=CLIENT, tenant="default", expires_at=NOW + 60, issued_at_ms=NOW * 1000
+    )
     assert verify_token(token, [parse_key(A)], now=NOW).client_id == CLIENT
 
 
 def _valid() -> str:
-    return issue_token(parse_key(A), client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    return issue_token(
+        parse_key(A),
+        client_id=CLIENT,
+        tenant="default",
+        expires_at=NOW + 60,
+        issued_at_ms=NOW * 1000,
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,7 +133,9 @@ def test_any_payload_under_a_valid_signature_is_an_identity_or_a_token_error(raw
 def test_a_token_checked_before_is_still_checked_against_the_time_and_the_keys() -> None:
     """Signatures are worked out once per token and key set; nothing else is remembered."""
     key = parse_key(A)
-    token = issue_token(key, client_id=CLIENT, tenant="default", expires_at=NOW + 60)
+    token = issue_token(
+        key, client_id=CLIENT, tenant="default", expires_at=NOW + 60, issued_at_ms=NOW * 1000
+    )
     for _ in range(3):  # the second and third answers come from what the first worked out
         assert verify_token(token, [key], now=NOW).client_id == CLIENT
     with pytest.raises(TokenError, match="expired"):

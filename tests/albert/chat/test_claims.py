@@ -44,6 +44,7 @@ def token_of(identity: Identity) -> str:
         client_id=identity.client_id,
         tenant=identity.tenant,
         expires_at=identity.expires_at,
+        issued_at_ms=NOW * 1000,
         user_id=identity.user_id,
     )
 
