@@ -158,3 +158,34 @@ def test_production_without_a_signing_key_issues_nothing() -> None:
 
 def test_client_ids_are_unique() -> None:
     assert len({new_client_id() for _ in range(1000)}) == 1000
+
+
+def test_a_renewal_keeps_the_session_issue_time_and_revocation_goes_to_the_user() -> None:
+    key = SETTINGS.signing_keys()[0]
+    signed_in = issue_token(
+        key,
+        client_id=new_client_id(),
+        tenant="acme",
+        expires_at=NOW + 600,
+        issued_at_ms=NOW * 1000 - 5_000,
+        user_id="auth0|9",
+    )
+    renewed = session(token=signed_in)
+    later = call("GET", "/api/threads", now=NOW + 1, **bearer(renewed["token"]))
+    assert isinstance(later, Forward)
+    # Renewing never makes a session younger than its sign-in, so a revocation covers it.
+    assert later.identity.issued_at_ms == NOW * 1000 - 5_000
+    anonymous = session()
+    fresh = call("GET", "/api/threads", **bearer(anonymous["token"]))
+    assert isinstance(fresh, Forward) and fresh.identity.issued_at_ms == NOW * 1000
+
+    revoke = call("POST", "/api/session/revoke", **bearer(signed_in))
+    assert isinstance(revoke, Forward) and revoke.object_name == "acme/user/auth0|9"
+    me = call("GET", "/api/me", **bearer(signed_in))
+    assert isinstance(me, Forward)  # the user's object answers, after its revocation check
+    assert _status(call("GET", "/api/session/revoke", **bearer(signed_in))) == 405
+    refused = call("POST", "/api/session/revoke", **bearer(anonymous["token"]))
+    assert isinstance(refused, HttpResponse) and refused.status == 403
+    assert json.loads(refused.body)["error"] == "not_signed_in"
+    assert _status(call("POST", "/api/session/revoke")) == 401
+    assert isinstance(call("GET", "/api/me", **bearer(anonymous["token"])), HttpResponse)

@@ -150,3 +150,40 @@ def test_a_token_checked_before_is_still_checked_against_the_time_and_the_keys()
         with pytest.raises(TokenError, match="bad signature"):
             verify_token(forged, [key], now=NOW)
     assert verify_token(token, [key], now=NOW + 59).expires_at == NOW + 60
+
+
+def _signed_payload(payload: dict[str, object]) -> str:
+    """A token of an exact payload, signed as issue_token signs (for shapes it no longer
+    makes)."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    key = parse_key(A)
+    body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+    signature = hmac.new(key.secret, body.encode(), hashlib.sha256).digest()
+    return body + "." + base64.urlsafe_b64encode(signature).decode().rstrip("=")
+
+
+def test_a_token_carries_its_session_issue_time_in_milliseconds() -> None:
+    key = parse_key(A)
+    token = issue_token(
+        key,
+        client_id=CLIENT,
+        tenant="default",
+        expires_at=NOW + 60,
+        issued_at_ms=NOW * 1000 + 123,
+        user_id="auth0|1",
+    )
+    identity = verify_token(token, [key], now=NOW)
+    assert identity.issued_at_ms == NOW * 1000 + 123 and identity.user_id == "auth0|1"
+
+
+def test_a_token_from_before_issue_times_reads_as_issued_at_zero() -> None:
+    key = parse_key(A)
+    old = {"v": 1, "kid": key.kid, "sub": CLIENT, "ten": "default", "exp": NOW + 60}
+    identity = verify_token(_signed_payload(old), [key], now=NOW)
+    assert identity.client_id == CLIENT and identity.issued_at_ms == 0
+    with pytest.raises(TokenError, match="malformed"):
+        verify_token(_signed_payload({**old, "iat": -1}), [key], now=NOW)
