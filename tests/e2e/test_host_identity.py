@@ -4,10 +4,13 @@ endpoint on loopback, the scripted model.
 A browser chats anonymously, then its user signs in: the thread and MCP server typed
 before are in the user's account, once, and a second device signed in as the same user
 sees the same threads. The anonymous session is left empty, pointing at the account.
+The host revokes the user's sessions before their JWT's `exp`: both devices are out
+(401, sockets closed), a sign-in afterwards works, an anonymous session is untouched.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
@@ -171,3 +174,103 @@ async def test_the_host_jwt_opens_the_socket_and_bad_tokens_are_refused(
         async with connect(f"{runtime.ws_url}/api/chat?token={forged}", open_timeout=10):
             pass
     assert caught.value.response.status_code == 401
+
+
+async def closed_with(client: ChatClient, timeout: float = 10.0) -> tuple[int, str]:
+    """The close code and reason of the client's socket, reading (and dropping) frames until
+    the server closes it."""
+    assert client.ws is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    for _ in range(10_000):
+        try:
+            await asyncio.wait_for(client.ws.recv(), max(0.01, deadline - loop.time()))
+        except ConnectionClosed as closed:
+            assert closed.rcvd is not None
+            return closed.rcvd.code, closed.rcvd.reason
+    raise AssertionError("the socket stayed open")
+
+
+async def test_the_host_revokes_every_session_of_a_user_before_exp(
+    identity_runtime: RuntimeProcess, model: ScriptedModelServer, idp: IdentityProvider
+) -> None:
+    runtime = identity_runtime
+    user = "auth0|revoked-1"
+    laptop_session = await sign_in(runtime, idp.token(user), None)
+    phone_session = await sign_in(runtime, idp.token(user), None)
+    async with (
+        ChatClient(runtime.url, runtime.ws_url, tenant="acme") as bystander,
+        ChatClient(runtime.url, runtime.ws_url, token=laptop_session["token"]) as laptop,
+        ChatClient(runtime.url, runtime.ws_url, token=phone_session["token"]) as phone,
+    ):
+        await bystander.connect()
+        await laptop.connect()
+        await phone.connect()
+        thread = await laptop.new_thread("Before the sign-out")
+        # An answer still streaming when the host signs the user out.
+        model.script(Reply(text=["Half ", "an ", "answer"], pause_after_chunks=2, pause_seconds=20))
+        await laptop.ask(thread, "Take your time")
+        await laptop.frames_until("text_delta")
+
+        # Refused revocations revoke nothing: a forged JWT, another tenant named.
+        forged = idp.token(user, key=new_key("RS256", "rsa-1"))
+        async with httpx.AsyncClient(base_url=runtime.url, timeout=20) as http:
+            bad = await http.post(
+                "/api/session/revoke", headers={"authorization": f"Bearer {forged}"}
+            )
+            assert bad.status_code == 401
+            assert bad.json() == {"error": "unauthorized", "detail": "bad signature"}
+            elsewhere = await http.post(
+                "/api/session/revoke",
+                json={"tenant": "other"},
+                headers={"authorization": f"Bearer {idp.token(user)}"},
+            )
+            assert elsewhere.status_code == 403 and elsewhere.json()["error"] == "tenant_mismatch"
+            assert (await phone.http.get("/api/threads")).status_code == 200
+
+            revoked = await http.post(
+                "/api/session/revoke", headers={"authorization": f"Bearer {idp.token(user)}"}
+            )
+        assert revoked.status_code == 200, revoked.text
+        answer = revoked.json()
+        assert answer["user_id"] == user
+        assert (answer["sockets_closed"], answer["turns_cancelled"]) == (2, 1)
+
+        # Both devices: sockets closed with 4003, every request (renewal too) a 401.
+        for device in (laptop, phone):
+            code, reason = await closed_with(device)
+            assert code == 4003 and reason.startswith("session_revoked")
+            for method, path in (
+                ("GET", "/api/threads"),
+                ("GET", "/api/me"),
+                ("POST", "/api/session"),
+            ):
+                refused = await device.http.request(method, path)
+                assert refused.status_code == 401, (method, path, refused.text)
+                assert refused.json()["error"] == "session_revoked"
+        with pytest.raises(InvalidStatus) as caught:
+            async with connect(f"{runtime.ws_url}/api/chat?token={laptop.token}", open_timeout=10):
+                pass
+        assert caught.value.response.status_code == 401
+
+        # The anonymous session of the same tenant is untouched.
+        assert (await bystander.http.get("/api/threads")).status_code == 200
+        await bystander.send_raw(json.dumps({"type": "ping"}))
+        assert (await bystander.next_frame())["type"] == "pong"
+
+    # The host signs the user in again: the account is there, the cut answer stored cancelled.
+    again = await sign_in(runtime, idp.token(user), None)
+    async with ChatClient(runtime.url, runtime.ws_url, token=again["token"]) as back:
+        assert await thread_ids(back) == [thread]
+        last = (await back.thread(thread))["messages"][-1]
+        assert (last["status"], last["content"]) == ("cancelled", "Half ")
+        await back.connect()
+        model.script(Reply(text=["Welcome ", "back."]))
+        assert answer_text(await back.turn(thread, "Still there?")) == "Welcome back."
+
+        # "Sign out everywhere" with the user's own session: this one ends too.
+        own = await back.http.post("/api/session/revoke")
+        assert own.status_code == 200 and own.json()["sockets_closed"] == 1
+        assert (await closed_with(back))[0] == 4003
+        after = await back.http.get("/api/threads")
+        assert after.status_code == 401 and after.json()["error"] == "session_revoked"

@@ -41,6 +41,23 @@ class Reply(BaseModel):
     stream_error: str | None = None  # an error event after the text, as gateways send
 
 
+async def _client_left_within(receive: Any, seconds: float) -> bool:
+    """Wait `seconds`, or less if the client disconnects first; True when it did."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    for _ in range(1_000):
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        try:
+            message = await asyncio.wait_for(receive(), remaining)
+        except TimeoutError:
+            return False
+        if message.get("type") == "http.disconnect":
+            return True
+    return False
+
+
 class _CutStream(Exception):
     """Raised inside the body to drop the connection without finishing the response."""
 
@@ -114,8 +131,11 @@ class ScriptedModelServer:
             if reply.chunk_delay_seconds:
                 await asyncio.sleep(reply.chunk_delay_seconds)
             if reply.pause_after_chunks is not None and index == reply.pause_after_chunks:
-                # The stream goes quiet, as a stalled gateway does.
-                await asyncio.sleep(reply.pause_seconds)
+                # The stream goes quiet, as a stalled gateway does; a client that goes away
+                # meanwhile ends it (uvicorn drops later sends silently, so a long pause
+                # would otherwise hold the server's stop).
+                if await _client_left_within(receive, reply.pause_seconds):
+                    return
             await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
