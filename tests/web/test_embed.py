@@ -424,6 +424,49 @@ def test_an_ended_sign_in_asks_the_host_for_a_new_token(
         context.close()
 
 
+@pytest.mark.browser
+def test_a_revoked_sign_in_asks_the_host_again_and_shows_nothing_of_the_user(
+    browser: Any, embed_runtime: RuntimeProcess, idp: IdentityProvider, host: AsgiServer
+) -> None:
+    context = browser.new_context()
+    try:
+        tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
+        tab.wait_received(1)
+        tab.chat.wait_for_selector("body[data-ready=true]")
+        user = "auth0|revoked-in-frame"
+        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", idp.token(user))
+        assert tab.wait_received(2)[1] == {"type": "albert:signed-in", "user_id": user}
+        tab.wait_session("user")
+        tab.chat.click("#new-thread")
+        tab.wait_threads(1)
+
+        # The host signs the user out everywhere; the frame's socket is closed with 4003.
+        revoked = httpx.post(
+            f"{embed_runtime.url}/api/session/revoke",
+            headers={"authorization": f"Bearer {idp.token(user)}"},
+            timeout=20,
+        )
+        assert revoked.status_code == 200, revoked.text
+        assert tab.wait_received(3)[2] == {"type": "albert:session-revoked"}
+        tab.chat.wait_for_selector('body[data-session="revoked"]')
+        tab.chat.wait_for_selector('#conn[data-state="paused"]')
+        tab.wait_threads(0)
+        # Nothing goes out as the user meanwhile, and the host is asked once, not again.
+        tab.chat.click("#new-thread")
+        tab.chat.wait_for_timeout(500)
+        assert tab.threads() == [] and tab.received()[3:] == []
+        assert user_threads(embed_runtime, idp.token(user)) == ["New chat"]
+
+        # The host still has the user signed in: its next JWT brings the account back.
+        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", idp.token(user))
+        assert tab.wait_received(4)[3] == {"type": "albert:signed-in", "user_id": user}
+        tab.wait_session("user")
+        tab.wait_threads(1)
+        assert tab.errors == []
+    finally:
+        context.close()
+
+
 def idp_payload(jwt: str) -> str:
     """The JSON payload of a JWT (for its `exp`)."""
     part = jwt.split(".")[1]

@@ -44,16 +44,29 @@ function authHeaders(session) {
   return headers;
 }
 
+/** The `error` of a JSON error body, read from a clone (the caller may still read it). */
+async function errorCode(response) {
+  try {
+    const body = await response.clone().json();
+    return body && typeof body.error === "string" ? body.error : null;
+  } catch (e) {
+    return null;
+  }
+}
+
 export class Api {
   /**
-   * @param {{tenant?: string, storageKey?: string, onUserExpired?: () => void}} options
+   * @param {{tenant?: string, storageKey?: string, onUserExpired?: () => void, onUserRevoked?: () => void}} options
    * `tenant`: anonymous sessions are started for it (the embedded chat's tenant);
-   * `onUserExpired`: the signed-in session ended (the host is asked for a new JWT).
+   * `onUserExpired`: the signed-in session ended (the host is asked for a new JWT);
+   * `onUserRevoked`: the user's sessions were revoked (401 `session_revoked`, or the
+   * socket closed with 4003): nothing more is sent as the user until the host signs in again.
    */
-  constructor({ tenant = null, storageKey = SESSION_KEY, onUserExpired = null } = {}) {
+  constructor({ tenant = null, storageKey = SESSION_KEY, onUserExpired = null, onUserRevoked = null } = {}) {
     this.tenant = tenant;
     this.storageKey = storageKey;
     this.onUserExpired = onUserExpired;
+    this.onUserRevoked = onUserRevoked;
     this.session = loadSession(storageKey);
     this.user = null; // {client_id, token, expires_at, user_id}: memory only
     this.renewing = null;
@@ -72,9 +85,27 @@ export class Api {
     return this.user ? this.user.user_id : null;
   }
 
+  /** True while the user's session is revoked and the host has not signed in again. */
+  get userRevoked() {
+    return Boolean(this.user && this.user.revoked);
+  }
+
+  /** The server revoked the user's session: drop its token (nothing more goes out with
+   * it) and tell the page, once. The user id stays, so the host's next JWT for the same
+   * user is recognised as a sign-in again, not as a switch. */
+  revokeUser() {
+    if (!this.user || this.user.revoked) return;
+    this.user = { ...this.user, token: "", expires_at: 0, revoked: true };
+    if (this.onUserRevoked) this.onUserRevoked();
+  }
+
   /** A usable session: the stored one, renewed when close to expiry, or a new one. */
   async ensureSession() {
     if (this.user) {
+      if (this.user.revoked) {
+        // Neither renewed nor replaced by an anonymous session: only the host may sign in.
+        throw new ApiError(401, "session_revoked", "signed out; waiting for the host to sign in again");
+      }
       if (this.user.expires_at * 1000 - Date.now() > USER_MARGIN_MS) return this.user;
       // Renewing it here would start an anonymous client instead: only the host can.
       if (this.onUserExpired) this.onUserExpired();
@@ -158,6 +189,10 @@ export class Api {
       init.body = JSON.stringify(body);
     }
     const response = await fetch(path, init);
+    if (response.status === 401 && session === this.user && (await errorCode(response)) === "session_revoked") {
+      this.revokeUser();
+      throw new ApiError(401, "session_revoked", "this sign-in was revoked; waiting for the host");
+    }
     if (response.status === 401 && !retried) {
       if (session === this.user) {
         // Only the host can renew a user's session.

@@ -668,8 +668,8 @@ function resumeRunningTurn(id) {
 
 // --- the embedded chat: the host's sign-in ---------------------------------------------------
 
-/** Another session took over (a user signed in or out): its threads, its socket. */
-async function switchSession() {
+/** Show nothing of the session that was on screen. */
+function clearView() {
   threadsSeq += 1; // a list fetched for the previous session must not show up
   state.threads = [];
   state.convs.clear();
@@ -681,6 +681,11 @@ async function switchSession() {
   renderMcpStatus([]);
   renderThreads();
   renderConversation();
+}
+
+/** Another session took over (a user signed in or out): its threads, its socket. */
+async function switchSession() {
+  clearView();
   markSession();
   state.conn.restart();
   try {
@@ -693,17 +698,32 @@ async function switchSession() {
 }
 
 function markSession() {
-  document.body.dataset.session = state.api.userId ? "user" : "anonymous";
+  const api = state.api;
+  document.body.dataset.session = api.userRevoked ? "revoked" : api.userId ? "user" : "anonymous";
+}
+
+/** The user's sessions were revoked: the chat stops speaking as the user (no socket, none
+ * of the user's threads on screen) and asks the host; it does not fall back to anonymous. */
+function onUserRevoked() {
+  state.conn?.stop();
+  clearView();
+  markSession();
+  showBanner("You were signed out. Waiting for the host to sign you in again.");
+  state.host?.sessionRevoked();
 }
 
 function startHostLink() {
   state.host = new HostLink(EMBED.hostOrigin, {
     signIn: async (jwt) => {
       const before = state.api.userId;
+      const revoked = state.api.userRevoked;
       const result = await state.api.signIn(jwt);
       // A renewal for the same user keeps the chat as it is; the socket picks up the new
-      // token when it next connects.
-      if (result.user_id !== before) await switchSession();
+      // token when it next connects. After a revocation the view and socket start again.
+      if (result.user_id !== before || revoked) {
+        showBanner("");
+        await switchSession();
+      }
       return result;
     },
     signOut: async () => {
@@ -776,6 +796,7 @@ async function main() {
         // Not the standalone chat's session: that one belongs to the default tenant.
         storageKey: `albert.embed.${EMBED.tenant}.session`,
         onUserExpired: () => state.host?.sessionExpired(),
+        onUserRevoked,
       })
     : new Api();
   await state.api.ensureSession();
@@ -788,6 +809,8 @@ async function main() {
     // A socket that keeps failing may be refused for its token (a browser cannot see the
     // 401 of an upgrade): an HTTP call renews the session if that is the cause.
     onRepeatedFailure: () => state.api.listThreads().catch(() => {}),
+    // Closed with 4003: the same path as a 401 `session_revoked`.
+    onRevoked: () => state.api.revokeUser(),
     onEvicted: () =>
       showBanner("Albert is open in too many tabs, so this one was disconnected. Reload it to chat here."),
   });

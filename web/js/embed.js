@@ -61,6 +61,7 @@ export class HostLink {
     // One message at a time, in order: a sign-out sent during a sign-in comes after it.
     this.queue = Promise.resolve();
     this.expiryAnnounced = false;
+    this.revocationAnnounced = false;
   }
 
   start() {
@@ -86,6 +87,7 @@ export class HostLink {
       try {
         const result = await this.handlers.signIn(message.token);
         this.expiryAnnounced = false;
+        this.revocationAnnounced = false;
         this.post({ type: "albert:signed-in", user_id: result.user_id });
       } catch (e) {
         this.post({ type: "albert:sign-in-failed", error: e.error || "sign_in_failed", detail: e.detail || e.message || "" });
@@ -98,6 +100,7 @@ export class HostLink {
       // The user's session is gone even when the fresh anonymous one could not be
       // started yet (the next request starts it).
       this.expiryAnnounced = false;
+      this.revocationAnnounced = false;
       this.post({ type: "albert:signed-out" });
     }
   }
@@ -107,5 +110,13 @@ export class HostLink {
     if (this.expiryAnnounced) return;
     this.expiryAnnounced = true;
     this.post({ type: "albert:session-expired" });
+  }
+
+  /** The user's sessions were revoked (401 `session_revoked` or a socket closed with
+   * 4003): ask the host, once, whether the user is still signed in. */
+  sessionRevoked() {
+    if (this.revocationAnnounced) return;
+    this.revocationAnnounced = true;
+    this.post({ type: "albert:session-revoked" });
   }
 }

@@ -6,6 +6,9 @@ const MAX_DELAY_MS = 8_000;
 // The server closed this socket because the client has too many open (another tab
 // took its place): reconnecting would only push that tab out in turn.
 const CLOSE_TOO_MANY_SOCKETS = 4008;
+// The user's sessions were revoked (the host signed the user out everywhere): no
+// reconnect with this session; the page waits for the host to sign in again.
+export const CLOSE_SESSION_REVOKED = 4003;
 
 export class ChatConnection {
   /**
@@ -85,6 +88,11 @@ export class ChatConnection {
       if (this.ws !== ws) return;
       this.ws = null;
       clearInterval(this.pinger);
+      if (event.code === CLOSE_SESSION_REVOKED) {
+        this.setState("paused");
+        if (this.handlers.onRevoked) this.handlers.onRevoked();
+        return;
+      }
       if (event.code === CLOSE_TOO_MANY_SOCKETS) {
         this.setState("paused");
         if (this.handlers.onEvicted) this.handlers.onEvicted();
@@ -124,6 +132,19 @@ export class ChatConnection {
     this.attempts = 0;
     this.everOpened = false;
     this.connect();
+  }
+
+  /** Close the socket and stay closed until restart() (the session was revoked). */
+  stop() {
+    this.generation += 1;
+    this.connecting = false;
+    clearTimeout(this.timer);
+    this.timer = null;
+    clearInterval(this.pinger);
+    const old = this.ws;
+    this.ws = null;
+    if (old) old.close(1000, "session revoked");
+    this.setState("paused");
   }
 
   /** Skip the wait, e.g. when the network comes back. */
