@@ -18,6 +18,9 @@ MAX_SESSION_BODY = 1_024
 # Revokes every session of the caller's user (albert.chat.sessions): answered by the
 # user's object, where the revocation is kept.
 REVOKE_PATH = "/api/session/revoke"
+# The router asks the user's object before renewing a signed-in session: 200, or 401
+# `session_revoked`. Internal: the router forwards `/api/*` only.
+SESSION_CHECK_PATH = "/internal/session/check"
 
 
 class Forward(NamedTuple):

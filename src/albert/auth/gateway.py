@@ -15,11 +15,8 @@ from albert.auth.bearer import bearer_token, looks_like_jwt
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.tokens import TokenError, verify_token
-from albert.router import Forward, route
+from albert.router import SESSION_CHECK_PATH, Forward, route
 from albert.web import HttpRequest, HttpResponse
-
-# The user's object answers it 200, or 401 `session_revoked` (albert.chat.sessions).
-SESSION_CHECK_PATH = "/internal/session/check"
 
 if TYPE_CHECKING:
     from albert.auth.claim import ChatObjects
@@ -77,5 +74,8 @@ async def _revoked_session(
     return HttpResponse(
         status=status,
         body=body,
-        headers={"content-type": "application/json", "www-authenticate": "Bearer"},
+        headers={
+            "content-type": "application/json",
+            "www-authenticate": 'Bearer error="invalid_token"',
+        },
     )

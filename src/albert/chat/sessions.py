@@ -28,14 +28,13 @@ from albert.auth.tokens import Identity
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock
 from albert.protocol.http import RevokeRequest, RevokeResponse
-from albert.router import MAX_SESSION_BODY, REVOKE_PATH, me
+from albert.router import MAX_SESSION_BODY, REVOKE_PATH, SESSION_CHECK_PATH, me
 from albert.settings import Settings
 from albert.storage.meta import ObjectMeta
 from albert.storage.ports import SqlStorage
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 REVOKED_UP_TO = "sessions_revoked_up_to_ms"
-SESSION_CHECK_PATH = "/internal/session/check"
 ME_PATH = "/api/me"
 
 
