@@ -23,6 +23,7 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
+from albert.ai.planner.followups import FollowUp, name_kind, resolve_chain, user_questions
 from albert.ai.planner.lexicon import ToolLexicon, build_lexicon
 from albert.ai.planner.names import NameIndex
 from albert.ai.planner.plans import (
@@ -34,6 +35,7 @@ from albert.ai.planner.plans import (
     make_context,
     make_plan,
 )
+from albert.ai.planner.reading import read
 from albert.ai.planner.rendering import (
     band_only_answer,
     help_text,
@@ -101,6 +103,27 @@ class DemoPlanner:
                     self.names.learn_assets(str(query), message.content)
             self.names.learn_vault_lines(message.content)
 
+    def follow_up(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> tuple[str | None, FollowUp | None]:
+        """The previous question as resolved, and the last user message read as a refinement
+        of it (None when it stands alone), from the conversation's user messages only."""
+        questions = user_questions(messages)
+        if len(questions) < 2:
+            return None, None
+        ctx = make_context(self.lexicons(tools), self.names)
+        schema_assets = {a.upper() for a in ctx.known("asset")}
+
+        def is_asset(word: str) -> bool:
+            return word.upper() in schema_assets or bool(self.names.asset_lookup(word))
+
+        kind = name_kind(lambda: self.names.known_protocols(ctx.known("protocol")), is_asset)
+
+        def answerable(question: str) -> bool:
+            return make_plan(question, ctx, lookups_done=True).route != "none"
+
+        return resolve_chain(questions, lambda q: read(q, ctx.table), kind, answerable)
+
     def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
         """The plan for the question, given this turn's results so far."""
         self.learn(since)
@@ -137,6 +160,10 @@ class DemoPlanner:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         question, since = last_user_turn(request.messages)
+        self.learn(since)
+        previous, followup = self.follow_up(request.messages, request.tools)
+        if followup is not None:
+            question = followup.question
         step, calls, plan = self.next_calls(question, request.tools, since)
         if calls:
             for call in calls:
@@ -152,13 +179,13 @@ class DemoPlanner:
             return
         called = any(m.role == "tool" for m in since)
         if called:
-            text = render_answer(question, since, plan)
+            text = render_answer(question, since, plan, followup)
         elif plan.band is not None:
             text = band_only_answer(plan)
         elif plan.unavailable:
             text = unavailable_answer(plan.unavailable)
         else:
-            text = help_text({t.name: t for t in request.tools})
+            text = help_text({t.name: t for t in request.tools}, previous)
         for chunk in self._chunks(text):
             yield TextDelta(text=chunk)
         yield StepFinished(reason="stop")

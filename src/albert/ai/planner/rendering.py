@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from albert.ai.model import ChatMessage, ChatToolCall
+from albert.ai.planner.followups import FollowUp
 from albert.ai.planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
 from albert.tools.base import ToolSpec
 
@@ -61,11 +62,16 @@ def _band_line(plan: Plan, results: Iterable[str]) -> str | None:
     return None
 
 
-def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
-    """An answer built only from this turn's tool results; failures and cuts said plainly."""
+def render_answer(
+    question: str, since: list[ChatMessage], plan: Plan, followup: FollowUp | None = None
+) -> str:
+    """An answer built only from this turn's tool results; failures and cuts said plainly.
+    A follow-up's answer first says how it was read, so the user can see what was kept."""
     calls = {c.id: c for m in since for c in m.tool_calls}
     tool_messages = [m for m in since if m.role == "tool"]
     sections = [LABEL, ""]
+    if followup is not None:
+        sections += [follow_up_line(followup), ""]
     sections += _band_intro(plan, [m.content for m in tool_messages])
     looked = [r for r in plan.resolved if r.kind != "unknown"]
     if looked:
@@ -87,9 +93,17 @@ def render_answer(question: str, since: list[ChatMessage], plan: Plan) -> str:
         sections += ["Not applied (I could not map these to the tools' fields):"]
         sections += [f"- {note}" for note in plan.notes]
         sections.append("")
-    if len(sections) == 2:
+    if len(sections) == (4 if followup is not None else 2):
         sections.append("No tool result came back for this question.")
     return "\n".join(sections).rstrip() + "\n"
+
+
+def follow_up_line(followup: FollowUp) -> str:
+    """'Taking “…” from your previous question, with “on base” instead of “on ethereum”.'"""
+    return (
+        f"Taking “{followup.previous}” from your previous question, with "
+        f"{'; '.join(followup.changes)}. Read as: “{followup.question}”."
+    )
 
 
 def _band_intro(plan: Plan, bodies: list[str]) -> list[str]:
@@ -182,8 +196,9 @@ def band_only_answer(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def help_text(tools: dict[str, ToolSpec]) -> str:
-    """What the planner can do with the tools available now."""
+def help_text(tools: dict[str, ToolSpec], previous: str | None = None) -> str:
+    """What the planner can do with the tools available now; after an answered question,
+    also how to refine it (a message that is no refinement never repeats its plan)."""
     examples = {
         "analyze_token": "“What is PEPE?”",
         "analyze_address": "“Is 0x… risky?”",
@@ -197,4 +212,11 @@ def help_text(tools: dict[str, ToolSpec]) -> str:
     lines += [f"- {text}" for name, text in examples.items() if name in tools]
     if len(lines) == 3:
         lines = [LABEL, "", "No tools are available right now, so I cannot look anything up."]
+    elif previous:
+        lines += [
+            "",
+            f"To change your previous question (“{previous}”), name only what to change, "
+            "for example “and on base?”, “only above 10% APY”, “top 3” or “what about "
+            "Morpho?”.",
+        ]
     return "\n".join(lines) + "\n"

@@ -614,3 +614,15 @@ UNIT_DEFAULTS: dict[str, tuple[str, ...]] = {
     "percent": ("apy", "price_change"),
     "days": ("protocol_age",),
 }
+
+# Words a follow-up may carry around its parts ("and on base?", "what about Morpho?", "sorted
+# by tvl instead"). Anything else ("what is", "tokens", "why") makes the message its own
+# question. Deliberately short: a word added here turns more messages into follow-ups.
+FOLLOW_UP_FILLER = frozenset(
+    """and also what about how same for on in with only just but instead then now ok okay
+    please the by sorted sort order ordered show me of at to it that those these them one ones
+    again rather if let's lets try switch change make too as well i want give list results
+    result same thing do can you , . ? ! ( ) : ;""".split()
+)
+# Field names that are also vault cue words but, in a follow-up, only name the field.
+FOLLOW_UP_FIELD_WORDS = frozenset({"apy", "apr", "apys", "aprs", "tvl"})

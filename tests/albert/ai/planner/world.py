@@ -64,6 +64,19 @@ class Turn:
     def results_of(self, step: str) -> list[str]:
         return [self.results[c.id] for c in self.calls if c.id.startswith(f"demo_{step}_")]
 
+    def as_history(self) -> list[ChatMessage]:
+        """The turn as the chat stores it for the next one: the question, the calls with
+        their results, the answer."""
+        out = [ChatMessage(role="user", content=self.question)]
+        if self.calls:
+            out.append(ChatMessage(role="assistant", content="", tool_calls=list(self.calls)))
+            out += [
+                ChatMessage(role="tool", content=self.results[c.id], tool_call_id=c.id, name=c.name)
+                for c in self.calls
+            ]
+        out.append(ChatMessage(role="assistant", content=self.answer))
+        return out
+
 
 class _Recorder:
     def __init__(self, turn: Turn) -> None:
@@ -108,18 +121,39 @@ class World:
         return tools
 
     async def ask(
-        self, question: str, planner: DemoPlanner | None = None, *, without: tuple[str, ...] = ()
+        self,
+        question: str,
+        planner: DemoPlanner | None = None,
+        *,
+        without: tuple[str, ...] = (),
+        history: list[ChatMessage] | None = None,
     ) -> Turn:
-        """Ask one question through the tool loop; `without` leaves tools out of the turn."""
+        """Ask one question through the tool loop, after `history` (earlier turns of the
+        thread); `without` leaves tools out of the turn."""
         registry = ToolRegistry([t for t in self.local if t.name not in without])
         registry.merge([t for t in await self.remote() if t.name not in without], "vaults")
         turn = Turn(question)
         loop = ToolLoop(planner or DemoPlanner(), GUARD, max_steps=5)
         result = await loop.run(
-            [ChatMessage(role="user", content=question)], registry, _Recorder(turn)
+            [*(history or []), ChatMessage(role="user", content=question)],
+            registry,
+            _Recorder(turn),
         )
         turn.finish, turn.steps = result.finish_reason, result.steps
         return turn
+
+    async def converse(
+        self, questions: list[str], planner: DemoPlanner | None = None
+    ) -> list[Turn]:
+        """Ask the questions one after another in one thread (each sees the earlier turns)."""
+        planner = planner or DemoPlanner()
+        history: list[ChatMessage] = []
+        turns = []
+        for question in questions:
+            turn = await self.ask(question, planner, history=history)
+            history += turn.as_history()
+            turns.append(turn)
+        return turns
 
 
 @contextmanager

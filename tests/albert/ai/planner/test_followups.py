@@ -1,0 +1,252 @@
+"""Follow-up questions through the real tool loop, in one thread, against the real tools.
+
+Each row is a conversation: the user messages in order, then the exact main calls of every
+turn. A refinement ("and on base?", "top 3", "what about Morpho?") must be planned as the
+previous (resolved) question with its parts applied, and its answer must say how it was
+read; a message that stands on its own, or says nothing to refine ("thanks", "why?"), must
+be read as it would be alone and never repeat the previous plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from albert.ai.planner import LABEL
+from tests.albert.ai.planner.world import World, running_services, world
+from tests.data_server.mcp_server.servers import AppServer
+from tests.typesense_fixture import TypesenseServer
+
+ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
+LOOKUP_TOOLS = {"search_protocols", "search_vault_assets"}
+WALLET = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045"
+OTHER_WALLET = "0x28C6c06298d514Db089934071355E5743bf21d60"
+
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Talk:
+    """User messages in one thread, the main calls of each turn, what the last answer says."""
+
+    messages: list[str]
+    calls: list[Calls]
+    says: tuple[str, ...] = ()
+    not_says: tuple[str, ...] = ()
+
+
+def vaults(**args: Any) -> tuple[str, dict[str, Any]]:
+    return ("search_vaults", args)
+
+
+def tokens(**args: Any) -> tuple[str, dict[str, Any]]:
+    return ("search_tokens", args)
+
+
+STABLE_5M = vaults(stablecoin_only=True, min_tvl_usd=5e6)
+
+REFINEMENTS = [
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "and on base?"],
+        [[STABLE_5M], [vaults(chain="base", stablecoin_only=True, min_tvl_usd=5e6)]],
+        says=(
+            "Taking “stablecoin vaults with TVL above $5M” from your previous question, "
+            "with “on base” added",
+        ),
+    ),
+    Talk(
+        ["USDC vaults on arbitrum with TVL over $10M", "what about on Base?"],
+        [
+            [vaults(chain="arbitrum", asset_symbol="USDC", min_tvl_usd=1e7)],
+            [vaults(chain="base", asset_symbol="USDC", min_tvl_usd=1e7)],
+        ],
+        says=("“on Base” instead of “on arbitrum”",),
+    ),
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "only above 10% apy"],
+        [[STABLE_5M], [vaults(stablecoin_only=True, min_tvl_usd=5e6, min_apy=10.0)]],
+    ),
+    Talk(
+        ["USDC vaults with APY above 5%", "only above 10%"],
+        [
+            [vaults(asset_symbol="USDC", min_apy=5.0)],
+            [vaults(asset_symbol="USDC", min_apy=10.0)],
+        ],
+        says=("“above 10%” instead of “APY above 5%”",),
+    ),
+    Talk(
+        ["Aave vaults for USDC on ethereum", "what about Morpho?"],
+        [
+            [vaults(chain="ethereum", protocol="aave-v3", asset_symbol="USDC")],
+            [vaults(chain="ethereum", protocol="morpho-blue", asset_symbol="USDC")],
+        ],
+    ),
+    Talk(
+        ["stablecoin vaults with TVL above $5M sorted by apy", "sorted by tvl instead"],
+        [
+            [vaults(stablecoin_only=True, min_tvl_usd=5e6, sort_by="apy")],
+            [vaults(stablecoin_only=True, min_tvl_usd=5e6, sort_by="tvl_usd")],
+        ],
+    ),
+    Talk(
+        ["stablecoin vaults on ethereum", "top 3"],
+        [
+            [vaults(chain="ethereum", stablecoin_only=True)],
+            # Read as "stablecoin vaults on ethereum, top 3", as one sentence would be.
+            [("top_yields", {"chain": "ethereum", "stablecoin_only": True, "limit": 3})],
+        ],
+        says=("with “top 3” added. Read as: “stablecoin vaults on ethereum, top 3”",),
+    ),
+    Talk(
+        ["USDC vaults on arbitrum with TVL over $10M", "same for USDT"],
+        [
+            [vaults(chain="arbitrum", asset_symbol="USDC", min_tvl_usd=1e7)],
+            [vaults(chain="arbitrum", asset_symbol="USDT", min_tvl_usd=1e7)],
+        ],
+    ),
+    Talk(
+        ["top 5 positions by value for nick.eth", "and for vitalik.eth?"],
+        [
+            [("wallet_top_positions", {"address": "nick.eth", "limit": 5})],
+            [("wallet_top_positions", {"address": "vitalik.eth", "limit": 5})],
+        ],
+    ),
+    Talk(
+        [f"positions above $500 for {OTHER_WALLET}", f"and {WALLET}?"],
+        [
+            [("wallet_positions", {"address": OTHER_WALLET, "min_value_usd": 500.0})],
+            [("wallet_positions", {"address": WALLET, "min_value_usd": 500.0})],
+        ],
+    ),
+    Talk(
+        ["tokens with market cap over 1B on ethereum", "and on solana, under 5M liquidity"],
+        [
+            [tokens(chain="ethereum", min_market_cap_usd=1e9)],
+            [tokens(chain="solana", min_market_cap_usd=1e9, max_liquidity_usd=5e6)],
+        ],
+    ),
+]
+
+CHAINS = [
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "and on base?", "only above 10% apy", "top 3"],
+        [
+            [STABLE_5M],
+            [vaults(chain="base", stablecoin_only=True, min_tvl_usd=5e6)],
+            [vaults(chain="base", stablecoin_only=True, min_tvl_usd=5e6, min_apy=10.0)],
+            [
+                vaults(
+                    chain="base",
+                    stablecoin_only=True,
+                    min_tvl_usd=5e6,
+                    min_apy=10.0,
+                    sort_by="apy",
+                    per_page=3,
+                )
+            ],
+        ],
+        says=("Taking “stablecoin vaults with TVL above $5M on base, above 10% apy”",),
+    ),
+]
+
+NOT_REFINEMENTS = [
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "thanks"],
+        [[STABLE_5M], []],
+        says=("To change your previous question",),
+        not_says=("Taking",),
+    ),
+    Talk(["stablecoin vaults with TVL above $5M", "why?"], [[STABLE_5M], []], not_says=("Taking",)),
+    Talk(["stablecoin vaults with TVL above $5M", "ok"], [[STABLE_5M], []], not_says=("Taking",)),
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "USDC vaults on base"],
+        [[STABLE_5M], [vaults(chain="base", asset_symbol="USDC")]],
+        not_says=("Taking",),
+    ),
+    Talk(
+        ["stablecoin vaults with TVL above $5M", "tokens with market cap over 1B"],
+        [[STABLE_5M], [tokens(min_market_cap_usd=1e9)]],
+        not_says=("Taking",),
+    ),
+    Talk(
+        ["USDC vaults on base", "What's in vitalik.eth's wallet?"],
+        [
+            [vaults(chain="base", asset_symbol="USDC")],
+            [("wallet_portfolio", {"address": "vitalik.eth"})],
+        ],
+        not_says=("Taking",),
+    ),
+    Talk(
+        ["USDC vaults on base", "and for vitalik.eth?"],
+        [
+            [vaults(chain="base", asset_symbol="USDC")],
+            [("wallet_portfolio", {"address": "vitalik.eth"})],
+        ],
+        not_says=("Taking",),
+    ),
+    Talk(
+        # A protocol's TVL asked after a vault search is its own question.
+        ["stablecoin vaults with TVL above $5M", "TVL of Pendle"],
+        [[STABLE_5M], [("search_protocols", {"query": "pendle"})]],
+        not_says=("Taking",),
+    ),
+    Talk(
+        # "yields" is a subject of its own, though it also names the APY field.
+        ["stablecoin vaults with TVL above $5M", "yields over 15% on arbitrum"],
+        [[STABLE_5M], [vaults(chain="arbitrum", min_apy=15.0)]],
+        not_says=("Taking",),
+    ),
+    Talk(
+        # The wallet tools filter by no asset, so an asset after a wallet question is asked
+        # about on its own.
+        ["top 5 positions by value for nick.eth", "What about ETH?"],
+        [
+            [("wallet_top_positions", {"address": "nick.eth", "limit": 5})],
+            [("analyze_token", {"symbol": "ETH"})],
+        ],
+        not_says=("Taking",),
+    ),
+    # Nothing answerable came before, so there is nothing to refine.
+    Talk(["thanks", "and on base?"], [[], []], not_says=("Taking",)),
+]
+
+TABLE = REFINEMENTS + CHAINS + NOT_REFINEMENTS
+
+
+@pytest.fixture(scope="module")
+def services(
+    typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[AppServer, str]]:
+    folder: Path = tmp_path_factory.mktemp("planner-followups")
+    with running_services(typesense_server, folder) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tools(
+    services: tuple[AppServer, str], typesense_server: TypesenseServer
+) -> AsyncIterator[World]:
+    app, token_collection = services
+    async with world(app, token_collection, typesense_server) as w:
+        yield w
+
+
+@ON_MODULE_LOOP
+@pytest.mark.parametrize("talk", TABLE, ids=[" / ".join(t.messages)[:70] for t in TABLE])
+async def test_a_conversation_gets_the_calls_each_turn_needs(talk: Talk, tools: World) -> None:
+    turns = await tools.converse(talk.messages)
+    for turn, expected in zip(turns, talk.calls, strict=True):
+        lookups = turn.step_calls("lookup")
+        assert {tool for tool, _ in lookups} <= LOOKUP_TOOLS, lookups
+        assert turn.step_calls("main") == expected, turn.question
+        assert turn.finish == "stop" and turn.answer.startswith(LABEL)
+    last = turns[-1].answer
+    for phrase in talk.says:
+        assert phrase in last, last
+    for phrase in talk.not_says:
+        assert phrase not in last, last
