@@ -50,6 +50,27 @@ async def test_the_demo_planner_answers_from_real_tools(stack: RuntimeProcess) -
         assert "Aave" in answer_text(frames)
 
 
+async def test_a_follow_up_in_the_same_thread_refines_the_previous_question(stack) -> None:
+    """The worker sends the thread's history; the planner reads the follow-up from it."""
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, "stablecoin vaults with TVL above $5M")
+        assert [(c["name"], c["arguments"]) for c in tool_calls(frames)] == [
+            ("search_vaults", {"stablecoin_only": True, "min_tvl_usd": 5e6})
+        ]
+        frames = await client.turn(thread, "and on base?")
+        assert [(c["name"], c["arguments"]) for c in tool_calls(frames)] == [
+            ("search_vaults", {"chain": "base", "stablecoin_only": True, "min_tvl_usd": 5e6})
+        ]
+        assert "Taking “stablecoin vaults with TVL above $5M” from your previous question" in (
+            answer_text(frames)
+        )
+        frames = await client.turn(thread, "thanks")
+        assert tool_calls(frames) == []
+        assert "To change your previous question" in answer_text(frames)
+
+
 async def test_structured_token_search_pages_through_typesense_with_deep_links(stack) -> None:
     async with ChatClient(stack.url, stack.ws_url) as client:
         await client.connect()
