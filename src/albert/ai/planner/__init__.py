@@ -10,6 +10,7 @@ Modules, in the order a question passes through them:
 - `names` — assets, protocols and chains checked against the indexed sets;
 - `binding` — conditions bound to the nearest field mention of a tool;
 - `tickers` — token tickers and feed topics as the question writes them;
+- `followups` — a refinement ("and on base?") merged into the previous question;
 - `plans` — routes and the lookup → main → follow steps;
 - `rendering` — the labelled answer built from tool results;
 - `client` — the `DemoPlanner` model client.

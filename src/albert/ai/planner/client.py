@@ -23,7 +23,7 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.planner.followups import FollowUp, name_kind, resolve_chain, user_questions
+from albert.ai.planner.followups import FollowUp, NameKinds, resolve_chain, user_questions
 from albert.ai.planner.lexicon import ToolLexicon, build_lexicon
 from albert.ai.planner.names import NameIndex
 from albert.ai.planner.plans import (
@@ -117,12 +117,12 @@ class DemoPlanner:
         def is_asset(word: str) -> bool:
             return word.upper() in schema_assets or bool(self.names.asset_lookup(word))
 
-        kind = name_kind(lambda: self.names.known_protocols(ctx.known("protocol")), is_asset)
+        kinds = NameKinds(lambda: self.names.known_protocols(ctx.known("protocol")), is_asset)
 
         def answerable(question: str) -> bool:
             return make_plan(question, ctx, lookups_done=True).route != "none"
 
-        return resolve_chain(questions, lambda q: read(q, ctx.table), kind, answerable)
+        return resolve_chain(questions, lambda q: read(q, ctx.table), kinds, answerable)
 
     def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
         """The plan for the question, given this turn's results so far."""

@@ -48,6 +48,7 @@ class Part:
     text: str
     unit: str = ""
     side: str = ""
+    value: str = ""  # a chain's slug
 
 
 @dataclass
@@ -67,13 +68,13 @@ def user_questions(messages: list[ChatMessage]) -> list[str]:
 def resolve_chain(
     questions: list[str],
     reader: Callable[[str], Reading],
-    kind_of: Callable[[Reading, int, str], str],
+    names: NameKinds,
     answerable: Callable[[str], bool],
 ) -> tuple[str | None, FollowUp | None]:
     """The previous question as resolved, and the last one merged with it (None when the
     last stands alone).
 
-    `kind_of` says whether a name candidate is a protocol or an asset; `answerable` whether a
+    `names` says which words are protocols or assets; `answerable` whether a
     (resolved) question leads to any tool call, so nothing is built on "thanks" or "why?".
     """
     if len(questions) < 2:
@@ -83,7 +84,7 @@ def resolve_chain(
     last: FollowUp | None = None
     for question in questions[1:]:
         previous = resolved if answerable(resolved) else None
-        last = merge(previous, question, reader, kind_of) if previous else None
+        last = merge(previous, question, reader, names) if previous else None
         resolved = last.question if last else question
     return previous, last
 
@@ -92,15 +93,15 @@ def merge(
     previous: str,
     question: str,
     reader: Callable[[str], Reading],
-    kind_of: Callable[[Reading, int, str], str],
+    names: NameKinds,
 ) -> FollowUp | None:
     """The previous question with the refinement's parts applied, or None if it is not one."""
     reading = reader(question)
-    parts = refinement_parts(reading, kind_of)
+    parts = refinement_parts(reading, names)
     if parts is None:
         return None
     before = reader(previous)
-    old = _parts(before, kind_of)
+    old = _parts(before, names)
     owners = [any(p.key == ("owner",) for p in group) for group in (parts, old)]
     if owners[0] and not owners[1]:
         return None  # an address after a vault question asks about the address
@@ -134,9 +135,7 @@ def merge(
     return FollowUp(previous=previous.strip(), question=text, changes=changes)
 
 
-def refinement_parts(
-    reading: Reading, kind_of: Callable[[Reading, int, str], str]
-) -> list[Part] | None:
+def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
     """The parts of a message that is only a refinement, or None when it says more."""
     words = reading.words
     # A field's short name ("10% apy", "TVL over 5M") is a part; a noun that names a field
@@ -155,7 +154,7 @@ def refinement_parts(
     )
     if subject or reading.entities.vault_ids:
         return None
-    parts = _parts(reading, kind_of)
+    parts = _parts(reading, names)
     if not parts:
         return None
     # Only the parts' own words count as read: "TVL of Pendle" asks a protocol's TVL.
@@ -168,13 +167,13 @@ def refinement_parts(
     return parts
 
 
-def _parts(reading: Reading, kind_of: Callable[[Reading, int, str], str]) -> list[Part]:
+def _parts(reading: Reading, names: NameKinds) -> list[Part]:
     sorts, in_sort = _sort_parts(reading)
     found = [
         *sorts,
         *_mention_parts(reading),
         *_number_parts(reading, in_sort),
-        *_name_parts(reading, kind_of),
+        *_name_parts(reading, names),
     ]
     # A word read twice ("best DAI yields": a sort and an asset) is one part, the first.
     out: list[Part] = []
@@ -231,7 +230,7 @@ def _mention_parts(reading: Reading) -> list[Part]:
         if m.kind == "chain":
             if start == m.start:
                 said = f"on {said}"  # so it reads as a chain wherever it is put
-            out.append(Part(("chain", str(negated)), a, b, said))
+            out.append(Part(("chain", str(negated)), a, b, said, value=m.key))
         else:
             out.append(Part((m.kind, m.key), a, b, said))
     return out
@@ -259,11 +258,11 @@ def _number_parts(reading: Reading, in_sort: set[int]) -> list[Part]:
     return out
 
 
-def _name_parts(reading: Reading, kind_of: Callable[[Reading, int, str], str]) -> list[Part]:
-    """Protocols and assets (by `kind_of`), addresses and ENS names."""
+def _name_parts(reading: Reading, names: NameKinds) -> list[Part]:
+    """Protocols and assets, addresses and ENS names."""
     out: list[Part] = []
-    for cand in candidates(reading):
-        kind = kind_of(reading, cand.index, cand.text)
+    for cand in candidates(reading, names.known):
+        kind = names.kind(reading, cand.index, cand.text)
         out.append(Part((kind, str(cand.negated)), *_span(reading, cand.index, cand.index)))
     for pattern in (ADDRESS, ENS_NAME):
         for found in pattern.finditer(reading.question):
@@ -275,6 +274,8 @@ def _replaces(new: Part, old: Part) -> bool:
     """Whether a part of the refinement takes the place of one of the previous question."""
     if new.key[0] != old.key[0]:
         return False
+    if new.key[0] == "chain" and new.value == old.value:
+        return True  # "not on ethereum" after "on ethereum", and the other way round
     if new.key[0] != "condition":
         return new.key == old.key
     if new.key[1] and old.key[1]:
@@ -285,18 +286,22 @@ def _replaces(new: Part, old: Part) -> bool:
     return same_field and (len(sides) == 1 or bool(sides & {"range", "eq"}))
 
 
-def name_kind(
-    slugs: Callable[[], list[str]], is_asset: Callable[[str], bool]
-) -> Callable[[Reading, int, str], str]:
-    """Protocol or asset for a name candidate: the index's word if it has one, else its
-    shape (ticker-shaped words are assets first, name-shaped ones protocols first)."""
+@dataclass(frozen=True)
+class NameKinds:
+    """What the planner knows of names: the protocol slugs and whether a word is an asset."""
 
-    def kind(reading: Reading, index: int, word: str) -> str:
-        words = [t.text for t in reading.tokens]
-        if is_asset(word):
+    slugs: Callable[[], list[str]]
+    is_asset: Callable[[str], bool]
+
+    def known(self, word: str) -> bool:
+        """A known protocol or asset, so a lowercase word ("what about morpho?") is a name."""
+        return self.is_asset(word) or bool(protocol_matches([word], 0, self.slugs())[0])
+
+    def kind(self, reading: Reading, index: int, word: str) -> str:
+        """Protocol or asset: the index's word if it has one, else the word's shape
+        (ticker-shaped words are assets first, name-shaped ones protocols first)."""
+        if self.is_asset(word):
             return "asset"
-        if protocol_matches(words, index, slugs())[0]:
+        if protocol_matches([t.text for t in reading.tokens], index, self.slugs())[0]:
             return "protocol"
         return "asset" if is_ticker_shaped(reading.tokens[index].text) else "protocol"
-
-    return kind

@@ -87,6 +87,21 @@ REFINEMENTS = [
         ],
     ),
     Talk(
+        ["aave vaults for USDC", "how about morpho"],
+        [
+            [vaults(protocol="aave-v3", asset_symbol="USDC")],
+            [vaults(protocol="morpho-blue", asset_symbol="USDC")],
+        ],
+        says=("“morpho” instead of “aave”",),
+    ),
+    Talk(
+        ["USDC vaults with APY above 5% on ethereum", "between 8 and 12% not on ethereum"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC", min_apy=5.0)],
+            [vaults(exclude_chains=["ethereum"], asset_symbol="USDC", min_apy=8.0, max_apy=12.0)],
+        ],
+    ),
+    Talk(
         ["stablecoin vaults with TVL above $5M sorted by apy", "sorted by tvl instead"],
         [
             [vaults(stablecoin_only=True, min_tvl_usd=5e6, sort_by="apy")],
