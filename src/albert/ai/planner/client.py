@@ -35,7 +35,7 @@ from albert.ai.planner.plans import (
     make_context,
     make_plan,
 )
-from albert.ai.planner.reading import read
+from albert.ai.planner.reading import Reading, read
 from albert.ai.planner.rendering import (
     band_only_answer,
     help_text,
@@ -122,7 +122,15 @@ class DemoPlanner:
         def answerable(question: str) -> bool:
             return make_plan(question, ctx, lookups_done=True).route != "none"
 
-        return resolve_chain(questions, lambda q: read(q, ctx.table), kinds, answerable)
+        readings: dict[str, Reading] = {}
+
+        def reader(question: str) -> Reading:
+            # Each message is read as a refinement and again as the next one's previous.
+            if question not in readings:
+                readings[question] = read(question, ctx.table)
+            return readings[question]
+
+        return resolve_chain(questions, reader, kinds, answerable)
 
     def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
         """The plan for the question, given this turn's results so far."""
