@@ -11,6 +11,7 @@ not listed, or a tenant with none, gets an error that no page may frame.
 from __future__ import annotations
 
 from typing import NamedTuple
+from urllib.parse import parse_qsl
 
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.security_headers import embed_page_headers
@@ -35,6 +36,12 @@ def embed_page(request: HttpRequest, settings: Settings) -> EmbedPage | HttpResp
     """The embedded page for this request's tenant and host, or why there is none."""
     if request.method not in ("GET", "HEAD"):
         return HttpResponse.error(405, "method_not_allowed", "use GET")
+    repeated = _repeated(request.query_string, ("tenant", "host"))
+    if repeated:
+        # The page reads the first of a repeated parameter (URLSearchParams.get), the
+        # query dict holds the last: checked here with one value, the page could run as
+        # another tenant or trust another host than the ones checked.
+        return HttpResponse.error(400, "bad_request", f"{repeated}: give it once")
     tenant_key = request.query.get("tenant") or DEFAULT_TENANT
     tenant = settings.tenants().get(tenant_key)
     if tenant is None:
@@ -49,3 +56,14 @@ def embed_page(request: HttpRequest, settings: Settings) -> EmbedPage | HttpResp
             403, "host_not_allowed", "this origin may not embed this tenant's chat"
         )
     return EmbedPage(tenant=tenant_key, host_origin=host, headers=embed_page_headers(host))
+
+
+def _repeated(query_string: str, names: tuple[str, ...]) -> str | None:
+    """The first of `names` the query gives more than once (blank values count)."""
+    seen: set[str] = set()
+    for name, _ in parse_qsl(query_string, keep_blank_values=True):
+        if name in names:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None

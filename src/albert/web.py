@@ -17,6 +17,9 @@ class HttpRequest(BaseModel):
     method: str
     path: str
     query: dict[str, str] = Field(default_factory=dict)
+    query_string: str = Field(
+        "", description="The query as sent, for routes that must see a repeated parameter"
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="Lower-case names")
     body: bytes = b""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qsl, quote
 
 import pytest
 
@@ -79,3 +80,28 @@ def test_every_other_response_stays_unframable() -> None:
     assert "frame-ancestors 'none'" in API_HEADERS["content-security-policy"]
     headers = embed_page_headers(HOST)
     assert set(headers) == (set(PAGE_HEADERS) - {"x-frame-options"}) | {"cache-control"}
+
+
+@pytest.mark.parametrize(
+    "query_string",
+    [
+        f"tenant=plain&tenant=acme&host={quote(HOST, safe='')}",
+        f"tenant=&tenant=acme&host={quote(HOST, safe='')}",
+        f"tenant=acme&host=https%3A%2F%2Fevil.example&host={quote(HOST, safe='')}",
+        f"tenant=acme&host&host={quote(HOST, safe='')}",
+    ],
+)
+def test_a_repeated_tenant_or_host_is_refused(settings: Settings, query_string: str) -> None:
+    # The page reads the first value of a parameter and the query dict keeps the last:
+    # served, the page would trust a host, or run as a tenant, that was never checked.
+    answer = embed_page(
+        HttpRequest(
+            method="GET",
+            path="/embed",
+            query=dict(parse_qsl(query_string)),
+            query_string=query_string,
+        ),
+        settings,
+    )
+    assert isinstance(answer, HttpResponse)
+    assert answer.status == 400 and json.loads(answer.body)["error"] == "bad_request"

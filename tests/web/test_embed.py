@@ -181,6 +181,34 @@ def test_the_embed_is_framable_by_the_listed_host_only(
         assert response.headers["content-security-policy"].endswith("frame-ancestors 'none'")
 
 
+def test_no_variant_of_the_embed_url_is_framable_by_anyone_else(
+    embed_runtime: RuntimeProcess, host: AsgiServer, stranger: AsgiServer
+) -> None:
+    query = embed_url(embed_runtime, host.url).split("?", 1)[1]
+    host_param = quote(host.url, safe="")
+    stranger_param = quote(stranger.url, safe="")
+    # Other spellings of the path: none is the worker's embed, so each must be an error
+    # or a page that refuses every frame.
+    for path in ("/embed/", "//embed", "/EMBED", "/%65mbed", "/%2fembed", "/embed;x", "/embed."):
+        for method in ("GET", "HEAD"):
+            response = httpx.request(method, f"{embed_runtime.url}{path}?{query}")
+            assert response.status_code != 500, (path, method)
+            assert response.headers.get("x-frame-options") == "DENY", (path, method)
+            policy = response.headers["content-security-policy"]
+            assert policy.endswith("frame-ancestors 'none'"), (path, method)
+    # A parameter given twice: the server checks one value, the page would use another.
+    for repeated in (
+        f"tenant=default&tenant=acme&host={host_param}",
+        f"tenant=acme&host={stranger_param}&host={host_param}",
+    ):
+        refused = httpx.get(f"{embed_runtime.url}/embed?{repeated}")
+        assert refused.status_code == 400, repeated
+        assert refused.headers["x-frame-options"] == "DENY"
+    # Other methods are refused, with headers no page may frame.
+    refused = httpx.post(embed_url(embed_runtime, host.url))
+    assert refused.status_code == 405 and refused.headers["x-frame-options"] == "DENY"
+
+
 # --- in the browser ---------------------------------------------------------------------
 
 

@@ -14,6 +14,9 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 export function embedding() {
   if (location.pathname !== EMBED_PATH) return null;
   const params = new URLSearchParams(location.search);
+  // The server refuses a repeated one (it would check one value and the page use
+  // another); a page that got here anyway is not embedded.
+  if (params.getAll("host").length > 1 || params.getAll("tenant").length > 1) return null;
   const host = params.get("host") || "";
   let origin = null;
   try {

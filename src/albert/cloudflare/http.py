@@ -26,6 +26,7 @@ async def to_core_request(request: Any, *, read_body: bool = True) -> HttpReques
         method=str(request.method).upper(),
         path=url.path,
         query=dict(parse_qsl(url.query)),
+        query_string=url.query,
         headers=headers,
         body=body,
     )
