@@ -21,6 +21,7 @@ against is JwksUnavailable (503). Neither the token nor any of its claims is log
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -42,6 +43,9 @@ MIN_SECRET_BYTES = 32
 # refused for its algorithm rather than for its shape, so the client learns why.
 _JWT_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 _USER_ID = re.compile(USER_ID_PATTERN)
+# A time claim beyond this (year 2255 in seconds) is no time a token means: refused, so no
+# later integer conversion or SQLite column overflows on it.
+MAX_TIME_CLAIM = 2**33
 
 # The outbound HTTP client, or a function making it on first use (most requests never
 # carry a host token, so the router need not build a client for them).
@@ -203,5 +207,9 @@ def _number(claims: dict[str, Any], name: str, *, required: bool) -> float | Non
             raise TokenError(f"missing claim: {name}")
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TokenError(f"malformed claim: {name}")
+    # The JSON decoder takes NaN and Infinity: compared, they pass every check, and
+    # made an integer they raise (a 500).
+    if not math.isfinite(value) or abs(value) > MAX_TIME_CLAIM:
         raise TokenError(f"malformed claim: {name}")
     return float(value)

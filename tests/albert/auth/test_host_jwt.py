@@ -265,6 +265,25 @@ async def test_expiry_and_not_before_with_leeway(idp, http, clock) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("exp", float("nan")),
+        ("exp", float("inf")),
+        ("exp", 10**40),
+        ("iat", float("nan")),
+        ("nbf", float("-inf")),
+    ],
+)
+async def test_time_claims_that_are_no_time_are_malformed(
+    idp, http, clock, name: str, value: float
+) -> None:
+    # The JSON decoder reads NaN and Infinity; they pass comparisons and fail int().
+    check = verifier(idp, http, clock)
+    token = idp.token(now=clock(), **{name: value})
+    assert await refused(check, token, clock) == f"malformed claim: {name}"
+
+
+@pytest.mark.parametrize(
     "sub",
     ["a/b", "../x", "", " user", "user name", "ü-user", "x" * 201, "line\nbreak", "-lead"],
 )
