@@ -21,6 +21,8 @@ class ScriptedToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
+    # The call's id as the model gives it; None: one unique to the request and position.
+    id: str | None = None
 
 
 class Reply(BaseModel):
@@ -160,7 +162,7 @@ class ScriptedModelServer:
             half = len(arguments) // 2
             head = {
                 "index": i,
-                "id": f"call_{self._call}_{i}",
+                "id": call.id if call.id is not None else f"call_{self._call}_{i}",
                 "type": "function",
                 "function": {"name": call.name, "arguments": arguments[:half]},
             }

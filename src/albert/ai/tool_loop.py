@@ -165,6 +165,7 @@ class ToolLoop:
         step, text, finish = 0, "", "stop"
         # The turn's tools do not change while it runs: described and measured once.
         specs, specs_chars = registry.specs_and_size()
+        taken: set[str] = set()
         for step in range(1, self._max_steps + 1):
             # Reaching the last step means every earlier step asked for tools: this
             # call gets no tools and is told to answer from what it has.
@@ -188,6 +189,7 @@ class ToolLoop:
             )
             if last_step:
                 calls = []  # tools were off; calls made anyway are not run
+            calls = _unique_ids(calls, taken)
             await observer.on_step_end(step, text, calls, finish)
             if not calls:
                 break
@@ -301,6 +303,25 @@ class ToolLoop:
 
         # Calls of one step are independent by contract, so they run side by side.
         return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+def _unique_ids(calls: list[ChatToolCall], taken: set[str]) -> list[ChatToolCall]:
+    """The calls, each with an id no other call of the turn has (`taken`, updated).
+
+    Everything after the model names a call by its id: its stored message, the browser's
+    card, the user's confirmation. A model that gives two calls one id would otherwise
+    have one answer settle both (while the card showed one of them) and its second
+    result stored over the first.
+    """
+    unique: list[ChatToolCall] = []
+    for call in calls:
+        call_id, n = call.id, 1
+        while call_id in taken:
+            n += 1
+            call_id = f"{call.id}-{n}"
+        taken.add(call_id)
+        unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return unique
 
 
 def _ledger_of(conversation: list[ChatMessage], registry: ToolRegistry) -> OutputLedger:

@@ -51,7 +51,8 @@ class PendingConfirmations:
         """
         key = (thread_id, turn_id, call_id)
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        # A model may reuse a call id within a step: one answer settles every such call.
+        # Call ids are unique within a turn (the tool loop renames a model's repeats), so
+        # a key has one waiter; a list keeps a second one from orphaning the first.
         self._waiting.setdefault(key, []).append(future)
         try:
             async with asyncio.timeout(self.timeout_seconds):

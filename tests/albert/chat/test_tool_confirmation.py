@@ -297,6 +297,46 @@ async def test_calls_in_one_step_are_asked_separately(
     }
 
 
+async def test_calls_given_one_id_by_the_model_are_asked_about_each_on_its_own(
+    chat: Chat, model: ScriptedModelServer, files: InProcessMcpServer
+) -> None:
+    # The answer names a call by its id: one id for two calls would have one answer
+    # settle both while the card showed one of them (and the second result was stored
+    # over the first, failing the turn). Within a step, and across steps of the turn.
+    harmless = ScriptedToolCall(name="append_line", arguments={"path": "/log"}, id="same")
+    hidden = ScriptedToolCall(name="delete_file", arguments={"path": "/everything"}, id="same")
+    again = ScriptedToolCall(name="delete_file", arguments={"path": "/more"}, id="same")
+    model.script(
+        Reply(tool_calls=[harmless, hidden]), Reply(tool_calls=[again]), Reply(text=["Done."])
+    )
+    turn = chat.start("m1")
+    [first] = await chat.asked()
+    assert first["tool"] == "delete_file" and json.loads(first["arguments"]) == {
+        "path": "/everything"
+    }
+    calls = {f["call_id"]: f["name"] for f in chat.of("tool_call")}
+    assert calls[first["call_id"]] == "delete_file" and len(calls) == 2
+    await chat.answer(first, approved=False)
+    _, second = await chat.asked(2)
+    assert second["call_id"] not in calls
+    assert json.loads(second["arguments"]) == {"path": "/more"}
+    await chat.answer(second, approved=True)
+    await asyncio.wait_for(turn, 15)
+    assert files.served["delete_file"] == 1 and files.served["append_line"] == 1
+    assert chat.of("done")[-1]["finish_reason"] == "stop"
+    stored = chat.tool_messages()
+    assert {m.meta["arguments"]["path"]: m.meta.get("confirmation") for m in stored} == {
+        "/log": None,
+        "/everything": "declined",
+        "/more": "approved",
+    }
+    # What the model is sent back pairs each result with its own call.
+    history = model.requests[-1]["messages"]
+    asked_ids = [c["id"] for m in history if m.get("tool_calls") for c in m["tool_calls"]]
+    answered = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    assert len(set(asked_ids)) == 3 and sorted(asked_ids) == sorted(answered)
+
+
 async def test_only_an_explicit_destructive_hint_asks(
     chat: Chat, model: ScriptedModelServer, files: InProcessMcpServer
 ) -> None:
