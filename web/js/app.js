@@ -344,8 +344,10 @@ function renderTool(part) {
 }
 
 // Characters that would not show as themselves (controls, bidi and zero-width marks,
-// private use, line separators): written as JSON escapes, as the server writes them.
-const HIDDEN_CHARS = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}]/gu;
+// private use, line separators, spaces other than U+0020, and a space after two in a row
+// within a value, which could push the rest out of sight): written as JSON escapes, as
+// albert.chat.confirmations writes them (indentation follows a newline: never matched).
+const HIDDEN_CHARS = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}]|(?! )\p{Zs}|(?<=[^\n ] {2,}) /gu;
 
 function escapeChar(ch) {
   const hex = (n) => `\\u${n.toString(16).padStart(4, "0")}`;

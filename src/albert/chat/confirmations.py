@@ -25,6 +25,7 @@ from albert.protocol.frames import ConfirmFrame, ConfirmToolFrame, ToolDecision,
 CONFIRM_ARGUMENTS_CHARS = 2_000
 _ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
 _MAX_COMBINING_RUN = 3
+_MAX_SPACE_RUN = 2
 
 
 class PendingConfirmations:
@@ -141,19 +142,32 @@ def display_arguments(arguments: dict[str, Any], limit: int) -> tuple[str, bool]
     """The arguments as JSON text a person can trust, at most `limit` characters (+ a note).
 
     Nothing is dropped: control, format (bidi overrides, zero-width, the tag block),
-    private-use and surrogate characters, line separators and long runs of combining
-    marks are written as JSON escapes, so what the user approves shows every character
+    private-use and surrogate characters, line separators, spaces other than U+0020,
+    spaces after the second in a row inside a string and long runs of combining marks
+    are written as JSON escapes, so what the user approves shows every character
     that would be sent. True when the text was cut.
     """
     text = json.dumps(arguments, ensure_ascii=False, indent=2)
     out: list[str] = []
-    combining = 0
+    combining = spaces = 0
+    in_string = after_backslash = False
     for char in text:
         category = unicodedata.category(char)
         stacked = category.startswith("M") and combining >= _MAX_COMBINING_RUN
         combining = combining + 1 if category.startswith("M") else 0
+        # Inside a string (json.dumps escapes every quote and backslash there), a long
+        # run of spaces would push the rest of a value out of the card's sight.
+        spaces = spaces + 1 if char == " " and in_string else 0
+        padding = spaces > _MAX_SPACE_RUN
+        if in_string and after_backslash:
+            after_backslash = False
+        elif char == "\\" and in_string:
+            after_backslash = True
+        elif char == '"':
+            in_string = not in_string
         # A bare newline is the indentation's: one inside a string is escaped already.
-        if char != "\n" and (category in _ESCAPED_CATEGORIES or stacked or _is_noncharacter(char)):
+        hidden = category in _ESCAPED_CATEGORIES or (category == "Zs" and char != " ")
+        if char != "\n" and (hidden or stacked or padding or _is_noncharacter(char)):
             out.append(_escape(char))
         else:
             out.append(char)

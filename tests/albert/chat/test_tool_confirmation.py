@@ -385,3 +385,21 @@ def test_arguments_are_shown_with_every_hidden_character_escaped_and_bounded() -
     assert cut and long.startswith('{\n  "text": "xxx')
     # 5,016 characters of JSON ({, newline, indent, "text": and the quotes), 2,000 shown.
     assert long.endswith("(3,016 more characters not shown)")
+
+
+def test_padding_cannot_push_the_rest_of_an_argument_out_of_the_card() -> None:
+    # A long run of spaces (or any other space character) inside a value would wrap the
+    # card's text into blank lines and hide what follows; each shows as an escape.
+    padded = {
+        "path": "/tmp/cache" + " " * 300 + "/../../home",
+        "wide": "a\u3000\u2003\u00a0b",
+        "quoted": 'say "   " \\   x',
+        "nested": {"list": ["a  b", 1]},
+    }
+    shown, cut = display_arguments(padded, 2_000)
+    assert not cut and json.loads(shown) == padded
+    assert '"/tmp/cache  \\u0020\\u0020' in shown
+    assert all("   " not in line.lstrip(" ") for line in shown.splitlines())
+    assert '"a\\u3000\\u2003\\u00a0b"' in shown
+    assert '"a  b"' in shown  # two spaces are text, as is the indentation
+    assert '\n  "nested": {\n    "list": [' in shown
