@@ -189,3 +189,31 @@ def test_a_renewal_keeps_the_session_issue_time_and_revocation_goes_to_the_user(
     assert json.loads(refused.body)["error"] == "not_signed_in"
     assert _status(call("POST", "/api/session/revoke")) == 401
     assert isinstance(call("GET", "/api/me", **bearer(anonymous["token"])), HttpResponse)
+
+
+def test_the_objects_internal_routes_are_never_forwarded_from_outside() -> None:
+    key = SETTINGS.signing_keys()[0]
+    signed_in = issue_token(
+        key,
+        client_id=new_client_id(),
+        tenant="acme",
+        expires_at=NOW + 600,
+        issued_at_ms=NOW * 1000,
+        user_id="auth0|9",
+    )
+    for path in (
+        "/internal/session/check",
+        "/internal/claim/export",
+        "/internal/claim/commit",
+        "//internal/session/check",
+    ):
+        for method in ("GET", "POST"):
+            answer = call(method, path, **bearer(signed_in))
+            assert isinstance(answer, HttpResponse) and answer.status == 404, (method, path)
+    # The revoke route is not a socket either.
+    upgrade = {
+        "authorization": f"Bearer {signed_in}",
+        "upgrade": "websocket",
+        "origin": "https://terminal.example",
+    }
+    assert _status(call("GET", "/api/session/revoke", headers=upgrade)) == 405

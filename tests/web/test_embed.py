@@ -207,6 +207,19 @@ def test_no_variant_of_the_embed_url_is_framable_by_anyone_else(
     # Other methods are refused, with headers no page may frame.
     refused = httpx.post(embed_url(embed_runtime, host.url))
     assert refused.status_code == 405 and refused.headers["x-frame-options"] == "DENY"
+    # Nor did any other answer become framable: errors, health, unknown files, OPTIONS.
+    for method, path in [
+        ("GET", "/nope"),
+        ("GET", "/js/nope.js"),
+        ("GET", "/api/nope"),
+        ("GET", "/healthz"),
+        ("OPTIONS", "/"),
+        ("OPTIONS", "/embed"),
+        ("DELETE", "/api/session"),
+    ]:
+        response = httpx.request(method, embed_runtime.url + path)
+        assert response.status_code != 500, (method, path)
+        assert response.headers.get("x-frame-options") == "DENY", (method, path)
 
 
 # --- in the browser ---------------------------------------------------------------------
