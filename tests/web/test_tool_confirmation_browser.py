@@ -17,7 +17,10 @@ from tests.web.test_chat_browser import Page
 
 pytestmark = pytest.mark.browser
 
-PATH = "/reports/q3.csv\u202e"  # a bidi override hidden in the path: shown, escaped
+# A bidi override, markup and padding in the path: each shown as text, the override and the
+# padding escaped, on the open card (the server's text) and the stored one (the page's).
+PATH = "/reports/q3.csv\u202e<b>x</b>   .bak"
+SHOWN = "/reports/q3.csv\\u202e<b>x</b>  \\u0020.bak"
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +86,8 @@ def test_run_is_asked_shown_again_after_a_reload_and_runs_once(
     assert card.query_selector(".confirm-server").inner_text() == "files"
     assert card.query_selector(".confirm-tool").inner_text() == "delete_file"
     shown = card.query_selector(".confirm-args").inner_text()
-    assert "/reports/q3.csv\\u202e" in shown and "\u202e" not in shown
+    assert SHOWN in shown and "\u202e" not in shown
+    assert card.query_selector(".confirm-args b") is None  # text, never markup
     assert "up to 120 s" in card.query_selector(".confirm-status").inner_text()
     time.sleep(0.3)
     assert files.served["delete_file"] == 0
@@ -111,6 +115,8 @@ def test_run_is_asked_shown_again_after_a_reload_and_runs_once(
     tab.wait_turn(1)
     page.wait_for_selector('.confirm[data-decision="approved"]')
     assert page.is_disabled(".confirm-run")
+    assert SHOWN in page.inner_text(".confirm-args")
+    assert page.query_selector(".confirm-args b") is None
     assert files.served["delete_file"] == 1
 
 
