@@ -121,14 +121,7 @@ export class ChatConnection {
   /** Drop the current socket and connect afresh (another session: the URL's token
    * changed). Frames of the old socket are not delivered any more. */
   restart() {
-    this.generation += 1;
-    this.connecting = false;
-    clearTimeout(this.timer);
-    this.timer = null;
-    clearInterval(this.pinger);
-    const old = this.ws;
-    this.ws = null; // its close event is then ignored
-    if (old) old.close(1000, "session changed");
+    this.drop("session changed");
     this.attempts = 0;
     this.everOpened = false;
     this.connect();
@@ -136,15 +129,21 @@ export class ChatConnection {
 
   /** Close the socket and stay closed until restart() (the session was revoked). */
   stop() {
+    this.drop("session revoked");
+    this.setState("paused");
+  }
+
+  /** Close the current socket, pending reconnects and pings; its frames and close event
+   * are not delivered any more. */
+  drop(reason) {
     this.generation += 1;
     this.connecting = false;
     clearTimeout(this.timer);
     this.timer = null;
     clearInterval(this.pinger);
     const old = this.ws;
-    this.ws = null;
-    if (old) old.close(1000, "session revoked");
-    this.setState("paused");
+    this.ws = null; // its close event is then ignored
+    if (old) old.close(1000, reason);
   }
 
   /** Skip the wait, e.g. when the network comes back. */
