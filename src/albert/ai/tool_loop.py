@@ -6,7 +6,9 @@ cap still ends in an answer instead of silence. A call to a remote tool whose
 arguments carry another source's output at length is refused, not run
 (albert.tools.provenance). A call to a remote tool its server marks destructive runs
 only once the user agrees (the turn's ToolConfirmer); declined or unanswered, it is not
-run and the model is told why.
+run and the model is told why. What a tool returned reaches the model fenced as
+untrusted text (albert.tools.fence); the carry check compares arguments with the text
+inside the fences, which is what the model read.
 """
 
 import asyncio
@@ -25,8 +27,10 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
+from albert.ai.untrusted import unfenced
 from albert.protocol.frames import ToolDecision, Usage
 from albert.tools.base import TextPart, ToolResult, asks_first
+from albert.tools.fence import for_model
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.provenance import Carried, OutputLedger
 from albert.tools.read_tool_result import NAME as READ_TOOL
@@ -292,8 +296,14 @@ class ToolLoop:
                 else:
                     outcome = _immediate(refusal)
             await observer.on_tool_result(step, call, outcome, source)
-            content = outcome.result.joined_text()
-            self._ledger.record_output(call.name, source, content)
+            content = for_model(
+                call.name,
+                source,
+                outcome.result.joined_text(),
+                truncated=outcome.truncated,
+                own_words=outcome.own_words,
+            )
+            self._ledger.record_output(call.name, source, unfenced(content))
             if outcome.truncated and registry.get(READ_TOOL) is not None:
                 content += (
                     f'\n[To read on, call {READ_TOOL} with call_id "{call.id}" '
@@ -332,7 +342,8 @@ def _ledger_of(conversation: list[ChatMessage], registry: ToolRegistry) -> Outpu
             ledger.record_user(message.content)
         elif message.role == "tool":
             name = message.name or "an earlier tool"
-            ledger.record_output(name, registry.source_of(name) or "earlier", message.content)
+            source = registry.source_of(name) or "earlier"
+            ledger.record_output(name, source, unfenced(message.content))
     return ledger
 
 
@@ -387,4 +398,5 @@ def _immediate(result: ToolResult) -> GuardedResult:
         original_chars=len(text),
         full_text=text,
         shown_chars=len(text),
+        own_words=True,
     )

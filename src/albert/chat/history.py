@@ -1,11 +1,17 @@
-"""The thread's stored messages as the model reads them."""
+"""The thread's stored messages as the model reads them.
+
+Tool results are stored as the tools produced them and fenced as untrusted text here,
+as the model's messages are built (albert.tools.fence): a thread stored before results
+were fenced is fenced when it is sent again.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from albert.ai.model import ChatMessage, ChatToolCall
+from albert.tools.fence import for_model
 
 # How many of the newest messages a turn sends; the context budget trims further.
 HISTORY_MESSAGES = 200
@@ -37,6 +43,10 @@ class StoredMessage(Protocol):
     def tool_call_id(self) -> str | None: ...
     @property
     def name(self) -> str | None: ...
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """Of a tool result: source, truncated, own_words (as the recorder stored them)."""
+        ...
 
 
 def history_for_model(messages: Sequence[StoredMessage]) -> list[ChatMessage]:
@@ -54,12 +64,27 @@ def history_for_model(messages: Sequence[StoredMessage]) -> list[ChatMessage]:
         elif m.role == "tool":
             out.append(
                 ChatMessage(
-                    role="tool", content=m.content, tool_call_id=m.tool_call_id, name=m.name
+                    role="tool",
+                    content=_result(m),
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
                 )
             )
         else:
             out.append(ChatMessage(role="user", content=m.content))
     return out
+
+
+def _result(m: StoredMessage) -> str:
+    meta = m.meta
+    source = meta.get("source")
+    return for_model(
+        m.name or "an earlier tool",
+        source if isinstance(source, str) else None,
+        m.content,
+        truncated=bool(meta.get("truncated")),
+        own_words=bool(meta.get("own_words")),
+    )
 
 
 def _assistant(m: StoredMessage, answered_calls: set[str | None]) -> list[ChatMessage]:

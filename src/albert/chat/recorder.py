@@ -281,6 +281,9 @@ def _tool_meta(
     }
     if decision is not None:
         meta["confirmation"] = decision
+    if outcome.own_words:
+        # Replayed to the model outside the untrusted-text fence (albert.chat.history).
+        meta["own_words"] = True
     return meta
 
 

@@ -107,6 +107,9 @@ class HistoryEntry(NamedTuple):
     tool_calls: list[StoredCall]
     tool_call_id: str | None
     name: str | None
+    # What the model's view of a tool result needs of its meta (albert.tools.fence):
+    # source, truncated, own_words; empty for other messages.
+    meta: dict[str, Any]
 
 
 class ThreadStore:
@@ -443,6 +446,13 @@ class ThreadStore:
                 else [],
                 r["tool_call_id"],
                 r["name"],
+                {
+                    "source": r["source"],
+                    "truncated": bool(r["truncated"]),
+                    "own_words": bool(r["own_words"]),
+                }
+                if r["role"] == "tool"
+                else {},
             )
             for r in rows
         ]
@@ -457,7 +467,14 @@ def _newest_messages_sql(columns: str) -> str:
 
 
 _HISTORY_SQL = _newest_messages_sql("*")
-_MODEL_HISTORY_SQL = _newest_messages_sql("role, content, status, tool_calls, tool_call_id, name")
+# A tool result's meta is read only for the keys its fence needs (not its arguments).
+_MODEL_HISTORY_SQL = _newest_messages_sql(
+    "role, content, status, tool_calls, tool_call_id, name, "
+    + ", ".join(
+        f"CASE WHEN role = 'tool' AND meta <> '' THEN json_extract(meta, '$.{key}') END AS {key}"
+        for key in ("source", "truncated", "own_words")
+    )
+)
 
 
 class ToolOutputs:

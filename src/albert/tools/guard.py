@@ -32,6 +32,9 @@ class GuardedResult(NamedTuple):
     original_chars: int
     full_text: str = ""  # the whole output, before the cut
     shown_chars: int = 0  # how much of full_text the model sees
+    # Albert wrote this result (a timeout, a failure, a refusal), not the tool: the model
+    # gets it outside any untrusted-text fence (albert.tools.fence).
+    own_words: bool = False
 
 
 def truncate_result(result: ToolResult, max_chars: int) -> tuple[ToolResult, bool, int]:
@@ -66,8 +69,10 @@ class ToolGuard:
     async def run(self, tool: Tool, arguments: dict[str, Any]) -> GuardedResult:
         """Execute once; never raises for the tool's own failures."""
         started = time.monotonic()
+        own_words = True
         try:
             result = await asyncio.wait_for(tool.execute(arguments), self._timeout)
+            own_words = False
         except TimeoutError:
             result = ToolResult.error(f"{tool.name} timed out after {self._timeout:g} s")
         except asyncio.CancelledError:
@@ -87,4 +92,5 @@ class ToolGuard:
             original_chars=total,
             full_text=full_text,
             shown_chars=shown,
+            own_words=own_words,
         )

@@ -9,10 +9,17 @@ another server, or one no longer known) is refused, and the model is told why.
 Text the user wrote is exempt: what the user typed may go where the user asks.
 Moving data within one server (paging, ids) is allowed, and so are the short
 values tools legitimately share, such as addresses and symbols.
+
+Outputs are compared as the model read them: inside their untrusted-text fences
+(albert.tools.fence), without the fence tags and with invisible characters dropped.
+Arguments and the user's words are read the same way, so characters the model never
+saw neither hide a copy nor break one.
 """
 
 from collections.abc import Iterable
 from typing import Any, NamedTuple
+
+from albert.ai.untrusted import neutralise
 
 CARRY_LIMIT_CHARS = 200
 # Occurrences of one probe looked at in one output: bounds the work on repetitive text.
@@ -58,18 +65,20 @@ class OutputLedger:
         self._user: list[str] = []
 
     def record_output(self, tool: str, source: str, text: str) -> None:
-        """A tool's output as the model saw it."""
+        """A tool's output as the model saw it, without its fence tags (`unfenced`)."""
         if len(text) >= self._limit:
             self._outputs.append(_Output(tool=tool, source=source, text=_normal(text)))
 
     def record_user(self, text: str) -> None:
         """Words of the user: carrying them is never refused."""
-        self._user.append(_normal(text))
+        self._user.append(_normal(neutralise(text)))
 
     def carried(self, source: str, arguments: dict[str, Any]) -> Carried | None:
         """The first output of another source that the arguments repeat at length."""
         for value in _strings(arguments):
-            text = _normal(value)
+            if len(value) < self._limit:
+                continue
+            text = _normal(neutralise(value))
             if len(text) < self._limit:
                 continue
             for output in self._outputs:

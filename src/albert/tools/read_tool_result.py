@@ -1,4 +1,10 @@
-"""read_tool_result: page through a tool output that was cut before it reached the model."""
+"""read_tool_result: page through a tool output that was cut before it reached the model.
+
+A page is the stored output as the tool produced it, after a header line of ours; the
+model gets the page fenced, naming the call it came from (albert.tools.fence).
+"""
+
+import re
 
 from pydantic import Field
 
@@ -7,6 +13,16 @@ from albert.tools.base import LocalTool, ToolInput, ToolResult
 
 NAME = "read_tool_result"
 PAGE_CHARS = 20_000
+_HEADER = re.compile(
+    r"\[(?P<call_id>[^\n]*): characters [\d,]+–[\d,]+ of [\d,]+; "
+    r"(?:next offset \d+|this is the end)\]\n"
+)
+
+
+def page_header(text: str) -> tuple[str, str] | None:
+    """The header line a page starts with, and the call id it names; None for no page."""
+    found = _HEADER.match(text)
+    return (found.group(0), found.group("call_id")) if found else None
 
 
 class ReadToolResultInput(ToolInput):

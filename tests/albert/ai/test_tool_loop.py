@@ -93,7 +93,10 @@ async def test_tool_result_is_fed_back_and_the_answer_follows() -> None:
     result = await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([ECHO]), recorder)
     assert result.finish_reason == "stop" and result.steps == 2 and result.text == "done"
     second = model.requests[1].messages
-    assert second[-1].role == "tool" and second[-1].content == "echo:pepe"
+    # The tool's words reach the model fenced as untrusted text naming the tool.
+    assert second[-1].role == "tool"
+    assert second[-1].content == '<untrusted source="platform tool echo">echo:pepe</untrusted>'
+
     assert second[-2].tool_calls[0].name == "echo"
     assert ("result", "echo:pepe") in recorder.events
 
@@ -230,7 +233,9 @@ async def test_a_destructive_remote_tool_runs_only_on_a_yes() -> None:
         assert confirmer.asked == [("files", "delete_file")]
         assert len(runs) == ran, decision
         told = model.requests[1].messages[-1].content
-        assert (told == "deleted") if ran else ("was not run" in told)
+        fenced = '<untrusted source="tool delete_file of MCP server files">deleted</untrusted>'
+        # The loop's own refusal is no third party's text: it stays outside any fence.
+        assert (told == fenced) if ran else ("was not run" in told and "<untrusted" not in told)
 
 
 async def test_without_anyone_to_ask_a_destructive_tool_does_not_run() -> None:
@@ -250,4 +255,4 @@ async def test_a_local_tool_never_asks_whatever_it_claims() -> None:
         USER, ToolRegistry([claiming]), Recorder(), confirmer
     )
     assert confirmer.asked == []
-    assert model.requests[1].messages[-1].content == "echo:x"
+    assert model.requests[1].messages[-1].content.endswith(">echo:x</untrusted>")

@@ -63,12 +63,24 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
             assert done["type"] == "done" and done["finish_reason"] == "stop"
             second, third = model.requests[1], model.requests[2]
             first_result = second["messages"][-1]["content"]
-            assert first_result.startswith(TWO_MB[:50_000])
+            fence = '<untrusted source="platform tool big_dump">'
+            # The cut marker and the read-on hint are Albert's, after the fence's end.
+            assert first_result.startswith(
+                fence + TWO_MB[:50_000] + "</untrusted>\n\n[… result cut"
+            )
             assert "result cut: 50,000 of 2,097,152 characters shown" in first_result
             assert 'call read_tool_result with call_id "call_1_0" and offset 50000' in first_result
             page = third["messages"][-1]["content"]
             assert TWO_MB[50_000:70_000] in page
             assert "characters 50,000–70,000 of 2,097,152; next offset 70000" in page
+            # The page is fenced too, after the header (Albert's), naming the call read.
+            assert page.startswith("[call_1_0: characters 50,000–70,000")
+            assert '\n<untrusted source="output of call call_1_0 read back">' in page
+            assert page.endswith(TWO_MB[50_000:70_000] + "</untrusted>")
+            # What is stored (and shown) is the tools' own text, without fences.
+            stored = [m.content for m in service.store.history(thread) if m.role == "tool"]
+            assert stored[0].startswith(TWO_MB[:50_000]) and stored[1].startswith("[call_1_0")
+            assert not any("<untrusted" in text for text in stored)
             # The context budget stubbed the older, bigger result to fit the third call.
             older = next(m for m in third["messages"] if m["role"] == "tool")["content"]
             assert older.startswith("[Earlier result of big_dump")

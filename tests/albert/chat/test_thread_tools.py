@@ -85,9 +85,10 @@ async def test_each_thread_reads_only_its_own_outputs_turn_after_turn(tmp_path: 
             model.script(_read("call_1_0", 150_000), Reply(text=["again"]))
             await _turn(service, sockets, first, "m2")
             page = model.requests[-1]["messages"][-1]["content"]
-            assert page.endswith(BIG[150_000:]) and "this is the end" in page
+            assert page.endswith(BIG[150_000:] + "</untrusted>") and "this is the end" in page
 
             # And twice in a row in the same thread (its tool kept): still its own output.
             model.script(_read("call_1_0", 159_000), Reply(text=["and again"]))
             await _turn(service, sockets, first, "m3")
-            assert model.requests[-1]["messages"][-1]["content"].endswith(BIG[159_000:])
+            page = model.requests[-1]["messages"][-1]["content"]
+            assert page.endswith(BIG[159_000:] + "</untrusted>")

@@ -43,17 +43,27 @@ from albert.ai.planner.rendering import (
     render_answer,
     unavailable_answer,
 )
+from albert.ai.untrusted import unfenced
 from albert.tools.base import ToolSpec
 
 STEPS = ("lookup", "main", "follow")
 
 
 def last_user_turn(messages: list[ChatMessage]) -> tuple[str, list[ChatMessage]]:
-    """The last user message and everything after it (this turn's calls and results)."""
+    """The last user message and everything after it (this turn's calls and results).
+
+    Results come fenced as untrusted text; the planner reads the text inside, as a model
+    reads through the fence (albert.ai.untrusted.unfenced)."""
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role == "user":
-            return messages[index].content, messages[index + 1 :]
+            return messages[index].content, [_read(m) for m in messages[index + 1 :]]
     return "", []
+
+
+def _read(message: ChatMessage) -> ChatMessage:
+    if message.role != "tool":
+        return message
+    return message.model_copy(update={"content": unfenced(message.content)})
 
 
 class DemoPlanner:
