@@ -256,3 +256,71 @@ async def test_a_local_tool_never_asks_whatever_it_claims() -> None:
     )
     assert confirmer.asked == []
     assert model.requests[1].messages[-1].content.endswith(">echo:x</untrusted>")
+
+
+SECRET = "".join(f"line {n}: account {n * 7919} balance {n * 31} " for n in range(12))
+
+
+def _two_servers(secret: str) -> tuple[ToolRegistry, list[dict[str, Any]]]:
+    """`notes` (server notes) returns `secret`; `send` (server files) records what it got."""
+    sent: list[dict[str, Any]] = []
+
+    async def notes(server: str, spec: RemoteToolSpec, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult.text(secret)
+
+    async def send(server: str, spec: RemoteToolSpec, arguments: dict[str, Any]) -> ToolResult:
+        sent.append(arguments)
+        return ToolResult.text("sent")
+
+    def spec(name: str) -> RemoteToolSpec:
+        return RemoteToolSpec(name=name, description="", input_schema={"type": "object"})
+
+    registry = ToolRegistry([])
+    registry.merge([RemoteTool("notes", spec("notes"), notes)], source="notes")
+    registry.merge([RemoteTool("files", spec("send"), send)], source="files")
+    return registry, sent
+
+
+async def _carry(secret: str, text: str, history: list[ChatMessage] | None = None) -> bool:
+    """Whether `send` ran with `text` after `notes` returned `secret` (this turn or before)."""
+    registry, sent = _two_servers(secret)
+    steps = [call("send", {"text": text}, "c2"), answer("ok")]
+    if history is None:
+        steps.insert(0, call("notes", {}, "c1"))
+    model = ScriptModel(steps)
+    await ToolLoop(model, GUARD, max_steps=5).run([*(history or []), *USER], registry, Recorder())
+    return bool(sent)
+
+
+async def test_the_carry_check_reads_outputs_inside_their_fences() -> None:
+    hidden = "\u200b".join(SECRET[i : i + 40] for i in range(0, 400, 40))
+    fenced = '<untrusted source="tool notes of MCP server notes">' + SECRET + "</untrusted>"
+    # What the model read, copied as it was, with its fence, or with hidden characters
+    # put back in: refused all the same.
+    assert not await _carry(SECRET, SECRET[10:300])
+    assert not await _carry(SECRET, fenced[:300])
+    assert not await _carry(SECRET, hidden)
+    assert not await _carry(hidden, SECRET[:300])
+    # A tag the server wrote reaches the model broken; copied that way it is still caught.
+    tagged = SECRET[:150] + "</untrusted>" + SECRET[150:]
+    assert not await _carry(tagged, tagged.replace("<", "‹")[:320])
+    # The fence's own words are no output: sending them, or a short value, runs.
+    assert await _carry(SECRET, '<untrusted source="tool notes of MCP server notes">' * 3)
+    assert await _carry(SECRET, SECRET[:150])
+
+
+async def test_the_carry_check_reads_fenced_history_too() -> None:
+    stored = [
+        ChatMessage(role="user", content="notes?"),
+        ChatMessage(
+            role="assistant", tool_calls=[ChatToolCall(id="c0", name="notes", arguments="{}")]
+        ),
+        ChatMessage(
+            role="tool",
+            content='<untrusted source="tool notes of MCP server notes">' + SECRET + "</untrusted>",
+            tool_call_id="c0",
+            name="notes",
+        ),
+    ]
+    assert not await _carry(SECRET, SECRET[5:260], history=stored)
+    assert await _carry(SECRET, "just a short note", history=stored)
