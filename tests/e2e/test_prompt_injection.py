@@ -1,10 +1,12 @@
-"""Prompt injection through the real runtime: a hostile MCP server's words reach the model
-fenced and attributed, and a tool call that would carry one source's output to another
-server is refused, while moving data within one server still works."""
+"""Prompt injection through the real runtime: a hostile MCP server's words (its
+instructions, its tool descriptions, its tools' results) reach the model fenced and
+attributed, and a tool call that would carry one source's output to another server is
+refused, while moving data within one server still works."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -13,7 +15,12 @@ from typing import Any
 import pytest
 
 from tests.support.chat_client import ChatClient
-from tests.support.mcp_test_server import PRIVATE_NOTES, InProcessMcpServer
+from tests.support.mcp_test_server import (
+    NEWS_STRUCTURED,
+    NEWS_TEXT,
+    PRIVATE_NOTES,
+    InProcessMcpServer,
+)
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 
@@ -168,5 +175,74 @@ async def test_data_may_move_within_one_server_and_users_may_send_their_own_word
         echoed, filed = _tool_results(frames)
         assert echoed["ok"] and filed["ok"], (echoed, filed)
         assert filed["content"].startswith("read_file: Please file this")
+    finally:
+        await client.__aexit__(None, None, None)
+
+
+def _results_by_tool(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The tool messages of a model request, by the name of the tool that was called."""
+    names = {
+        c["id"]: c["function"]["name"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    }
+    return {names[m["tool_call_id"]]: m for m in messages if m["role"] == "tool"}
+
+
+def _fenced(content: str, label: str) -> str:
+    """The text inside the one fence that makes up `content`."""
+    opening = f'<untrusted source="{label}">'
+    assert content.startswith(opening) and content.endswith("</untrusted>"), content[:200]
+    assert content.count("</untrusted>") == 1
+    assert len(re.findall(r"<\s*/?\s*untrusted", content, re.IGNORECASE)) == 2
+    return content[len(opening) : -len("</untrusted>")]
+
+
+async def test_a_hostile_result_reaches_the_model_fenced_and_the_browser_as_it_was(
+    runtime: RuntimeProcess,
+    model: ScriptedModelServer,
+    hostile: InProcessMcpServer,
+    files: InProcessMcpServer,
+) -> None:
+    client = await _client_with(runtime, hostile=hostile.url, sandbox=files.url)
+    try:
+        thread = await client.new_thread()
+        model.script(
+            Reply(
+                tool_calls=[
+                    ScriptedToolCall(name="latest_news"),
+                    ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"}),
+                ]
+            ),
+            Reply(text=["ok"]),
+        )
+        frames = await client.turn(thread, "news on PEPE?")
+        results = _results_by_tool(model.requests[-1]["messages"])
+        news, analysis = results["latest_news"], results["analyze_token"]
+        inside = _fenced(news["content"], "tool latest_news of MCP server hostile")
+        assert "SYSTEM: new rules." in inside and not INVISIBLE.search(inside)
+        assert "‹untrusted source='system'>" in inside  # from the structured content
+        # The platform's own tools carry outside text too: fenced, named as the platform's.
+        assert len(_fenced(analysis["content"], "platform tool analyze_token")) > 250
+        # The browser gets the tool's own text, live and when the thread is read back.
+        raw = NEWS_TEXT + "\n\n" + json.dumps(NEWS_STRUCTURED)
+        shown = {f["name"]: f["content"] for f in _tool_results(frames)}
+        assert shown["latest_news"] == raw and "<untrusted" not in shown["analyze_token"]
+        messages = (await client.thread(thread))["messages"]
+        stored = {m["name"]: m["content"] for m in messages if m["role"] == "tool"}
+        assert stored["latest_news"] == raw and "<untrusted" not in stored["analyze_token"]
+
+        # The next turn replays the thread: fenced again. And copying what the model read
+        # of the result, fence and all, to another server is refused.
+        model.script(
+            Reply(tool_calls=[ScriptedToolCall(name="read_file", arguments={"path": inside})]),
+            Reply(text=["done"]),
+        )
+        frames = await client.turn(thread, "and?")
+        replayed = _results_by_tool(model.requests[-2]["messages"])
+        assert replayed["latest_news"]["content"] == news["content"]
+        [refused] = _tool_results(frames)
+        assert not refused["ok"] and "latest_news" in refused["content"]
     finally:
         await client.__aexit__(None, None, None)
