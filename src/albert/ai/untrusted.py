@@ -14,6 +14,7 @@ the carry check, which compares arguments with what tools produced).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -57,10 +58,15 @@ def neutralise(text: str) -> str:
     return _FENCE.sub(lambda m: m.group(0).replace("<", "‹"), kept)
 
 
+@functools.lru_cache(maxsize=1024)
+def _label(source: str) -> str:
+    # The same few tools are named on every turn: each label is cleaned once.
+    return re.sub(r"[^A-Za-z0-9 _.:'-]", "", source)[:80]
+
+
 def untrusted(source: str, text: str) -> str:
     """`text` fenced as third-party text from `source`."""
-    label = re.sub(r"[^A-Za-z0-9 _.:'-]", "", source)[:80]
-    return f'<untrusted source="{label}">{neutralise(text)}</untrusted>'
+    return f'<untrusted source="{_label(source)}">{neutralise(text)}</untrusted>'
 
 
 def unfenced(text: str) -> str:
