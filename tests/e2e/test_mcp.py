@@ -221,7 +221,11 @@ async def test_a_huge_remote_result_is_cut_at_fifty_thousand_characters(
         assert result["ok"] and result["truncated"]
         tool_message = model.requests[-1]["messages"][-1]
         assert tool_message["role"] == "tool"
-        assert tool_message["content"].startswith("x" * 50_000)
+        # The server's text, fenced; the cut marker (Albert's) after the fence.
+        fence = '<untrusted source="tool huge_report of MCP server vaults">'
+        assert tool_message["content"].startswith(
+            fence + "x" * 50_000 + "</untrusted>\n\n[… result cut"
+        )
         assert "x" * 50_001 not in tool_message["content"]
         assert f"{HUGE_CHARS:,}" in tool_message["content"]
 
