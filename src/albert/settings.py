@@ -43,6 +43,8 @@ class Settings(BaseModel):
 
     # Tool loop.
     max_model_steps: int = Field(5, alias="MAX_MODEL_STEPS", ge=1, le=20)
+    # Tool calls one model step may have run; the rest are answered unrun (README, "Limits").
+    max_tool_calls_per_step: int = Field(16, alias="MAX_TOOL_CALLS_PER_STEP", ge=1, le=256)
     tool_result_max_chars: int = Field(50_000, alias="TOOL_RESULT_MAX_CHARS", ge=1_000)
     tool_timeout_seconds: float = Field(20.0, alias="TOOL_TIMEOUT_SECONDS", gt=0)
     # How long a remote tool its server marks destructive waits for the user's yes or no;

@@ -6,14 +6,17 @@ cap still ends in an answer instead of silence. A call to a remote tool whose
 arguments carry another source's output at length is refused, not run
 (albert.tools.provenance). A call to a remote tool its server marks destructive runs
 only once the user agrees (the turn's ToolConfirmer); declined or unanswered, it is not
-run and the model is told why. What a tool returned reaches the model fenced as
-untrusted text (albert.tools.fence); the carry check compares arguments with the text
-inside the fences, which is what the model read.
+run and the model is told why. At most `max_calls_per_step` calls of one step run; the
+rest are answered, unrun, with a note saying so. What a tool returned reaches the model
+fenced as untrusted text (albert.tools.fence); the carry check compares arguments with the
+text inside the fences, which is what the model read.
 """
 
 import asyncio
 import json
 import math
+import re
+import secrets
 from typing import Any, Literal, NamedTuple, Protocol
 
 from albert.ai.context_budget import budget_chars, fit_context
@@ -42,6 +45,13 @@ STEP_CAP_NOTE = (
 )
 
 Outcome = Literal["stop", "step_limit", "length"]
+
+# A call id the model makes is kept only if it is short and plain: the `confirm` frame
+# carries it back (at most 1,024 characters), read_tool_result takes it as an argument (at
+# most 128), and it is stored and shown. Anything else (an id of 5,000 characters, control
+# characters, a lone surrogate SQLite cannot encode) is replaced by one of ours.
+CALL_ID_MAX_CHARS = 128
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 class TurnObserver(Protocol):
@@ -138,10 +148,12 @@ class ToolLoop:
         max_steps: int,
         stall: StallBounds | None = None,
         context_tokens: int = 128_000,
+        max_calls_per_step: int = 16,
     ) -> None:
         self._model = model
         self._guard = guard
         self._max_steps = max_steps
+        self._max_calls = max_calls_per_step
         self._stall = stall or StallBounds()
         self._context_tokens = context_tokens
         self._state = StepState()
@@ -260,7 +272,7 @@ class ToolLoop:
         observer: TurnObserver,
         confirmer: ToolConfirmer | None,
     ) -> list[ChatMessage]:
-        async def one(call: ChatToolCall) -> ChatMessage:
+        async def one(call: ChatToolCall, over_limit: bool) -> ChatMessage:
             arguments = parse_arguments(call.arguments)
             tool = registry.get(call.name)
             source = registry.source_of(call.name) or "unknown"
@@ -269,10 +281,12 @@ class ToolLoop:
             )
             carried = (
                 self._ledger.carried(source, arguments)
-                if isinstance(arguments, dict) and source != "local"
+                if isinstance(arguments, dict) and source != "local" and not over_limit
                 else None
             )
-            if isinstance(arguments, str):
+            if over_limit:
+                outcome = _immediate(_not_run(_over_limit(call.name, self._max_calls)))
+            elif isinstance(arguments, str):
                 outcome = _immediate(ToolResult.error(f"{call.name}: {arguments}"))
             elif tool is None:
                 outcome = _immediate(
@@ -311,27 +325,57 @@ class ToolLoop:
                 )
             return ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name)
 
-        # Calls of one step are independent by contract, so they run side by side.
-        return list(await asyncio.gather(*(one(c) for c in calls)))
+        # Calls of one step are independent by contract, so they run side by side; the
+        # bound keeps how many run (and wait for the user) at once from being the model's
+        # choice. Those over it still get a result: every call in the history has one.
+        return list(
+            await asyncio.gather(*(one(c, i >= self._max_calls) for i, c in enumerate(calls)))
+        )
 
 
 def _unique_ids(calls: list[ChatToolCall], taken: set[str]) -> list[ChatToolCall]:
-    """The calls, each with an id no other call of the turn has (`taken`, updated).
+    """The calls, each with a plain id no other call of the turn has (`taken`, updated).
 
     Everything after the model names a call by its id: its stored message, the browser's
     card, the user's confirmation. A model that gives two calls one id would otherwise
     have one answer settle both (while the card showed one of them) and its second
-    result stored over the first.
+    result stored over the first; an id the frames cannot carry back could never be
+    confirmed. The renamed calls are the ones the history keeps, so the assistant message
+    and the tool results sent back to the model name the same ids.
     """
     unique: list[ChatToolCall] = []
     for call in calls:
-        call_id, n = call.id, 1
-        while call_id in taken:
-            n += 1
-            call_id = f"{call.id}-{n}"
+        call_id = _own_id(call.id, taken)
         taken.add(call_id)
         unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return unique
+
+
+def _own_id(model_id: str, taken: set[str]) -> str:
+    if _is_plain(model_id):
+        call_id, n = model_id, 1
+        while call_id in taken:
+            n += 1
+            call_id = f"{model_id}-{n}"
+        if len(call_id) <= CALL_ID_MAX_CHARS:
+            return call_id
+    # Random, not counted: a thread's stored outputs are looked up by call id across
+    # turns, and a counter restarting each turn would name an older call.
+    call_id = f"call_{secrets.token_hex(8)}"
+    while call_id in taken:
+        call_id = f"call_{secrets.token_hex(8)}"
+    return call_id
+
+
+def _is_plain(call_id: str) -> bool:
+    return len(call_id) <= CALL_ID_MAX_CHARS and _PLAIN_ID.fullmatch(call_id) is not None
+
+
+def _over_limit(name: str, bound: int) -> str:
+    return (
+        f"{name} was not run: one step may call at most {bound} tools and this call came "
+        "after that many. Call it again in a later step if it is still needed."
+    )
 
 
 def _ledger_of(conversation: list[ChatMessage], registry: ToolRegistry) -> OutputLedger:

@@ -98,6 +98,7 @@ class TurnDriver:
                 chunk_seconds=settings.model_chunk_timeout_seconds,
             ),
             context_tokens=settings.model_context_tokens,
+            max_calls_per_step=settings.max_tool_calls_per_step,
         )
 
     async def _prepare(self, thread_id: str) -> tuple[list[ChatMessage], ToolRegistry]:

@@ -22,6 +22,7 @@ from albert.ai.model import (
 from albert.ai.tool_loop import STEP_CAP_NOTE, PartialTurn, ToolLoop
 from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
 from albert.tools.base import LocalTool, ToolInput, ToolResult
+from albert.tools.fence import for_model
 from albert.tools.guard import GuardedResult, ToolGuard
 from albert.tools.registry import ToolRegistry
 
@@ -324,3 +325,75 @@ async def test_the_carry_check_reads_fenced_history_too() -> None:
     ]
     assert not await _carry(SECRET, SECRET[5:260], history=stored)
     assert await _carry(SECRET, "just a short note", history=stored)
+
+
+def _counting(received: list[str]) -> LocalTool:
+    async def count(args: _Q) -> ToolResult:
+        received.append(args.q)
+        return ToolResult.text(f"counted:{args.q}")
+
+    return LocalTool("count", "counts", _Q, count)
+
+
+def _many(n: int, ids: list[str] | None = None) -> list[ModelEvent]:
+    ids = ids or [f"c{i}" for i in range(n)]
+    events: list[ModelEvent] = [
+        ToolCallRequest(call=ChatToolCall(id=ids[i], name="count", arguments=f'{{"q": "{i}"}}'))
+        for i in range(n)
+    ]
+    return [*events, StepFinished(reason="tool_calls")]
+
+
+async def test_calls_over_the_per_step_bound_are_answered_without_running() -> None:
+    for bound, asked in ((None, 20), (3, 5)):
+        received: list[str] = []
+        model = ScriptModel([_many(asked), answer("done")])
+        recorder = Recorder()
+        loop = (
+            ToolLoop(model, GUARD, max_steps=5)
+            if bound is None
+            else ToolLoop(model, GUARD, max_steps=5, max_calls_per_step=bound)
+        )
+        result = await loop.run(USER, ToolRegistry([_counting(received)]), recorder)
+        ran = 16 if bound is None else bound
+        # The first `ran` calls in the model's order ran; the others never reached the tool.
+        assert sorted(received, key=int) == [str(i) for i in range(ran)]
+        assert result.finish_reason == "stop" and result.text == "done"
+        # Every call has its result in what the model reads next, in order.
+        history = model.requests[1].messages
+        [assistant] = [m for m in history if m.role == "assistant"]
+        results = [m for m in history if m.role == "tool"]
+        assert [c.id for c in assistant.tool_calls] == [m.tool_call_id for m in results]
+        assert len(results) == asked
+        ran_results = [for_model("count", "local", f"counted:{i}") for i in range(ran)]
+        assert [m.content for m in results[:ran]] == ran_results
+        for m in results[ran:]:
+            assert m.content.startswith("count was not run: one step may call at most")
+            assert f"at most {ran} tools" in m.content
+        # The user's side sees each refused call as a failed result too.
+        assert sum(1 for kind, _ in recorder.events if kind == "result") == asked
+
+
+async def test_call_ids_the_frames_cannot_carry_are_replaced_consistently() -> None:
+    received: list[str] = []
+    given = ["x" * 5_000, "a b", "\ud800", "", "tab\there", "call_ok", "call_ok", "y" * 128]
+    model = ScriptModel([_many(len(given), given), _many(1, ["x" * 5_000]), answer("done")])
+    seen: list[str] = []
+
+    class Ids(Recorder):
+        async def on_tool_call(self, step, call, arguments) -> None:
+            seen.append(call.id)
+
+    await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([_counting(received)]), Ids())
+    assert len(received) == len(given) + 1
+    history = model.requests[2].messages
+    asked = [c.id for m in history if m.role == "assistant" for c in m.tool_calls]
+    answered = [m.tool_call_id for m in history if m.role == "tool"]
+    assert asked == answered == seen
+    assert len(set(asked)) == len(asked)
+    for call_id in asked:
+        assert 1 <= len(call_id) <= 128 and call_id.isascii() and call_id.isprintable()
+        assert " " not in call_id
+    # Plain ids are kept (a repeat renamed as before); only the others are ours.
+    assert asked[5:8] == ["call_ok", "call_ok-2", "y" * 128]
+    assert all(a.startswith("call_") and len(a) < 40 for a in asked[:5] + asked[8:])

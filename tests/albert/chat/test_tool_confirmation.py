@@ -403,3 +403,65 @@ def test_padding_cannot_push_the_rest_of_an_argument_out_of_the_card() -> None:
     assert '"a\\u3000\\u2003\\u00a0b"' in shown
     assert '"a  b"' in shown  # two spaces are text, as is the indentation
     assert '\n  "nested": {\n    "list": [' in shown
+
+
+async def test_a_call_id_too_long_for_the_confirm_frame_is_replaced_and_can_be_confirmed(
+    chat: Chat, model: ScriptedModelServer, files: InProcessMcpServer
+) -> None:
+    # The confirm frame takes ids up to 1,024 characters: kept as the model made it, this
+    # call could never be approved, only time out.
+    long = ScriptedToolCall(name="delete_file", arguments={"path": "/a"}, id="k" * 5_000)
+    model.script(Reply(tool_calls=[long]), Reply(text=["Done."]))
+    turn = chat.start("m1")
+    [asked] = await chat.asked()
+    assert len(asked["call_id"]) <= 128
+    await chat.answer(asked, approved=True)
+    assert chat.sockets.frames[-1]["type"] != "error"
+    await asyncio.wait_for(turn, 15)
+    assert files.served["delete_file"] == 1
+    [decision] = chat.of("tool_decision")
+    assert decision["decision"] == "approved" and decision["call_id"] == asked["call_id"]
+    [stored] = chat.tool_messages()
+    assert stored.tool_call_id == asked["call_id"] and stored.meta["confirmation"] == "approved"
+    # The model reads back the id it is now known by, on its call and on its result.
+    history = model.requests[-1]["messages"]
+    [sent] = [c["id"] for m in history if m.get("tool_calls") for c in m["tool_calls"]]
+    [answered] = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    assert sent == answered == asked["call_id"]
+
+
+async def test_calls_over_the_per_step_setting_are_not_asked_about_or_run(
+    tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
+) -> None:
+    files.served.clear()
+    sockets = RecordingSockets()
+    env = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "MCP_DEFAULT_SERVER_URL": files.url,
+        "MCP_DEFAULT_SERVER_NAME": "files",
+        "MCP_CONNECT_WAIT_SECONDS": "10",
+        "MAX_TOOL_CALLS_PER_STEP": "2",
+    }
+    deletes = [ScriptedToolCall(name="delete_file", arguments={"path": f"/{i}"}) for i in range(5)]
+    async with httpx.AsyncClient() as http:
+        service = build_chat_service(
+            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
+        )
+        try:
+            chat = Chat(service, sockets)
+            model.script(Reply(tool_calls=deletes), Reply(text=["Done."]))
+            turn = chat.start("m1")
+            first, second = await chat.asked(2)
+            await chat.answer(first, approved=True)
+            await chat.answer(second, approved=True)
+            await asyncio.wait_for(turn, 15)
+            assert len(chat.of("confirm_tool")) == 2 and files.served["delete_file"] == 2
+            results = chat.of("tool_result")
+            assert len(results) == 5 and sum(r["ok"] for r in results) == 2
+            refused = [r["content"] for r in results if not r["ok"]]
+            assert all("one step may call at most 2 tools" in c for c in refused)
+            assert chat.of("done")[-1]["finish_reason"] == "stop"
+            assert len(chat.tool_messages()) == 5
+        finally:
+            await service.close()
