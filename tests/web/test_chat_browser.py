@@ -470,7 +470,7 @@ def test_analytics_events_from_browser_and_server(
     assert tool["tool"] == "analyze_token"
     assert tool["source"] == "local"
     assert tool["server"] is None
-    assert tool["ok"] is True and tool["truncated"] is False
+    assert tool["ok"] is True and tool["truncated"] is False and tool["outcome"] == "ok"
     assert tool["duration_ms"] > 0
     response = by_type["ai_response_generated"][0]
     assert response["steps"] == 2

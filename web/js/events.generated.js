@@ -105,6 +105,17 @@ export const EVENTS = {
         "name": "truncated",
         "type": "boolean",
         "required": true
+      },
+      {
+        "name": "outcome",
+        "type": "string",
+        "required": true,
+        "values": [
+          "ok",
+          "failed",
+          "declined",
+          "timeout"
+        ]
       }
     ]
   },

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 EventSide = Literal["server", "client"]
 Theme = Literal["light", "dark"]
 ToolSource = Literal["local", "remote", "unknown"]
+# "declined" and "timeout": a destructive tool the user said no to, or did not answer in
+# time. Not run, but no failure of the tool either; counted apart from "failed".
+ToolOutcome = Literal["ok", "failed", "declined", "timeout"]
 
 
 class CatalogEvent(BaseModel):
@@ -72,6 +75,10 @@ class ToolInvoked(CatalogEvent):
     duration_ms: float = Field(ge=0)
     ok: bool
     truncated: bool
+    outcome: ToolOutcome = Field(
+        description="ok; failed (an error, or refused by a check); declined or timeout "
+        "(a destructive tool not confirmed by the user)"
+    )
 
 
 class ThreadCreated(CatalogEvent):

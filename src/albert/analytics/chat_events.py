@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from albert.analytics.service import AnalyticsService
-from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame
+from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame, ToolDecision
 from albert.tools.guard import GuardedResult
 
 if TYPE_CHECKING:
-    from albert.analytics.catalog import ToolSource
+    from albert.analytics.catalog import ToolOutcome, ToolSource
 
 
 class TurnEvents:
@@ -61,8 +61,17 @@ class TurnEvents:
                 )
             )
 
-    def tool_invoked(self, name: str, source: str, outcome: GuardedResult) -> None:
-        """A tool call finished; `source` is 'local', 'unknown' or the remote server's name."""
+    def tool_invoked(
+        self,
+        name: str,
+        source: str,
+        outcome: GuardedResult,
+        decision: ToolDecision | None = None,
+    ) -> None:
+        """A tool call finished; `source` is 'local', 'unknown' or the remote server's name.
+
+        `decision` is the user's answer when the tool had to be confirmed.
+        """
         if not self.analytics.enabled:
             return
         from albert.analytics.catalog import ToolInvoked
@@ -76,5 +85,12 @@ class TurnEvents:
                 duration_ms=round(outcome.duration_ms, 1),
                 ok=not outcome.result.is_error,
                 truncated=outcome.truncated,
+                outcome=_tool_outcome(outcome, decision),
             )
         )
+
+
+def _tool_outcome(outcome: GuardedResult, decision: ToolDecision | None) -> ToolOutcome:
+    if decision == "declined" or decision == "timeout":
+        return decision
+    return "failed" if outcome.result.is_error else "ok"

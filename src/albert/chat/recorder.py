@@ -178,7 +178,7 @@ class TurnRecorder:
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:
-        self._events.tool_invoked(call.name, source, outcome)
+        self._events.tool_invoked(call.name, source, outcome, self._decisions.get(call.id))
         text = outcome.result.joined_text()
 
         def store() -> None:

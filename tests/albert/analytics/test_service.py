@@ -98,6 +98,7 @@ async def test_events_leave_in_one_batch_only_after_the_response() -> None:
                 duration_ms=12.5,
                 ok=True,
                 truncated=False,
+                outcome="ok",
             )
         )
         # The handler has returned; nothing was sent on its path.
@@ -121,6 +122,7 @@ async def test_events_leave_in_one_batch_only_after_the_response() -> None:
         "duration_ms": 12.5,
         "ok": True,
         "truncated": False,
+        "outcome": "ok",
     }
     assert first["insert_id"] != second["insert_id"]
     # Every property matches its catalog model exactly.

@@ -465,3 +465,52 @@ async def test_calls_over_the_per_step_setting_are_not_asked_about_or_run(
             assert len(chat.tool_messages()) == 5
         finally:
             await service.close()
+
+
+async def test_analytics_counts_unconfirmed_calls_apart_from_failures(
+    tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
+) -> None:
+    files.served.clear()
+    sockets = RecordingSockets()
+    events_log = tmp_path / "events.jsonl"
+    env = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "MCP_DEFAULT_SERVER_URL": files.url,
+        "MCP_DEFAULT_SERVER_NAME": "files",
+        "MCP_CONNECT_WAIT_SECONDS": "10",
+        "TOOL_CONFIRM_TIMEOUT_SECONDS": "1.5",
+        "ANALYTICS_LOG_PATH": str(events_log),
+    }
+    paths = ["/yes", "/no", "/unanswered"]
+    deletes = [ScriptedToolCall(name="delete_file", arguments={"path": p}) for p in paths]
+    broken = ScriptedToolCall(name="delete_file", raw_arguments="{not json")
+    async with httpx.AsyncClient() as http:
+        service = build_chat_service(
+            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
+        )
+        try:
+            chat = Chat(service, sockets)
+            model.script(Reply(tool_calls=[*deletes, broken]), Reply(text=["Done."]))
+            turn = chat.start("m1")
+            asked = {json.loads(f["arguments"])["path"]: f for f in await chat.asked(3)}
+            await chat.answer(asked["/yes"], approved=True)
+            await chat.answer(asked["/no"], approved=False)
+            await asyncio.wait_for(turn, 15)
+        finally:
+            await service.close()
+    outcomes: list[tuple[bool, str]] = []
+    for _ in range(100):
+        lines = events_log.read_text().splitlines() if events_log.exists() else []
+        events = [json.loads(line) for line in lines]
+        outcomes = sorted(
+            (e["event_properties"]["ok"], e["event_properties"]["outcome"])
+            for e in events
+            if e["event_type"] == "tool_invoked"
+        )
+        if len(outcomes) == 4:
+            break
+        await asyncio.sleep(0.05)
+    # Not confirmed is not a failure of the tool: each has its own outcome (and ok stays
+    # false, as before, for whoever counts on it).
+    assert outcomes == [(False, "declined"), (False, "failed"), (False, "timeout"), (True, "ok")]
