@@ -181,7 +181,10 @@ class ToolLoop:
         step, text, finish = 0, "", "stop"
         # The turn's tools do not change while it runs: described and measured once.
         specs, specs_chars = registry.specs_and_size()
-        taken: set[str] = set()
+        # Ids the history already names count as taken: a gateway that numbers calls anew
+        # each turn ("call_0") would otherwise make read_tool_result find another turn's
+        # output, and the model would read two results under one id.
+        taken = _ids_in(conversation)
         for step in range(1, self._max_steps + 1):
             # Reaching the last step means every earlier step asked for tools: this
             # call gets no tools and is told to answer from what it has.
@@ -334,7 +337,8 @@ class ToolLoop:
 
 
 def _unique_ids(calls: list[ChatToolCall], taken: set[str]) -> list[ChatToolCall]:
-    """The calls, each with a plain id no other call of the turn has (`taken`, updated).
+    """The calls, each with a plain id no other call of the conversation has (`taken`,
+    updated).
 
     Everything after the model names a call by its id: its stored message, the browser's
     card, the user's confirmation. A model that gives two calls one id would otherwise
@@ -349,6 +353,13 @@ def _unique_ids(calls: list[ChatToolCall], taken: set[str]) -> list[ChatToolCall
         taken.add(call_id)
         unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return unique
+
+
+def _ids_in(conversation: list[ChatMessage]) -> set[str]:
+    """Every call id the conversation so far names (its calls and their results)."""
+    ids = {m.tool_call_id for m in conversation if m.tool_call_id}
+    ids.update(c.id for m in conversation for c in m.tool_calls or ())
+    return ids
 
 
 def _own_id(model_id: str, taken: set[str]) -> str:

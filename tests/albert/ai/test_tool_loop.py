@@ -397,3 +397,29 @@ async def test_call_ids_the_frames_cannot_carry_are_replaced_consistently() -> N
     # Plain ids are kept (a repeat renamed as before); only the others are ours.
     assert asked[5:8] == ["call_ok", "call_ok-2", "y" * 128]
     assert all(a.startswith("call_") and len(a) < 40 for a in asked[:5] + asked[8:])
+
+
+async def test_an_id_an_earlier_turn_used_is_renamed_in_this_one() -> None:
+    # A gateway that numbers calls anew each turn gives this turn's call the id of the
+    # call in the history; results are read back by id, so this turn's is renamed.
+    earlier = [
+        ChatMessage(role="user", content="first"),
+        ChatMessage(
+            role="assistant",
+            content="",
+            tool_calls=[ChatToolCall(id="c0", name="count", arguments='{"q": "old"}')],
+        ),
+        ChatMessage(role="tool", content="counted:old", tool_call_id="c0", name="count"),
+        ChatMessage(role="assistant", content="done before"),
+        ChatMessage(role="user", content="again"),
+    ]
+    received: list[str] = []
+    model = ScriptModel([_many(1), answer("done")])
+    await ToolLoop(model, GUARD, max_steps=5).run(
+        earlier, ToolRegistry([_counting(received)]), Recorder()
+    )
+    assert received == ["0"]
+    history = model.requests[1].messages
+    [_, now] = [c.id for m in history if m.role == "assistant" for c in m.tool_calls]
+    assert now == "c0-2"
+    assert [m.tool_call_id for m in history if m.role == "tool"] == ["c0", "c0-2"]
