@@ -91,7 +91,10 @@ class Identity(BaseModel):
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # Unknown fields are ignored, not refused: only our own key signs a payload, so one
+    # comes from a newer worker, and during a rolling deploy an older worker must still
+    # take the sessions a newer one issued (the version `v` is for changes it may not).
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     v: int
     kid: str

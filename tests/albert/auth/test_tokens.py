@@ -187,3 +187,14 @@ def test_a_token_from_before_issue_times_reads_as_issued_at_zero() -> None:
     assert identity.client_id == CLIENT and identity.issued_at_ms == 0
     with pytest.raises(TokenError, match="malformed"):
         verify_token(_signed_payload({**old, "iat": -1}), [key], now=NOW)
+
+
+def test_a_field_this_worker_does_not_know_is_ignored_under_a_valid_signature() -> None:
+    # A newer worker's token reaching this one during a rolling deploy.
+    key = parse_key(A)
+    newer = {"v": 1, "kid": key.kid, "sub": CLIENT, "ten": "default", "exp": NOW + 60}
+    identity = verify_token(_signed_payload({**newer, "iat": 5, "dev": "x"}), [key], now=NOW)
+    assert identity.client_id == CLIENT and identity.issued_at_ms == 5
+    # What it knows is still checked.
+    with pytest.raises(TokenError, match="malformed"):
+        verify_token(_signed_payload({**newer, "dev": "x", "ten": "No Tenant"}), [key], now=NOW)
