@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,14 @@ class Chat:
         return [m for m in messages if m.role == "tool"]
 
 
-@pytest.fixture
-async def chat(
-    tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
+@asynccontextmanager
+async def open_chat(
+    tmp_path: Path,
+    model: ScriptedModelServer,
+    files: InProcessMcpServer,
+    **settings: str,
 ) -> AsyncIterator[Chat]:
+    """A service against the scripted model and the files server, with `settings` on top."""
     files.served.clear()
     env = {
         "ALBERT_MODE": "local",
@@ -102,18 +107,26 @@ async def chat(
         "MCP_DEFAULT_SERVER_URL": files.url,
         "MCP_DEFAULT_SERVER_NAME": "files",
         "MCP_CONNECT_WAIT_SECONDS": "10",
-        "TOOL_CONFIRM_TIMEOUT_SECONDS": "10",
+        **settings,
     }
     sockets = RecordingSockets()
     async with httpx.AsyncClient() as http:
         service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env={**env}, http=http
+            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
         )
         service.start_background()
         try:
             yield Chat(service, sockets)
         finally:
             await service.close()
+
+
+@pytest.fixture
+async def chat(
+    tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
+) -> AsyncIterator[Chat]:
+    async with open_chat(tmp_path, model, files, TOOL_CONFIRM_TIMEOUT_SECONDS="10") as chat:
+        yield chat
 
 
 def _script_delete(model: ScriptedModelServer) -> None:
@@ -182,35 +195,18 @@ async def test_a_declined_call_never_reaches_the_server_and_the_model_is_told(
 async def test_no_answer_in_time_means_the_tool_does_not_run(
     tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    sockets = RecordingSockets()
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": files.url,
-        "MCP_DEFAULT_SERVER_NAME": "files",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-        "TOOL_CONFIRM_TIMEOUT_SECONDS": "0.4",
-    }
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
-        )
-        try:
-            chat = Chat(service, sockets)
-            _script_delete(model)
-            await asyncio.wait_for(chat.start("m1"), 15)
-            assert files.served["delete_file"] == 0
-            [decision] = chat.of("tool_decision")
-            assert decision["decision"] == "timeout"
-            [result] = chat.of("tool_result")
-            assert not result["ok"]
-            assert result["content"].startswith("No confirmation within 0.4 s; delete_file")
-            assert chat.of("done")[-1]["finish_reason"] == "stop"
-            [stored] = chat.tool_messages()
-            assert stored.meta["confirmation"] == "timeout"
-        finally:
-            await service.close()
+    async with open_chat(tmp_path, model, files, TOOL_CONFIRM_TIMEOUT_SECONDS="0.4") as chat:
+        _script_delete(model)
+        await asyncio.wait_for(chat.start("m1"), 15)
+        assert files.served["delete_file"] == 0
+        [decision] = chat.of("tool_decision")
+        assert decision["decision"] == "timeout"
+        [result] = chat.of("tool_result")
+        assert not result["ok"]
+        assert result["content"].startswith("No confirmation within 0.4 s; delete_file")
+        assert chat.of("done")[-1]["finish_reason"] == "stop"
+        [stored] = chat.tool_messages()
+        assert stored.meta["confirmation"] == "timeout"
 
 
 async def test_a_cancel_during_the_wait_ends_the_turn_without_running_the_tool(
@@ -234,47 +230,29 @@ async def test_a_cancel_during_the_wait_ends_the_turn_without_running_the_tool(
 async def test_the_turn_bound_is_held_while_the_user_thinks(
     tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    sockets = RecordingSockets()
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": files.url,
-        "MCP_DEFAULT_SERVER_NAME": "files",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-        "TURN_TIMEOUT_SECONDS": "1.5",
-    }
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
+    async with open_chat(tmp_path, model, files, TURN_TIMEOUT_SECONDS="1.5") as chat:
+        # Connect first: the wait for the server counts against the turn's bound.
+        model.script(Reply(text=["hi"]))
+        await asyncio.wait_for(chat.start("m0", "hello"), 15)
+        _script_delete(model)
+        turn = chat.start("m1")
+        [asked] = await chat.asked()
+        await asyncio.sleep(2.0)  # longer than the whole turn may take
+        await chat.answer(asked, approved=True)
+        await asyncio.wait_for(turn, 15)
+        assert chat.of("done")[-1]["finish_reason"] == "stop"
+        assert files.served["delete_file"] == 1
+        # ...and the bound still holds once the answer is in: a stall after it times out.
+        model.script(
+            Reply(text=["Deleting. "], tool_calls=[DELETE]),
+            Reply(text=["slow"], delay_seconds=3.0),
         )
-        service.start_background()
-        try:
-            chat = Chat(service, sockets)
-            # Connect first: the wait for the server counts against the turn's bound.
-            model.script(Reply(text=["hi"]))
-            await asyncio.wait_for(chat.start("m0", "hello"), 15)
-            _script_delete(model)
-            turn = chat.start("m1")
-            [asked] = await chat.asked()
-            await asyncio.sleep(2.0)  # longer than the whole turn may take
-            await chat.answer(asked, approved=True)
-            await asyncio.wait_for(turn, 15)
-            assert chat.of("done")[-1]["finish_reason"] == "stop"
-            assert files.served["delete_file"] == 1
-            # ...and the bound still holds once the answer is in: a stall after it times out.
-            model.script(
-                Reply(text=["Deleting. "], tool_calls=[DELETE]),
-                Reply(text=["slow"], delay_seconds=3.0),
-            )
-            turn = chat.start("m2")
-            [_, again] = await chat.asked(2)
-            await chat.answer(again, approved=True)
-            await asyncio.wait_for(turn, 15)
-            assert chat.of("done")[-1]["finish_reason"] == "timeout"
-            assert files.served["delete_file"] == 2
-        finally:
-            await service.close()
+        turn = chat.start("m2")
+        [_, again] = await chat.asked(2)
+        await chat.answer(again, approved=True)
+        await asyncio.wait_for(turn, 15)
+        assert chat.of("done")[-1]["finish_reason"] == "timeout"
+        assert files.served["delete_file"] == 2
 
 
 async def test_calls_in_one_step_are_asked_separately(
@@ -433,72 +411,43 @@ async def test_a_call_id_too_long_for_the_confirm_frame_is_replaced_and_can_be_c
 async def test_calls_over_the_per_step_setting_are_not_asked_about_or_run(
     tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    sockets = RecordingSockets()
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": files.url,
-        "MCP_DEFAULT_SERVER_NAME": "files",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-        "MAX_TOOL_CALLS_PER_STEP": "2",
-    }
     deletes = [ScriptedToolCall(name="delete_file", arguments={"path": f"/{i}"}) for i in range(5)]
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
-        )
-        try:
-            chat = Chat(service, sockets)
-            model.script(Reply(tool_calls=deletes), Reply(text=["Done."]))
-            turn = chat.start("m1")
-            first, second = await chat.asked(2)
-            await chat.answer(first, approved=True)
-            await chat.answer(second, approved=True)
-            await asyncio.wait_for(turn, 15)
-            assert len(chat.of("confirm_tool")) == 2 and files.served["delete_file"] == 2
-            results = chat.of("tool_result")
-            assert len(results) == 5 and sum(r["ok"] for r in results) == 2
-            refused = [r["content"] for r in results if not r["ok"]]
-            assert all("one step may call at most 2 tools" in c for c in refused)
-            assert chat.of("done")[-1]["finish_reason"] == "stop"
-            assert len(chat.tool_messages()) == 5
-        finally:
-            await service.close()
+    async with open_chat(tmp_path, model, files, MAX_TOOL_CALLS_PER_STEP="2") as chat:
+        model.script(Reply(tool_calls=deletes), Reply(text=["Done."]))
+        turn = chat.start("m1")
+        first, second = await chat.asked(2)
+        await chat.answer(first, approved=True)
+        await chat.answer(second, approved=True)
+        await asyncio.wait_for(turn, 15)
+        assert len(chat.of("confirm_tool")) == 2 and files.served["delete_file"] == 2
+        results = chat.of("tool_result")
+        assert len(results) == 5 and sum(r["ok"] for r in results) == 2
+        refused = [r["content"] for r in results if not r["ok"]]
+        assert all("one step may call at most 2 tools" in c for c in refused)
+        assert chat.of("done")[-1]["finish_reason"] == "stop"
+        assert len(chat.tool_messages()) == 5
 
 
 async def test_analytics_counts_unconfirmed_calls_apart_from_failures(
     tmp_path: Path, model: ScriptedModelServer, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    sockets = RecordingSockets()
     events_log = tmp_path / "events.jsonl"
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": files.url,
-        "MCP_DEFAULT_SERVER_NAME": "files",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-        "TOOL_CONFIRM_TIMEOUT_SECONDS": "1.5",
-        "ANALYTICS_LOG_PATH": str(events_log),
-    }
     paths = ["/yes", "/no", "/unanswered"]
     deletes = [ScriptedToolCall(name="delete_file", arguments={"path": p}) for p in paths]
     broken = ScriptedToolCall(name="delete_file", raw_arguments="{not json")
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
-        )
-        try:
-            chat = Chat(service, sockets)
-            model.script(Reply(tool_calls=[*deletes, broken]), Reply(text=["Done."]))
-            turn = chat.start("m1")
-            asked = {json.loads(f["arguments"])["path"]: f for f in await chat.asked(3)}
-            await chat.answer(asked["/yes"], approved=True)
-            await chat.answer(asked["/no"], approved=False)
-            await asyncio.wait_for(turn, 15)
-        finally:
-            await service.close()
+    async with open_chat(
+        tmp_path,
+        model,
+        files,
+        TOOL_CONFIRM_TIMEOUT_SECONDS="1.5",
+        ANALYTICS_LOG_PATH=str(events_log),
+    ) as chat:
+        model.script(Reply(tool_calls=[*deletes, broken]), Reply(text=["Done."]))
+        turn = chat.start("m1")
+        asked = {json.loads(f["arguments"])["path"]: f for f in await chat.asked(3)}
+        await chat.answer(asked["/yes"], approved=True)
+        await chat.answer(asked["/no"], approved=False)
+        await asyncio.wait_for(turn, 15)
     outcomes: list[tuple[bool, str]] = []
     for _ in range(100):
         lines = events_log.read_text().splitlines() if events_log.exists() else []
