@@ -23,7 +23,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
-from tests.support.identity_provider import AUDIENCE, ISSUER, IdentityProvider, new_key
+from tests.support.identity_provider import IdentityProvider, new_key
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 
@@ -42,14 +42,7 @@ def identity_runtime(
     idp: IdentityProvider,
 ) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("identity-runtime")
-    tenants = {
-        "acme": {
-            "name": "Acme Terminal",
-            "jwt_issuer": ISSUER,
-            "jwt_audience": AUDIENCE,
-            "jwks_url": idp.jwks_url,
-        }
-    }
+    tenants = {"acme": idp.tenant()}
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,

@@ -90,6 +90,16 @@ class IdentityProvider:
     def jwks_url(self) -> str:
         return f"{self._server.url}/.well-known/jwks.json"
 
+    def tenant(self, name: str = "Acme Terminal", **settings: Any) -> dict[str, Any]:
+        """A tenant's config that signs its users in with this provider's tokens."""
+        return {
+            "name": name,
+            "jwt_issuer": self.issuer,
+            "jwt_audience": self.audience,
+            "jwks_url": self.jwks_url,
+            **settings,
+        }
+
     def publish(self, key: SigningKey) -> SigningKey:
         """Add a key to the served set (the first step of a rotation)."""
         self.keys[key.kid] = key

@@ -21,7 +21,7 @@ import pytest
 
 from albert.security_headers import API_HEADERS, PAGE_HEADERS
 from tests.support.asgi_server import AsgiServer
-from tests.support.identity_provider import AUDIENCE, ISSUER, IdentityProvider, new_key
+from tests.support.identity_provider import IdentityProvider, new_key
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 
@@ -115,15 +115,7 @@ def embed_runtime(
     host: AsgiServer,
 ) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("embed-runtime")
-    tenants = {
-        "acme": {
-            "name": "Acme Terminal",
-            "jwt_issuer": ISSUER,
-            "jwt_audience": AUDIENCE,
-            "jwks_url": idp.jwks_url,
-            "embed_origins": [host.url],
-        }
-    }
+    tenants = {"acme": idp.tenant(embed_origins=[host.url])}
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -270,6 +262,19 @@ class HostTab:
     def wait_session(self, kind: str) -> None:
         self.chat.wait_for_selector(f'body[data-session="{kind}"]')
         self.chat.wait_for_selector('#conn[data-state="live"]')
+
+    def wait_ready(self) -> None:
+        """Until the chat frame told the host it is ready and its page is up."""
+        assert self.wait_received(1) == [{"type": "albert:ready"}]
+        self.chat.wait_for_selector("body[data-ready=true]")
+
+    def sign_in(self, jwt: str, user: str) -> None:
+        """Post the host's JWT; the chat's next message says `user` is signed in."""
+        seen = len(self.received())
+        self.page.evaluate("t => window.post({type: 'albert:session', token: t})", jwt)
+        replied = self.wait_received(seen + 1)[seen]
+        assert replied == {"type": "albert:signed-in", "user_id": user}
+        self.wait_session("user")
 
 
 def user_threads(runtime: RuntimeProcess, jwt: str, make: str | None = None) -> list[str]:
@@ -422,9 +427,7 @@ def test_a_page_of_another_origin_cannot_frame_the_chat(
             assert page.evaluate("window.received") == [], src
             page.close()
         # The same page of the listed host frames the embed (what the refusals differ in).
-        tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
-        assert tab.wait_received(1) == [{"type": "albert:ready"}]
-        tab.chat.wait_for_selector("body[data-ready=true]")
+        HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url))).wait_ready()
     finally:
         context.close()
 
@@ -436,28 +439,18 @@ def test_an_ended_sign_in_asks_the_host_for_a_new_token(
     context = browser.new_context()
     try:
         tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
-        tab.wait_received(1)
-        tab.chat.wait_for_selector("body[data-ready=true]")
+        tab.wait_ready()
         # A JWT about to end: the session made from it ends with it, and cannot be renewed
         # without the host.
         short = idp.token("auth0|short-lived", lifetime=7)
-        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", short)
-        assert tab.wait_received(2)[1]["type"] == "albert:signed-in"
-        tab.wait_session("user")
+        tab.sign_in(short, "auth0|short-lived")
         expires = json.loads(idp_payload(short))["exp"]
         tab.page.wait_for_function(f"Date.now() / 1000 > {expires} - 5", polling=200)
         tab.chat.click("#new-thread")
         assert tab.wait_received(3)[2] == {"type": "albert:session-expired"}
         assert tab.threads() == []
         # The host's next token carries on as the same user.
-        tab.page.evaluate(
-            "t => window.post({type: 'albert:session', token: t})",
-            idp.token("auth0|short-lived"),
-        )
-        assert tab.wait_received(4)[3] == {
-            "type": "albert:signed-in",
-            "user_id": "auth0|short-lived",
-        }
+        tab.sign_in(idp.token("auth0|short-lived"), "auth0|short-lived")
         tab.chat.click("#new-thread")
         tab.wait_threads(1)
         assert tab.received()[4:] == []
@@ -472,12 +465,9 @@ def test_a_revoked_sign_in_asks_the_host_again_and_shows_nothing_of_the_user(
     context = browser.new_context()
     try:
         tab = HostTab(context, host_page_url(host, embed_url(embed_runtime, host.url)))
-        tab.wait_received(1)
-        tab.chat.wait_for_selector("body[data-ready=true]")
+        tab.wait_ready()
         user = "auth0|revoked-in-frame"
-        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", idp.token(user))
-        assert tab.wait_received(2)[1] == {"type": "albert:signed-in", "user_id": user}
-        tab.wait_session("user")
+        tab.sign_in(idp.token(user), user)
         tab.chat.click("#new-thread")
         tab.wait_threads(1)
 
@@ -499,9 +489,7 @@ def test_a_revoked_sign_in_asks_the_host_again_and_shows_nothing_of_the_user(
         assert user_threads(embed_runtime, idp.token(user)) == ["New chat"]
 
         # The host still has the user signed in: its next JWT brings the account back.
-        tab.page.evaluate("t => window.post({type: 'albert:session', token: t})", idp.token(user))
-        assert tab.wait_received(4)[3] == {"type": "albert:signed-in", "user_id": user}
-        tab.wait_session("user")
+        tab.sign_in(idp.token(user), user)
         tab.wait_threads(1)
         assert tab.errors == []
     finally:

@@ -68,6 +68,23 @@ def _script_delete(model: ScriptedModelServer, answer: str) -> None:
     )
 
 
+def _asked_to_delete(
+    tab: Page,
+    model: ScriptedModelServer,
+    runtime: RuntimeProcess,
+    files: InProcessMcpServer,
+    answer: str,
+) -> tuple[Any, Any]:
+    """A fresh page with the files server added, a turn asking to delete PATH, and the
+    page with its open question (the card)."""
+    files.served.clear()
+    page = tab.open().page
+    _add_server(tab, runtime, files)
+    _script_delete(model, answer)
+    tab.ask("Delete the q3 report")
+    return page, page.wait_for_selector('.confirm[data-decision="pending"]')
+
+
 def _wait_served(files: InProcessMcpServer, count: int) -> None:
     deadline = time.monotonic() + 10
     while files.served["delete_file"] < count and time.monotonic() < deadline:
@@ -77,12 +94,7 @@ def _wait_served(files: InProcessMcpServer, count: int) -> None:
 def test_run_is_asked_shown_again_after_a_reload_and_runs_once(
     tab: Page, model: ScriptedModelServer, runtime: RuntimeProcess, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    page = tab.open().page
-    _add_server(tab, runtime, files)
-    _script_delete(model, "Deleted the report.")
-    tab.ask("Delete the q3 report")
-    card = page.wait_for_selector('.confirm[data-decision="pending"]')
+    page, card = _asked_to_delete(tab, model, runtime, files, "Deleted the report.")
     assert card.query_selector(".confirm-server").inner_text() == "files"
     assert card.query_selector(".confirm-tool").inner_text() == "delete_file"
     shown = card.query_selector(".confirm-args").inner_text()
@@ -123,12 +135,7 @@ def test_run_is_asked_shown_again_after_a_reload_and_runs_once(
 def test_dont_run_by_keyboard_never_calls_the_tool(
     tab: Page, model: ScriptedModelServer, runtime: RuntimeProcess, files: InProcessMcpServer
 ) -> None:
-    files.served.clear()
-    page = tab.open().page
-    _add_server(tab, runtime, files)
-    _script_delete(model, "Left it in place.")
-    tab.ask("Delete the q3 report")
-    page.wait_for_selector('.confirm[data-decision="pending"]')
+    page, _ = _asked_to_delete(tab, model, runtime, files, "Left it in place.")
     # Reachable with the keyboard: Tab moves from Run to Don't run, Enter answers.
     page.focus(".confirm-run")
     page.keyboard.press("Tab")
