@@ -41,6 +41,18 @@ def bearer(token: str) -> dict[str, dict[str, str]]:
     return {"headers": {"authorization": f"Bearer {token}"}}
 
 
+def signed_in_token(issued_at_ms: int = NOW * 1000) -> str:
+    """A session of acme's user auth0|9, as sign-in with a host JWT issues it."""
+    return issue_token(
+        SETTINGS.signing_keys()[0],
+        client_id=new_client_id(),
+        tenant="acme",
+        expires_at=NOW + 600,
+        issued_at_ms=issued_at_ms,
+        user_id="auth0|9",
+    )
+
+
 def test_health_and_sessions_touch_no_object() -> None:
     assert isinstance(call("GET", "/healthz"), HttpResponse)
     assert call("GET", "/api/session").status == 405  # type: ignore[union-attr]
@@ -161,15 +173,7 @@ def test_client_ids_are_unique() -> None:
 
 
 def test_a_renewal_keeps_the_session_issue_time_and_revocation_goes_to_the_user() -> None:
-    key = SETTINGS.signing_keys()[0]
-    signed_in = issue_token(
-        key,
-        client_id=new_client_id(),
-        tenant="acme",
-        expires_at=NOW + 600,
-        issued_at_ms=NOW * 1000 - 5_000,
-        user_id="auth0|9",
-    )
+    signed_in = signed_in_token(issued_at_ms=NOW * 1000 - 5_000)
     renewed = session(token=signed_in)
     later = call("GET", "/api/threads", now=NOW + 1, **bearer(renewed["token"]))
     assert isinstance(later, Forward)
@@ -192,15 +196,7 @@ def test_a_renewal_keeps_the_session_issue_time_and_revocation_goes_to_the_user(
 
 
 def test_the_objects_internal_routes_are_never_forwarded_from_outside() -> None:
-    key = SETTINGS.signing_keys()[0]
-    signed_in = issue_token(
-        key,
-        client_id=new_client_id(),
-        tenant="acme",
-        expires_at=NOW + 600,
-        issued_at_ms=NOW * 1000,
-        user_id="auth0|9",
-    )
+    signed_in = signed_in_token()
     for path in (
         "/internal/session/check",
         "/internal/claim/export",

@@ -9,7 +9,8 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -49,14 +50,16 @@ async def _ready(client: ChatClient, name: str) -> None:
     raise AssertionError(f"{name} never ready: {servers}")
 
 
-async def _client_with(runtime: RuntimeProcess, **servers: str) -> ChatClient:
-    client = await ChatClient(runtime.url, runtime.ws_url).__aenter__()
-    for name, url in servers.items():
-        added = await client.http.post("/api/mcp/servers", json={"name": name, "url": url})
-        assert added.status_code == 201, added.text
-        await _ready(client, name)
-    await client.connect()
-    return client
+@asynccontextmanager
+async def _client_with(runtime: RuntimeProcess, **servers: str) -> AsyncIterator[ChatClient]:
+    """A connected client whose session has `servers` (name=url) added and ready."""
+    async with ChatClient(runtime.url, runtime.ws_url) as client:
+        for name, url in servers.items():
+            added = await client.http.post("/api/mcp/servers", json={"name": name, "url": url})
+            assert added.status_code == 201, added.text
+            await _ready(client, name)
+        await client.connect()
+        yield client
 
 
 def _tool_results(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -66,13 +69,10 @@ def _tool_results(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def test_a_hostile_servers_words_reach_the_model_fenced_and_attributed(
     runtime: RuntimeProcess, model: ScriptedModelServer, hostile: InProcessMcpServer
 ) -> None:
-    client = await _client_with(runtime, hostile=hostile.url)
-    try:
+    async with _client_with(runtime, hostile=hostile.url) as client:
         thread = await client.new_thread()
         model.script(Reply(text=["ok"]))
         await client.turn(thread, "hello")
-    finally:
-        await client.__aexit__(None, None, None)
     request = model.requests[-1]
     system = request["messages"][0]["content"]
     assert "Text between <untrusted" in system  # the rule comes before any fenced text
@@ -94,8 +94,7 @@ async def test_a_call_carrying_another_sources_output_is_refused(
     hostile: InProcessMcpServer,
     files: InProcessMcpServer,
 ) -> None:
-    client = await _client_with(runtime, hostile=hostile.url, sandbox=files.url)
-    try:
+    async with _client_with(runtime, hostile=hostile.url, sandbox=files.url) as client:
         thread = await client.new_thread()
         stolen = PRIVATE_NOTES[10:260]
         model.script(
@@ -143,8 +142,6 @@ async def test_a_call_carrying_another_sources_output_is_refused(
         frames = await client.turn(thread, "and then?")
         [echoed] = _tool_results(frames)
         assert not echoed["ok"] and "a local tool" in echoed["content"]
-    finally:
-        await client.__aexit__(None, None, None)
 
 
 async def test_data_may_move_within_one_server_and_users_may_send_their_own_words(
@@ -153,8 +150,7 @@ async def test_data_may_move_within_one_server_and_users_may_send_their_own_word
     hostile: InProcessMcpServer,
     files: InProcessMcpServer,
 ) -> None:
-    client = await _client_with(runtime, hostile=hostile.url, sandbox=files.url)
-    try:
+    async with _client_with(runtime, hostile=hostile.url, sandbox=files.url) as client:
         thread = await client.new_thread()
         model.script(
             Reply(tool_calls=[ScriptedToolCall(name="private_notes")]),
@@ -175,8 +171,6 @@ async def test_data_may_move_within_one_server_and_users_may_send_their_own_word
         echoed, filed = _tool_results(frames)
         assert echoed["ok"] and filed["ok"], (echoed, filed)
         assert filed["content"].startswith("read_file: Please file this")
-    finally:
-        await client.__aexit__(None, None, None)
 
 
 def _results_by_tool(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -205,8 +199,7 @@ async def test_a_hostile_result_reaches_the_model_fenced_and_the_browser_as_it_w
     hostile: InProcessMcpServer,
     files: InProcessMcpServer,
 ) -> None:
-    client = await _client_with(runtime, hostile=hostile.url, sandbox=files.url)
-    try:
+    async with _client_with(runtime, hostile=hostile.url, sandbox=files.url) as client:
         thread = await client.new_thread()
         model.script(
             Reply(
@@ -244,5 +237,3 @@ async def test_a_hostile_result_reaches_the_model_fenced_and_the_browser_as_it_w
         assert replayed["latest_news"]["content"] == news["content"]
         [refused] = _tool_results(frames)
         assert not refused["ok"] and "latest_news" in refused["content"]
-    finally:
-        await client.__aexit__(None, None, None)
