@@ -9,18 +9,13 @@ be read as it would be alone and never repeat the previous plan.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from albert.ai.planner import LABEL
-from tests.albert.ai.planner.world import World, running_services, world
-from tests.data_server.mcp_server.servers import AppServer
-from tests.typesense_fixture import TypesenseServer
+from tests.albert.ai.planner.world import World
 
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 LOOKUP_TOOLS = {"search_protocols", "search_vault_assets"}
@@ -231,24 +226,6 @@ NOT_REFINEMENTS = [
 ]
 
 TABLE = REFINEMENTS + CHAINS + NOT_REFINEMENTS
-
-
-@pytest.fixture(scope="module")
-def services(
-    typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[AppServer, str]]:
-    folder: Path = tmp_path_factory.mktemp("planner-followups")
-    with running_services(typesense_server, folder) as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tools(
-    services: tuple[AppServer, str], typesense_server: TypesenseServer
-) -> AsyncIterator[World]:
-    app, token_collection = services
-    async with world(app, token_collection, typesense_server) as w:
-        yield w
 
 
 @ON_MODULE_LOOP

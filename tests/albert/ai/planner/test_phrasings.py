@@ -11,19 +11,14 @@ exactly these (tool and every argument); lookups of names in the index may come 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from albert.ai.planner import LABEL, DemoPlanner
 from albert.ai.planner.names import VAULT_ID_LINE
-from tests.albert.ai.planner.world import Turn, World, running_services, world
-from tests.data_server.mcp_server.servers import AppServer
-from tests.typesense_fixture import TypesenseServer
+from tests.albert.ai.planner.world import Turn, World
 
 # One MCP session and one event loop for the whole table.
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -448,24 +443,6 @@ TABLE = (
     + OTHERS
 )
 TOKEN_HIT = re.compile(r"^\d+\. .*?\(([A-Za-z0-9.$_-]{1,20})\):", re.MULTILINE)
-
-
-@pytest.fixture(scope="module")
-def services(
-    typesense_server: TypesenseServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[AppServer, str]]:
-    folder: Path = tmp_path_factory.mktemp("planner-world")
-    with running_services(typesense_server, folder) as running:
-        yield running
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tools(
-    services: tuple[AppServer, str], typesense_server: TypesenseServer
-) -> AsyncIterator[World]:
-    app, token_collection = services
-    async with world(app, token_collection, typesense_server) as w:
-        yield w
 
 
 def _resolve(expected: dict[str, Any], turn: Turn) -> dict[str, Any]:
