@@ -14,7 +14,14 @@ from tests.support.ports import reserve
 class AsgiServer:
     """A real HTTP server for a test; stops when the context exits."""
 
-    def __init__(self, app: Any, port: int | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        port: int | None = None,
+        *,
+        lifespan: str = "off",
+        graceful_shutdown_seconds: float | None = None,
+    ) -> None:
         self._sock = reserve(port or 0)
         self.port = int(self._sock.getsockname()[1])
         self._server = uvicorn.Server(
@@ -23,8 +30,9 @@ class AsgiServer:
                 host="127.0.0.1",
                 port=self.port,
                 log_level="error",
-                lifespan="off",
+                lifespan=lifespan,
                 interface="asgi3",
+                timeout_graceful_shutdown=graceful_shutdown_seconds,
             )
         )
         self._thread: threading.Thread | None = None

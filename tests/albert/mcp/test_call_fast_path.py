@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -23,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from albert.mcp.call_fast_path import _plain_json
-from tests.support.ports import reserve
+from tests.support.asgi_server import AsgiServer
 
 HUGE = 2_000_000  # above the transport's 1 MiB event limit, far below any body limit
 SCHEMA = {
@@ -185,36 +182,18 @@ class Served:
             "routed_by_header": False,
         }
         self.json_response = json_response
-        self._sock: socket.socket = reserve(0)
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/mcp"
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        # The MCP app's session manager runs in its lifespan.
+        self._server = AsgiServer(
+            build_app(json_response, self.state), lifespan="on", graceful_shutdown_seconds=1
+        )
+        self.url = f"{self._server.url}/mcp"
 
     def __enter__(self) -> Served:
-        import uvicorn
-
-        config = uvicorn.Config(
-            build_app(self.json_response, self.state),
-            log_level="error",
-            lifespan="on",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            assert time.monotonic() < deadline and self._thread.is_alive(), "server did not start"
-            time.sleep(0.02)
+        self._server.start(timeout=15)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        assert self._thread is not None
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self._server.stop()
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["json", "sse"])

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.asgi_server import AsgiServer
 from tests.support.ports import reserve
 
 CUT_MARK = b"tools/list_changed"
@@ -208,34 +207,18 @@ class _Served:
         app = _app(json_response, self.state, self.store)
         if gateway is not None:
             app = _Gateway(app, refuse=gateway == "refuse")
-        self._app = _recorded(app, self.state)
-        self._sock: socket.socket = reserve(0)
-        self.port = self._sock.getsockname()[1]
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        # The MCP app's session manager runs in its lifespan.
+        self._server = AsgiServer(
+            _recorded(app, self.state), lifespan="on", graceful_shutdown_seconds=1
+        )
+        self.port = self._server.port
 
     def __enter__(self) -> _Served:
-        import uvicorn
-
-        config = uvicorn.Config(
-            self._app, log_level="error", lifespan="on", timeout_graceful_shutdown=1
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            assert time.monotonic() < deadline and self._thread.is_alive(), "server did not start"
-            time.sleep(0.02)
+        self._server.start(timeout=15)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        assert self._thread is not None
-        self._thread.join(timeout=10)
-        self._sock.close()
+        self._server.stop()
 
 
 class _CuttingProxy:
