@@ -7,17 +7,7 @@ import pytest
 from albert.admission import address_key
 from albert.limits import InMemoryLimiter, TokenBucket
 from albert.web import HttpRequest
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.ms = 1_000_000
-
-    def now_ms(self) -> int:
-        return self.ms
-
-    def monotonic(self) -> float:
-        return self.ms / 1000
+from tests.support.clock import ManualClock
 
 
 def test_a_bucket_allows_a_burst_then_refills_evenly() -> None:
@@ -35,7 +25,7 @@ def test_a_clock_going_backwards_never_adds_tokens() -> None:
 
 
 async def test_the_in_memory_limiter_keeps_keys_apart_and_bounded() -> None:
-    clock = Clock()
+    clock = ManualClock(1_000_000)
     limiter = InMemoryLimiter(clock, max_keys=100)
     assert await limiter.take("a", 1, 60) is None
     assert await limiter.take("a", 1, 60) is not None

@@ -18,7 +18,9 @@ from albert.chat.socket_policy import CLOSE_SESSION_REVOKED, SocketMeta
 from albert.storage.meta import ObjectMeta
 from albert.web import HttpRequest
 from miniflare import install_shims
+from tests.support.clock import ManualClock
 from tests.support.object_sql import object_sql
+from tests.support.sockets import AttachedSocket, SocketList
 
 install_shims()
 
@@ -27,40 +29,15 @@ START_MS = 1_900_000_000_000
 EXPIRES = START_MS // 1000 + 3600
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.ms = START_MS
+class Sock(AttachedSocket):
+    """A socket of a session signed in at `issued_at_ms` (None: a token from before that)."""
 
-    def now_ms(self) -> int:
-        return self.ms
-
-    def monotonic(self) -> float:
-        return self.ms / 1000
-
-
-class Sock:
     def __init__(self, issued_at_ms: int | None) -> None:
-        self.meta = SocketMeta(
-            opened_at_ms=START_MS, expires_at=EXPIRES, issued_at_ms=issued_at_ms
-        ).encode()
-        self.closed: tuple[int, str] | None = None
-
-    def attachment(self) -> str:
-        return self.meta
-
-    def send(self, text: str) -> None:
-        pass
-
-    def close(self, code: int, reason: str) -> None:
-        self.closed = (code, reason)
-
-
-class Hub:
-    def __init__(self, sockets: list[Sock]) -> None:
-        self.all = sockets
-
-    def sockets(self) -> list[Sock]:
-        return [s for s in self.all if s.closed is None]
+        super().__init__(
+            SocketMeta(
+                opened_at_ms=START_MS, expires_at=EXPIRES, issued_at_ms=issued_at_ms
+            ).encode()
+        )
 
 
 def user(issued_at_ms: int | None, client: str = "c_" + "d" * 24) -> Identity:
@@ -83,16 +60,16 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def start(path: Path, hub: Hub, clock: Clock, http: httpx.AsyncClient) -> ChatService:
+def start(path: Path, hub: SocketList, clock: ManualClock, http: httpx.AsyncClient) -> ChatService:
     return build_chat_service(sql=object_sql(path), hub=hub, env=ENV, http=http, clock=clock)
 
 
 async def test_a_revocation_refuses_earlier_sessions_and_closes_their_sockets(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(START_MS)
     laptop, phone, legacy = Sock(START_MS - 5_000), Sock(START_MS - 1), Sock(None)
-    hub = Hub([laptop, phone, legacy])
+    hub = SocketList([laptop, phone, legacy])
     service = start(tmp_path / "user.sqlite", hub, clock, http)
     assert service.sessions.refusal(user(START_MS - 5_000)) is None  # nothing revoked yet
 
@@ -122,7 +99,7 @@ async def test_a_revocation_refuses_earlier_sessions_and_closes_their_sockets(
 
     # The mark is on the object's file: a restarted object refuses the same sessions.
     await service.close()
-    again = start(tmp_path / "user.sqlite", Hub([Sock(START_MS)]), clock, http)
+    again = start(tmp_path / "user.sqlite", SocketList([Sock(START_MS)]), clock, http)
     refused = again.sessions.refusal(user(START_MS - 5_000))
     assert refused is not None and refused.status == 401
     assert again.sessions.refusal(user(START_MS + 11)) is None
@@ -133,9 +110,9 @@ async def test_a_revocation_refuses_earlier_sessions_and_closes_their_sockets(
 async def test_revoking_again_never_moves_the_mark_back_and_keeps_one_row(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(START_MS)
     path = tmp_path / "user.sqlite"
-    service = start(path, Hub([]), clock, http)
+    service = start(path, SocketList([]), clock, http)
     first = json.loads((await service.sessions.handle(revoke_request(), user(1))).body)
     clock.ms -= 60_000  # a clock stepped back between two revocations
     second = json.loads((await service.sessions.handle(revoke_request(), user(None))).body)
@@ -149,10 +126,10 @@ async def test_revoking_again_never_moves_the_mark_back_and_keeps_one_row(
 
 
 async def test_refused_revocations_change_nothing(tmp_path: Path, http: httpx.AsyncClient) -> None:
-    clock = Clock()
+    clock = ManualClock(START_MS)
     path = tmp_path / "user.sqlite"
     sock = Sock(START_MS - 1)
-    service = start(path, Hub([sock]), clock, http)
+    service = start(path, SocketList([sock]), clock, http)
     cases = [
         (revoke_request(b'{"tenant": "other"}'), user(None), 403, "tenant_mismatch"),
         (revoke_request(b'{"nope": 1}'), user(None), 422, "invalid_body"),

@@ -8,23 +8,10 @@ from albert.mcp.configs import McpServerConfig
 from albert.mcp.reconnect import ReconnectPolicy
 from albert.mcp.recovery import RecoveryScheduler
 from albert.mcp.server_state import ServerState
+from tests.support.clock import ManualClock
 
 POLICY = ReconnectPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)
 START_MS = 1_000_000_000_000
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.ms = START_MS
-
-    def now_ms(self) -> int:
-        return self.ms
-
-    def monotonic(self) -> float:
-        return self.ms / 1000
-
-    def advance(self, seconds: float) -> None:
-        self.ms += int(seconds * 1000)
 
 
 @dataclass
@@ -69,7 +56,7 @@ class Connect:
 
 
 def setup() -> tuple[RecoveryScheduler, ServerState, ManualClock, RecordingAlarm, Connect]:
-    clock = ManualClock()
+    clock = ManualClock(START_MS)
     alarm = RecordingAlarm()
     connect = Connect(clock)
     server = ServerState.for_config(McpServerConfig(name="s", url="http://x/mcp"), lambda: None)

@@ -16,9 +16,9 @@ from tests.albert.mcp.test_recovery import (
     POLICY,
     START_MS,
     Connect,
-    ManualClock,
     RecordingAlarm,
 )
+from tests.support.clock import ManualClock
 
 URL = "http://x/mcp"
 
@@ -50,7 +50,7 @@ def seconds_ahead(alarm: RecordingAlarm) -> float:
 
 
 async def test_a_restart_mid_cycle_carries_on_with_the_next_delay(tmp_path: Path) -> None:
-    clock, alarm = ManualClock(), RecordingAlarm()
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
     first = Object(tmp_path / "o.sqlite", clock, alarm)
     await first.scheduler.begin(first.server)
     clock.advance(1)
@@ -81,7 +81,7 @@ async def test_a_restart_mid_cycle_carries_on_with_the_next_delay(tmp_path: Path
 
 
 async def test_the_half_open_cool_down_holds_across_a_restart(tmp_path: Path) -> None:
-    clock, alarm = ManualClock(), RecordingAlarm()
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
     first = Object(tmp_path / "o.sqlite", clock, alarm)
     first.scheduler.policy = POLICY.model_copy(update={"attempts": 0})
     await first.scheduler.begin(first.server)
@@ -106,7 +106,7 @@ async def test_the_half_open_cool_down_holds_across_a_restart(tmp_path: Path) ->
 
 
 async def test_a_retry_cut_off_by_the_restart_runs_again(tmp_path: Path) -> None:
-    clock, alarm = ManualClock(), RecordingAlarm()
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
     first = Object(tmp_path / "o.sqlite", clock, alarm)
     await first.scheduler.begin(first.server)
     first.server.retry.next_at = None  # the retry began, and the object died during it
@@ -122,7 +122,7 @@ async def test_a_retry_cut_off_by_the_restart_runs_again(tmp_path: Path) -> None
 
 
 async def test_a_replaced_url_or_a_forgotten_server_starts_afresh(tmp_path: Path) -> None:
-    clock, alarm = ManualClock(), RecordingAlarm()
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
     first = Object(tmp_path / "o.sqlite", clock, alarm)
     await first.scheduler.begin(first.server)
     first.close()
