@@ -7,7 +7,9 @@
 - every third-party package the uploaded code imports is in the worker's runtime
   dependency closure (what pywrangler vendors, plus the MCP client's extra);
 - the MCP client layer (albert.mcp) never reaches the chat core (albert.chat): both meet
-  in the neutral ports (albert.ports), so the tool layer can change without the chat.
+  in the neutral ports (albert.ports), so the tool layer can change without the chat;
+- the chat core (the object side) never reaches the worker router (the edge): what both
+  say about sessions is in albert.auth.session_api.
 """
 
 from __future__ import annotations
@@ -120,6 +122,12 @@ def test_the_mcp_layer_never_imports_the_chat_core() -> None:
     mcp = ROOT / "src/albert/mcp"
     assert len(list(python_files([mcp]))) > 8
     assert layer_violations(mcp, "albert.chat", SOURCE_ROOTS) == []
+
+
+def test_the_chat_core_never_imports_the_router() -> None:
+    chat = ROOT / "src/albert/chat"
+    assert len(list(python_files([chat]))) > 8
+    assert layer_violations(chat, "albert.router", SOURCE_ROOTS) == []
 
 
 def test_the_layer_check_catches_an_indirect_import(tmp_path: Path) -> None:

@@ -8,19 +8,12 @@ and names the object from the verified identity only.
 from typing import NamedTuple
 
 from albert.auth.bearer import authenticate, bearer_token
+from albert.auth.session_api import MAX_SESSION_BODY, REVOKE_PATH, me
 from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id
 from albert.protocol.http import SessionRequest, SessionResponse
 from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
-
-MAX_SESSION_BODY = 1_024
-# Revokes every session of the caller's user (albert.chat.sessions): answered by the
-# user's object, where the revocation is kept.
-REVOKE_PATH = "/api/session/revoke"
-# The router asks the user's object before renewing a signed-in session: 200, or 401
-# `session_revoked`. Internal: the router forwards `/api/*` only.
-SESSION_CHECK_PATH = "/internal/session/check"
 
 
 class Forward(NamedTuple):
@@ -85,18 +78,6 @@ def _verified(
         # its /api/me is answered there (albert.chat.sessions).
         return HttpResponse.json(me(identity, settings))
     return Forward(identity=identity)
-
-
-def me(identity: Identity, settings: Settings) -> SessionResponse:
-    """The body of `GET /api/me`: the verified session, without its token."""
-    tenant = settings.tenants().get(identity.tenant)
-    return SessionResponse(
-        client_id=identity.client_id,
-        token="",
-        expires_at=identity.expires_at,
-        tenant=PublicTenant(key=identity.tenant, name=tenant.name if tenant else "Albert"),
-        user_id=identity.user_id,
-    )
 
 
 def _session(request: HttpRequest, settings: Settings, now: int, now_ms: int) -> HttpResponse:

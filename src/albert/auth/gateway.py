@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from albert.auth.bearer import bearer_token, looks_like_jwt
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
+from albert.auth.session_api import SESSION_CHECK_PATH
 from albert.auth.tokens import TokenError, verify_token
-from albert.router import SESSION_CHECK_PATH, Forward, route
+from albert.router import Forward, route
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from albert.auth.bearer import bearer_token
 from albert.auth.claim import ChatObjects, claim_anonymous_work
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
+from albert.auth.session_api import MAX_SESSION_BODY
 from albert.auth.tenants import PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id, verify_token
 from albert.protocol.http import ClaimOutcome, SessionRequest, SessionResponse
-from albert.router import MAX_SESSION_BODY
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 

@@ -11,7 +11,7 @@ any revocation covers them. A request bearing the host's JWT itself is the host
 speaking and is never refused here; a socket opened with it counts as issued when it
 was opened.
 
-Routes (the router forwards the public one, albert.router.REVOKE_PATH, to the caller's
+Routes (the router forwards the public one, albert.auth.session_api.REVOKE_PATH, to the caller's
 user's object; the internal one only the router calls):
 - `POST /api/session/revoke`: the host's JWT for the user, or one of the user's own
   sessions ("sign out everywhere"), revokes every session of the user issued up to now:
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from albert.auth.session_api import MAX_SESSION_BODY, REVOKE_PATH, SESSION_CHECK_PATH, me
 from albert.auth.tokens import Identity
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock
 from albert.protocol.http import RevokeRequest, RevokeResponse
-from albert.router import MAX_SESSION_BODY, REVOKE_PATH, SESSION_CHECK_PATH, me
 from albert.settings import Settings
 from albert.storage.meta import ObjectMeta
 from albert.storage.ports import SqlStorage
