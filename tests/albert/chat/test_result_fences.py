@@ -13,14 +13,12 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.chat.service import ChatService
 from miniflare import install_shims
+from tests.support.chat_service import chat_service
 from tests.support.mcp_test_server import NEWS_STRUCTURED, NEWS_TEXT, InProcessMcpServer
-from tests.support.object_sql import object_sql
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 from tests.support.sockets import RecordingSockets
 
@@ -46,23 +44,8 @@ def model() -> Iterator[ScriptedModelServer]:
 async def service(
     tmp_path: Path, model: ScriptedModelServer, hostile: InProcessMcpServer
 ) -> AsyncIterator[tuple[ChatService, RecordingSockets]]:
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": hostile.url,
-        "MCP_DEFAULT_SERVER_NAME": "hostile",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-    }
-    sockets = RecordingSockets()
-    async with httpx.AsyncClient() as http:
-        built = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
-        )
-        built.start_background()
-        try:
-            yield built, sockets
-        finally:
-            await built.close()
+    async with chat_service(tmp_path / "o.sqlite", model, hostile, "hostile") as built:
+        yield built
 
 
 async def _turn(

@@ -14,15 +14,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.chat.confirmations import display_arguments
 from albert.chat.service import ChatService
 from miniflare import install_shims
+from tests.support.chat_service import chat_service
 from tests.support.mcp_test_server import InProcessMcpServer
-from tests.support.object_sql import object_sql
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 from tests.support.sockets import RecordingSockets
 
@@ -101,24 +99,8 @@ async def open_chat(
 ) -> AsyncIterator[Chat]:
     """A service against the scripted model and the files server, with `settings` on top."""
     files.served.clear()
-    env = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "MCP_DEFAULT_SERVER_URL": files.url,
-        "MCP_DEFAULT_SERVER_NAME": "files",
-        "MCP_CONNECT_WAIT_SECONDS": "10",
-        **settings,
-    }
-    sockets = RecordingSockets()
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"), hub=sockets, env=env, http=http
-        )
-        service.start_background()
-        try:
-            yield Chat(service, sockets)
-        finally:
-            await service.close()
+    async with chat_service(tmp_path / "o.sqlite", model, files, "files", **settings) as built:
+        yield Chat(*built)
 
 
 @pytest.fixture
