@@ -14,6 +14,7 @@ from albert.storage.migrations import MIGRATIONS, THREADS, migrate
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from miniflare import install_shims
 from miniflare.storage import SqlStorage
+from tests.support.clock import ManualClock
 
 install_shims()
 
@@ -279,17 +280,6 @@ def test_set_title_cleans_like_rename_and_bumps_the_thread(store: ThreadStore) -
     assert store.get_thread("t").title == DEFAULT_TITLE
 
 
-class FixedClock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def now_ms(self) -> int:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now / 1000
-
-
 def test_a_first_message_titled_in_its_commit_needs_no_bump_first(tmp_path: Path) -> None:
     # Admission stores a thread's first message and sets the first title in one commit;
     # `set_title` sets `updated_at` to now, so the bump it skips would be overwritten.
@@ -297,10 +287,10 @@ def test_a_first_message_titled_in_its_commit_needs_no_bump_first(tmp_path: Path
     for name, bump in (("bumped", True), ("not_bumped", False)):
         sql = WorkersSql(SqlStorage(tmp_path / f"{name}.sqlite"))
         migrate(sql, THREADS)
-        clock = FixedClock(1_000)
+        clock = ManualClock(1_000)
         store = ThreadStore(sql, clock)
         store.create_thread("t", None)
-        clock.now = 5_000
+        clock.ms = 5_000
         store.add_message(
             message_id="m", thread_id="t", turn_id="m", role="user", content="hi", bump=bump
         )
