@@ -54,6 +54,8 @@ _MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?
 _IDENTIFIERS = [
     re.compile(r"https?://\S+"),
     re.compile(r"\b0x[0-9a-fA-F]{6,}\b"),
+    # A shortened address ("0x0741…3215", "Is 0x… risky?") names an address too.
+    re.compile(r"\b0x[0-9a-fA-F]*(?:…|\.\.\.)[0-9a-fA-F]*"),
     re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
 ]
 # Blanked after dates are read (a timestamp looks like a vault id to the second pattern).

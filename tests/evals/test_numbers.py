@@ -35,6 +35,7 @@ def test_reads_figures_as_a_reader_would(text: str, expected: list[tuple[str, fl
     "text",
     [
         "contract 0x6982508145454Ce325dDbE47a25d4ec3d2311933",
+        "vault Yearn Stablecoin 0x0741…3215, or ask “Is 0x… risky?” or 0x12...ab",
         "id defillama:base:10137e20-efbc-4e15-a733-17ecb52c48e8",
         "https://cryptopanic.com/news/20750159/F2Pool",
         "CL100 pool of USD0 on F2Pool, an ERC-20 token",
