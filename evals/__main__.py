@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         for case in cases:
             console.print(f"{case.id:32} {case.workload:16} {case.profile:14} {case.question}")
+            # Earlier turns of a follow-up case, in the order they are asked, under its id.
+            for number, earlier in enumerate(case.before, start=1):
+                console.print(
+                    f"{'':32} {'':16} {'':14} before {number}: {earlier}", style="dim", markup=False
+                )
         return 0
     if args.case:
         cases = [c for c in cases if c.id in set(args.case)]

@@ -4,16 +4,26 @@ Each workload is one JSON file under `evals/cases/`: a list of cases. A case nam
 tool calls it expects (a tool, or alternatives; arguments that must match; for a token
 screen, the filter the arguments must compile to), the facts the answer must carry (each
 must also be in this turn's tool results), phrases it must not contain, and, for the
-failure-policy cases, the stack profile to run under and the failure it must report.
+failure-policy cases, the stack profile to run under and the failure it must report. A
+follow-up case gives the earlier turns of its conversation (`before`): they are asked in the
+same thread first, and only the last question is scored.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 
@@ -25,6 +35,7 @@ Workload = Literal[
     "vaults",
     "wallet",
     "failure",
+    "followup",
 ]
 FinishReason = Literal["stop", "step_limit", "error", "cancelled", "length"]
 
@@ -63,6 +74,10 @@ class Case(_Strict):
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     workload: Workload
     question: str = Field(min_length=1)
+    before: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list,
+        description="Earlier user turns, asked in the same thread first; not scored",
+    )
     profile: str = Field("default", description="Stack profile the question runs against")
     calls: list[ExpectedCall] = Field(default_factory=list)
     no_tool_calls: bool = Field(False, description="The answer must not call any tool")

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -14,10 +15,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from evals.scorer import ToolCallRecord, ToolResultRecord, TurnRecord
 
 MAX_FRAMES_PER_TURN = 20_000
+# A message refused by the per-client rate limit is sent again this often, after the
+# wait the refusal names (capped), so a burst of follow-up turns is not scored as failures.
+MAX_RATE_LIMIT_RETRIES = 5
+MAX_RATE_LIMIT_WAIT_S = 10.0
 
 
 class EvalClient:
-    """One browser-like client: a session, a socket, a thread per question."""
+    """One browser-like client: a session, a socket, a thread per case."""
 
     def __init__(self, base_url: str, *, turn_timeout: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
@@ -47,20 +52,34 @@ class EvalClient:
             await self.ws.close()
         await self.http.aclose()
 
-    async def ask(self, question: str) -> TurnRecord:
-        """Ask in a fresh thread; collect frames up to `done` and read back the tool results."""
+    async def ask(self, question: str, before: Sequence[str] = ()) -> TurnRecord:
+        """Ask in a fresh thread, after the earlier turns `before` (each waited to its end);
+        record the last turn only, its tool results read back in full."""
         assert self.ws is not None
         response = await self.http.post("/api/threads", json={})
         response.raise_for_status()
         thread_id = str(response.json()["id"])
+        for index, earlier in enumerate(before, start=1):
+            # An earlier turn is context, not scored; but if it never finished, the last
+            # question would be asked into a busy or broken thread, so the case fails here.
+            setup = await self._turn(thread_id, uuid.uuid4().hex, TurnRecord(question=earlier))
+            if setup.error or setup.finish_reason is None:
+                return TurnRecord(
+                    question=question,
+                    before=list(before),
+                    error=f"earlier turn {index} ({earlier!r}): {setup.error or 'no done frame'}",
+                )
         turn_id = uuid.uuid4().hex
-        record = TurnRecord(question=question)
-        started = time.monotonic()
-        await self.ws.send(
-            json.dumps(
-                {"type": "chat", "thread_id": thread_id, "message_id": turn_id, "text": question}
-            )
-        )
+        record = await self._turn(thread_id, turn_id, TurnRecord(question=question))
+        record.before = list(before)
+        await self._full_results(thread_id, turn_id, record)
+        return record
+
+    async def _turn(self, thread_id: str, turn_id: str, record: TurnRecord) -> TurnRecord:
+        """Send one message and collect its frames up to `done` (or an error, or the timeout)."""
+        assert self.ws is not None
+        started = await self._send(thread_id, turn_id, record.question)
+        retries = MAX_RATE_LIMIT_RETRIES
         answer: list[str] = []
         try:
             async with asyncio.timeout(self.turn_timeout):
@@ -68,10 +87,20 @@ class EvalClient:
                     frame = json.loads(await self.ws.recv())
                     kind, tid = frame.get("type"), frame.get("turn_id")
                     if kind == "error" and tid in (turn_id, None):
-                        if frame.get("thread_id") in (thread_id, None):
-                            record.error = f"{frame['code']}: {frame['message']}"
-                            break
-                        continue
+                        if frame.get("thread_id") not in (thread_id, None):
+                            continue
+                        wait = frame.get("retry_after_seconds")
+                        if frame.get("code") == "rate_limited" and wait is not None and retries:
+                            # A follow-up case sends several messages per thread, so a client
+                            # can outrun the per-client message rate; the refused message was
+                            # not taken, and is sent again once the limit allows, as a user
+                            # would. The wait is not counted in the turn's latency.
+                            retries -= 1
+                            await asyncio.sleep(min(float(wait), MAX_RATE_LIMIT_WAIT_S))
+                            started = await self._send(thread_id, turn_id, record.question)
+                            continue
+                        record.error = f"{frame['code']}: {frame['message']}"
+                        break
                     if tid != turn_id:
                         continue
                     if kind == "text_delta":
@@ -102,8 +131,15 @@ class EvalClient:
             record.error = f"no done frame within {self.turn_timeout:g} s"
         record.latency_s = round(time.monotonic() - started, 3)
         record.answer = "".join(answer)
-        await self._full_results(thread_id, turn_id, record)
         return record
+
+    async def _send(self, thread_id: str, turn_id: str, text: str) -> float:
+        """Send one chat message; returns when it was sent (monotonic seconds)."""
+        assert self.ws is not None
+        message = {"type": "chat", "thread_id": thread_id, "message_id": turn_id, "text": text}
+        started = time.monotonic()
+        await self.ws.send(json.dumps(message))
+        return started
 
     async def _full_results(self, thread_id: str, turn_id: str, record: TurnRecord) -> None:
         """Replace the frames' 4,000-character previews with the stored tool results."""

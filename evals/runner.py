@@ -83,7 +83,7 @@ async def ask_all(
     turn_timeout: float = 60.0,
     progress: Progress | None = None,
 ) -> list[CaseResult]:
-    """Ask every case in a fresh thread (a few clients in parallel) and score it."""
+    """Ask every case in a fresh thread (a few clients in parallel) and score its last turn."""
     if not cases:
         return []
     queue: asyncio.Queue[Case] = asyncio.Queue()
@@ -96,9 +96,13 @@ async def ask_all(
             while not queue.empty():
                 case = queue.get_nowait()
                 try:
-                    turn = await client.ask(case.question)
+                    turn = await client.ask(case.question, case.before)
                 except Exception as exc:  # a broken socket fails this case, not the run
-                    turn = TurnRecord(question=case.question, error=f"{type(exc).__name__}: {exc}")
+                    turn = TurnRecord(
+                        question=case.question,
+                        before=case.before,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
                 result = CaseResult(score=score(case, turn), turn=turn)
                 results[case.id] = result
                 if progress is not None:

@@ -39,9 +39,12 @@ class ToolResultRecord(BaseModel):
 
 
 class TurnRecord(BaseModel):
-    """Everything observed while one question was answered."""
+    """Everything observed while one question was answered (the last of its thread)."""
 
     question: str
+    before: list[str] = Field(
+        default_factory=list, description="Earlier turns of the thread; context, never scored"
+    )
     answer: str = ""
     calls: list[ToolCallRecord] = Field(default_factory=list)
     results: list[ToolResultRecord] = Field(default_factory=list)

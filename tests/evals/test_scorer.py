@@ -119,6 +119,7 @@ def test_the_question_set_is_well_formed() -> None:
         "vaults",
         "wallet",
         "failure",
+        "followup",
     }
     assert {c.profile for c in cases} == {
         "default",
@@ -128,4 +129,6 @@ def test_the_question_set_is_well_formed() -> None:
     }
     # Every case asks for something checkable.
     assert all(c.calls or c.no_tool_calls for c in cases)
-    assert all(c.facts or c.mentions for c in cases)
+    # A message with nothing to answer ("thanks") is checked by calling nothing and saying
+    # no figure; every other case names what its answer must carry.
+    assert all(c.facts or c.mentions for c in cases if not (c.no_tool_calls and c.before))
