@@ -14,13 +14,6 @@ from evals.cases import load_cases
 from evals.runner import EvalReport, run_eval
 
 MIN_PASS_RATE = 0.95
-# Cases the demo planner fails for a reason of its own, kept as they are rather than
-# weakened: each must still fail (a fix shows up here), and only they may hold a figure
-# without a source.
-KNOWN_MISSES = {
-    "followup_thanks_calls_nothing": "after a non-refinement the planner answers with its help "
-    "text, whose example questions carry figures ($1M, $10M, 10%) that no tool result backs",
-}
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +36,8 @@ def test_the_demo_planner_passes_the_question_set(report: EvalReport) -> None:
     totals = report.totals
     assert totals.skipped == 0 and totals.cases == len(load_cases())
     assert totals.pass_rate >= MIN_PASS_RATE, _failures(report)
-    # The planner renders tool results verbatim: not one figure without a source outside
-    # the known misses.
-    loose = {r.score.case_id: r.score.ungrounded for r in report.results if r.score.ungrounded}
-    assert set(loose) <= set(KNOWN_MISSES), _failures(report)
-    by_id = {r.score.case_id: r.score for r in report.results}
-    assert [i for i in KNOWN_MISSES if by_id[i].passed] == [], "a known miss passes now"
+    # The planner renders tool results verbatim: not one figure without a source.
+    assert totals.ungrounded_numbers == 0, _failures(report)
 
 
 @pytest.mark.timeout(240)
@@ -58,13 +47,12 @@ def test_follow_ups_are_read_as_the_previous_question_with_the_new_parts(
     follow_ups = [r for r in report.results if r.turn.before]
     assert len(follow_ups) >= 5
     for result in follow_ups:
-        if result.score.case_id in KNOWN_MISSES:
-            continue
         assert result.score.passed, _failures(report)
         # Only the last turn was recorded: its calls are the refined question's, one step.
         assert result.turn.question not in result.turn.before
     thanks = next(r for r in follow_ups if r.score.case_id == "followup_thanks_calls_nothing")
     assert thanks.turn.calls == [] and "To change your previous question" in thanks.turn.answer
+    assert "Glad to help" in thanks.turn.answer and "Try, for example" not in thanks.turn.answer
 
 
 @pytest.mark.timeout(240)

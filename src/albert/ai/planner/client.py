@@ -23,7 +23,13 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.planner.followups import FollowUp, NameKinds, resolve_chain, user_questions
+from albert.ai.planner.followups import (
+    FollowUp,
+    NameKinds,
+    is_acknowledgement,
+    resolve_chain,
+    user_questions,
+)
 from albert.ai.planner.lexicon import ToolLexicon, build_lexicon
 from albert.ai.planner.names import NameIndex
 from albert.ai.planner.plans import (
@@ -37,6 +43,7 @@ from albert.ai.planner.plans import (
 )
 from albert.ai.planner.reading import Reading, read
 from albert.ai.planner.rendering import (
+    acknowledgement_text,
     band_only_answer,
     help_text,
     purpose_of,
@@ -202,6 +209,8 @@ class DemoPlanner:
             text = band_only_answer(plan)
         elif plan.unavailable:
             text = unavailable_answer(plan.unavailable)
+        elif is_acknowledgement(question):
+            text = acknowledgement_text(previous)
         else:
             text = help_text({t.name: t for t in request.tools}, previous)
         for chunk in self._chunks(text):

@@ -29,6 +29,24 @@ from albert.ai.planner.names import candidates, protocol_matches
 from albert.ai.planner.reading import Reading
 from albert.ai.planner.text import ADDRESS, ENS_NAME, is_ticker_shaped
 
+_ACK_WORD = re.compile(r"[a-z']+")
+_ACK_REST = re.compile(r"[a-z'\s.,!?;:()\u2013\u2014-]")
+
+
+def is_acknowledgement(message: str) -> bool:
+    """True for a message that only thanks or agrees ("thanks, that's helpful!", "ok"),
+    not a question ("ok?") and nothing else ("thanks, and on base?")."""
+    lowered = message.lower().replace("\u2019", "'")
+    words = _ACK_WORD.findall(lowered)
+    return (
+        0 < len(words) <= 8
+        and "?" not in lowered
+        and not _ACK_REST.sub("", lowered)
+        and all(w in voc.ACKNOWLEDGEMENT_WORDS for w in words)
+        and any(w in voc.ACKNOWLEDGEMENT_CORE for w in words)
+    )
+
+
 # How many user messages back a chain of follow-ups is re-read.
 MAX_CHAIN = 8
 # Cue lists that give a message a subject of its own ("tokens", "wallet", "risk").

@@ -196,6 +196,22 @@ def band_only_answer(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def acknowledgement_text(previous: str | None) -> str:
+    """The reply to a message that only thanks or agrees: no plan, no example figures."""
+    lines = [
+        LABEL,
+        "",
+        "Glad to help. Ask me anything else about tokens, addresses, vaults or wallets.",
+    ]
+    if previous:
+        lines += [
+            "",
+            "To change your previous question, name only what to change, for example "
+            "“and on base?” or “what about Aave?”.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def help_text(tools: dict[str, ToolSpec], previous: str | None = None) -> str:
     """What the planner can do with the tools available now; after an answered question,
     also how to refine it (a message that is no refinement never repeats its plan)."""

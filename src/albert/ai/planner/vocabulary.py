@@ -624,5 +624,17 @@ FOLLOW_UP_FILLER = frozenset(
     again rather if let's lets try switch change make too as well i want give list results
     result same thing do can you , . ? ! ( ) : ;""".split()
 )
+# A message made of these words only ("thanks, that's helpful!", "ok great") thanks or
+# agrees: it asks for nothing, so it gets a short reply, not the help text's examples.
+ACKNOWLEDGEMENT_WORDS = frozenset(
+    """thanks thank you thx ty cheers great cool nice perfect awesome excellent brilliant
+    wonderful good ok okay got it that's thats that is was this very so much really
+    helpful useful appreciated appreciate makes sense sounds fine""".split()
+)
+# One of them must be there: "that is" or "is it" alone thank nobody.
+ACKNOWLEDGEMENT_CORE = frozenset(
+    """thanks thank thx ty cheers great cool nice perfect awesome excellent brilliant
+    wonderful good ok okay helpful useful appreciated appreciate sense fine got""".split()
+)
 # Field names that are also vault cue words but, in a follow-up, only name the field.
 FOLLOW_UP_FIELD_WORDS = frozenset({"apy", "apr", "apys", "aprs", "tvl"})

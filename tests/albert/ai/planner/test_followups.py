@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from albert.ai.planner import LABEL
+from albert.ai.planner.followups import is_acknowledgement
 from tests.albert.ai.planner.world import World
 
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -168,8 +169,8 @@ NOT_REFINEMENTS = [
     Talk(
         ["stablecoin vaults with TVL above $5M", "thanks"],
         [[STABLE_5M], []],
-        says=("To change your previous question",),
-        not_says=("Taking",),
+        says=("Glad to help", "To change your previous question"),
+        not_says=("Taking", "Try, for example"),
     ),
     Talk(["stablecoin vaults with TVL above $5M", "why?"], [[STABLE_5M], []], not_says=("Taking",)),
     Talk(["stablecoin vaults with TVL above $5M", "ok"], [[STABLE_5M], []], not_says=("Taking",)),
@@ -242,3 +243,27 @@ async def test_a_conversation_gets_the_calls_each_turn_needs(talk: Talk, tools: 
         assert phrase in last, last
     for phrase in talk.not_says:
         assert phrase not in last, last
+
+
+@pytest.mark.parametrize(
+    ("message", "thanks"),
+    [
+        ("thanks", True),
+        ("Thanks, that's helpful!", True),
+        ("thank you so much.", True),
+        ("ok great", True),
+        ("cool, thx!", True),
+        ("Thanks — great", True),
+        ("ok?", False),  # a question
+        ("why?", False),
+        ("that is", False),  # thanks nobody
+        ("thanks, and on base?", False),  # asks for more
+        ("thanks 0x12", False),
+        ("top 3", False),
+        ("", False),
+    ],
+)
+def test_only_a_message_that_thanks_or_agrees_is_an_acknowledgement(
+    message: str, thanks: bool
+) -> None:
+    assert is_acknowledgement(message) is thanks
