@@ -178,7 +178,8 @@ class TurnRecorder:
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:
-        self._events.tool_invoked(call.name, source, outcome, self._decisions.get(call.id))
+        decision = self._decisions.get(call.id)
+        self._events.tool_invoked(call.name, source, outcome, decision)
         text = outcome.result.joined_text()
 
         def store() -> None:
@@ -199,7 +200,7 @@ class TurnRecorder:
                 tool_call_id=call.id,
                 name=call.name,
                 status="error" if outcome.result.is_error else "complete",
-                meta=_tool_meta(call, outcome, source, self._decisions.get(call.id)),
+                meta=_tool_meta(call, outcome, source, decision),
             )
 
         self._store.transaction(store)

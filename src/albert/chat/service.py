@@ -144,7 +144,7 @@ class ChatService:
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Handle one WebSocket frame from this client (expiry, revocation and frame budget
         first)."""
-        if self.sockets.expired(socket) or self.claims.close_socket_if_gone(socket):
+        if self.sockets.ended(socket) or self.claims.close_socket_if_gone(socket):
             return
         if not self._frames.admit(socket):
             return

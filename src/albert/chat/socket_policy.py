@@ -89,7 +89,7 @@ class SocketPolicy:
         # Set by albert.chat.sessions from the object's revocation mark.
         self.revoked_up_to_ms: int | None = None
 
-    def expired(self, socket: ChatSocket) -> bool:
+    def ended(self, socket: ChatSocket) -> bool:
         """True when the socket's token has expired or its session was revoked (and the
         socket is now closed)."""
         meta = socket_meta(socket)
@@ -106,11 +106,11 @@ class SocketPolicy:
     def sockets(self) -> Sequence[ChatSocket]:
         """Every open socket whose token is still valid; expired and revoked ones are closed
         here."""
-        return [s for s in self._hub.sockets() if not self.expired(s)]
+        return [s for s in self._hub.sockets() if not self.ended(s)]
 
     def close_ended(self) -> int:
         """Close every socket whose token expired or whose session was revoked; how many."""
-        return sum(1 for s in list(self._hub.sockets()) if self.expired(s))
+        return sum(1 for s in list(self._hub.sockets()) if self.ended(s))
 
     def admit_newest(self) -> int:
         """After accepting a socket: close the oldest beyond the cap; returns how many."""

@@ -34,7 +34,7 @@ def test_expired_sockets_are_closed_and_never_listed() -> None:
     assert policy.sockets() == [fresh]
     assert stale.closed is not None and stale.closed[0] == 4001
     clock.ms += 60_000
-    assert policy.expired(fresh) and policy.sockets() == []
+    assert policy.ended(fresh) and policy.sockets() == []
 
 
 def test_the_frame_gate_tells_once_then_drops_until_it_refills() -> None:
