@@ -123,8 +123,10 @@ def merge(
     owners = [any(p.key == ("owner",) for p in group) for group in (parts, old)]
     if owners[0] and not owners[1]:
         return None  # an address after a vault question asks about the address
-    names = {p.key for p in old if p.key[0] in ("asset", "protocol")}
-    if owners[1] and any(p.key[0] in ("asset", "protocol") and p.key not in names for p in parts):
+    entities = {p.key for p in old if p.key[0] in ("asset", "protocol")}
+    if owners[1] and any(
+        p.key[0] in ("asset", "protocol") and p.key not in entities for p in parts
+    ):
         return None  # the wallet tools filter by no asset: "what about ETH?" asks about ETH
     edits: list[tuple[int, int, str]] = []
     added: list[Part] = []
