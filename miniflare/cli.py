@@ -18,6 +18,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 # server's log (their warnings and errors still show). httpx carries the worker's
 # outbound requests, httpx2 the MCP SDK's, `mcp` is the SDK on both ends.
 QUIET_LOGGERS = ("httpx", "httpx2", "mcp")
+RUNTIMES = ("local", "workerd")
 
 
 def quiet_library_logs() -> None:
@@ -48,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--port", type=int, default=8787)
         cmd.add_argument("--state-dir", type=Path, default=PROJECT_DIR / ".state")
         cmd.add_argument("--project-dir", type=Path, default=PROJECT_DIR)
+        cmd.add_argument(
+            "--runtime",
+            choices=RUNTIMES,
+            default="local",
+            help="run the worker in this CPython process ('local'), or on Cloudflare's own "
+            "runtime, workerd, under `wrangler dev` offline ('workerd'; see workerd_dev/)",
+        )
         cmd.add_argument(
             "--var",
             action="append",
@@ -94,9 +102,16 @@ def main(argv: list[str] | None = None) -> None:
                 overrides,
                 data_port=args.data_port,
                 chains=[c.strip().lower() for c in args.chains.split(",") if c.strip()],
+                runtime=args.runtime,
             )
             return
         sock = reserve_port(args.host, args.port, "--port")
+        if args.runtime == "workerd":
+            sock.close()  # wrangler binds it itself, moments from now
+            from workerd_dev.runner import serve_on_workerd
+
+            serve_on_workerd(args.project_dir, args.state_dir, args.host, args.port, overrides)
+            return
         print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
         run(args.project_dir, args.state_dir, args.host, sock, overrides)
     except KeyboardInterrupt:

@@ -180,19 +180,23 @@ class DurableObjectStub:
         self.id = object_id
         self.name = object_id.name
 
-    async def fetch(self, request: Request | str, init: dict[str, Any] | None = None) -> Response:
-        """`stub.fetch(request)` or, as on the platform, `stub.fetch(url, init)`."""
-        if isinstance(request, str):
-            init = init or {}
-            body = init.get("body") or b""
-            request = Request(
-                request,
-                method=str(init.get("method", "GET")),
-                headers=Headers(dict(init.get("headers") or {})),
+    async def fetch(self, resource: Request | str, /, **options: Any) -> Response:
+        """`stub.fetch(request)`, or `stub.fetch(url, method=…, headers=…, body=…)`.
+
+        The Workers SDK's signature (its stub wrapper calls `workers.fetch`): one
+        positional resource, the request's options as keywords. A JS-style
+        `fetch(url, init)` is a TypeError here as it is on Cloudflare.
+        """
+        if isinstance(resource, str):
+            body = options.get("body") or b""
+            resource = Request(
+                resource,
+                method=str(options.get("method") or "GET"),
+                headers=Headers(dict(options.get("headers") or {})),
                 body=body.encode() if isinstance(body, str) else bytes(body),
             )
         instance = self._host.instance(self.id)
-        return await instance.fetch(request)
+        return await instance.fetch(resource)
 
 
 class DurableObjectNamespace:

@@ -220,6 +220,29 @@ def answers_http(url: str, *, healthy_only: bool = False) -> Callable[[], bool]:
 _TCP_LISTEN = "0A"
 
 
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, read from /proc (just `pid` where that fails)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return [pid]
+    for entry in entries:
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: parse after its end.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, queue = [pid], [pid]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found.extend(children)
+        queue.extend(children)
+    return found
+
+
 def _listening_ports(inodes: set[str]) -> set[int]:
     """Ports of the listening TCP sockets among these socket inodes, read from /proc/net."""
     ports: set[int] = set()
@@ -360,19 +383,27 @@ class ChildProcess:
         return self
 
     def listens_on(self, port: int) -> bool:
-        """Whether this child holds a listening TCP socket on `port` (true where /proc can't tell).
+        """Whether this child, or a process it started, holds a listening TCP socket on
+        `port` (true where /proc can't tell).
 
         Free ports are picked before a child binds them, so another server can take the port
         first and answer our readiness probe; only a socket the child owns proves it is ours.
+        A descendant counts: `albert serve --runtime workerd` serves through wrangler's
+        workerd, two processes down.
         """
         pid = self.pid
         if pid is None:
             return False
-        try:
-            links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
-            inodes = {link[8:-1] for link in links if link.startswith("socket:[")}
-        except OSError:
-            return not Path("/proc/self/fd").is_dir()
+        if not Path("/proc/self/fd").is_dir():
+            return True
+        inodes: set[str] = set()
+        for member in _descendants(pid):
+            try:
+                fds = os.listdir(f"/proc/{member}/fd")
+                links = [os.readlink(f"/proc/{member}/fd/{fd}") for fd in fds]
+            except OSError:
+                continue  # gone, or not ours to read
+            inodes.update(link[8:-1] for link in links if link.startswith("socket:["))
         return port in _listening_ports(inodes)
 
     def wait_ready(
@@ -561,8 +592,15 @@ class Children:
 # --- `albert serve` / `albert dev` as a child ---------------------------------------------------
 
 
+# workerd's first start may build its Pyodide bundle and vendor the worker's packages.
+START_SECONDS = {"local": 60.0, "workerd": 240.0}
+
+
 class LocalProcess:
-    """The local runtime (`serve`) or the whole local stack (`dev`) on free ports."""
+    """The local runtime (`serve`) or the whole local stack (`dev`) on free ports.
+
+    `runtime="workerd"` runs the worker on Cloudflare's workerd instead (workerd_dev).
+    """
 
     def __init__(
         self,
@@ -575,10 +613,12 @@ class LocalProcess:
         grace: float = 10.0,
         data_port: int | None = None,
         env: dict[str, str] | None = None,
+        runtime: str = "local",
     ) -> None:
         self.state_dir = state_dir
         self.env = dict(env or {})
         self.command = command
+        self.runtime = runtime
         self.variables = dict(variables or {})
         self.port = port or free_port()
         self.data_port = data_port or free_port()
@@ -616,17 +656,22 @@ class LocalProcess:
         if self.command == "dev":
             args += ["--data-port", str(self.data_port)]
         args += ["--port", str(self.port), "--state-dir", str(self.state_dir)]
+        if self.runtime != "local":
+            args += ["--runtime", self.runtime]
         for key, value in self.variables.items():
             args += ["--var", f"{key}={value}"]
         return args
 
-    def start(self, timeout: float = 60.0) -> LocalProcess:
-        """Start and wait until the worker answers /healthz, at most `timeout` seconds.
+    def start(self, timeout: float | None = None) -> LocalProcess:
+        """Start and wait until the worker answers /healthz, at most `timeout` seconds
+        (by default START_SECONDS of the runtime).
 
         A second start while it runs is a no-op (never a second process on the same port).
         """
         if self.running:
             return self
+        if timeout is None:
+            timeout = START_SECONDS[self.runtime]
 
         def repick() -> None:
             self.port, self.data_port = free_port(), free_port()
@@ -684,6 +729,20 @@ class LocalProcess:
         """Stop and start again on the same port and state folder."""
         self.stop()
         self.start()
+
+    def object_files(self, class_name: str) -> list[Path]:
+        """The SQLite files of a Durable Object class's objects, wherever the runtime keeps them."""
+        if self.runtime == "workerd":
+            # wrangler's --persist-to layout: v3/do/<worker name>-<class>/<id>.sqlite
+            folders = (self.state_dir / "workerd" / "state" / "v3" / "do").glob(f"*-{class_name}")
+        else:
+            folders = iter([self.state_dir / "do" / class_name])
+        return sorted(
+            path
+            for folder in folders
+            for path in folder.glob("*.sqlite")
+            if path.name != "metadata.sqlite"
+        )
 
     def typesense_url(self) -> str:
         """The Typesense URL `albert dev` printed at start-up."""

@@ -109,14 +109,15 @@ def uvicorn_server(runtime: LocalRuntime, host: str, sock: socket.socket) -> Qui
 
 async def serve_until_stopped(
     servers: Sequence[QuietServer],
-    runtime: LocalRuntime,
+    runtime: LocalRuntime | None,
     *,
     on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT (or until one server ends), then stop everything cleanly.
 
     `on_stop` runs as soon as the stop begins (e.g. to signal child processes, so they
-    stop while the runtime drains).
+    stop while the runtime drains). Without a runtime (the worker runs elsewhere, e.g. on
+    workerd) only the servers stop.
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -151,7 +152,8 @@ async def serve_until_stopped(
         log.info("stopping" if asked else "a server stopped on its own; stopping the rest")
         if on_stop is not None:
             on_stop()
-        await runtime.drain(DRAIN_SECONDS)
+        if runtime is not None:
+            await runtime.drain(DRAIN_SECONDS)
         for server in servers:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)

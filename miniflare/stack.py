@@ -145,6 +145,26 @@ def _data_server(
 CHILDREN_STOP_SECONDS = 1.2
 
 
+def _start_workerd(
+    project_dir: Path,
+    state_dir: Path,
+    host: str,
+    port: int,
+    values: dict[str, str],
+    children: Children,
+) -> None:
+    from workerd_dev.runner import WorkerdDev, run_variables
+
+    worker = WorkerdDev(state_dir, host, port, run_variables(project_dir, values), project_dir)
+    print("Starting the worker on workerd (wrangler dev)…", flush=True)
+    try:
+        worker.start()
+    finally:
+        # Owned from its start on, so a failed or interrupted start is stopped too.
+        if worker.child is not None:
+            children.add(worker.child)
+
+
 def run_stack(
     project_dir: Path,
     state_dir: Path,
@@ -154,11 +174,14 @@ def run_stack(
     *,
     data_port: int | None = None,
     chains: Sequence[str] = LOCAL_CHAINS,
+    runtime: str = "local",
 ) -> None:
     """Start every part of the local stack and serve the browser chat until stopped.
 
     Stops within ~2 s on SIGTERM or Ctrl-C (see miniflare.server); every child process
     is started through `children` (one line each, see miniflare.process) and stopped here.
+    With `runtime="workerd"` the worker runs on workerd under `wrangler dev` (one more
+    child, see workerd_dev.runner) instead of in this process.
     """
     from data_server.typesense.process import TypesenseProcess
 
@@ -206,18 +229,22 @@ def run_stack(
             "ANALYTICS_LOG_PATH": str(state_dir / "analytics.jsonl"),
             **overrides,
         }
-        runtime = make_runtime(project_dir, state_dir, values)
-        # The worker first: on a stop it drains (ending its MCP sessions) while the data
-        # server still answers.
-        servers = [
-            uvicorn_server(runtime, host, worker_sock),
-            _data_server(typesense.url, db_path, data_sock, rpc_urls),
-        ]
+        data_server = _data_server(typesense.url, db_path, data_sock, rpc_urls)
+        local = None
+        if runtime == "workerd":
+            servers = [data_server]
+            worker_sock.close()  # wrangler binds the port itself
+            _start_workerd(project_dir, state_dir, host, port, values, children)
+        else:
+            local = make_runtime(project_dir, state_dir, values)
+            # The worker first: on a stop it drains (ending its MCP sessions) while the
+            # data server still answers.
+            servers = [uvicorn_server(local, host, worker_sock), data_server]
         print(f"  data server (MCP + platform services) on {data_url}", flush=True)
         chain_list = ", ".join(f"{n.chain} (id {n.chain_id}) {n.url}" for n in nodes) or "none"
         print(f"  local chains: {chain_list}", flush=True)
         print(f"\nAlbert is running: open http://{host}:{port}/\n", flush=True)
-        asyncio.run(serve_until_stopped(servers, runtime, on_stop=begin_stop))
+        asyncio.run(serve_until_stopped(servers, local, on_stop=begin_stop))
     finally:
         if not stop_began:
             begin_stop()

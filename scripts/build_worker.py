@@ -149,7 +149,11 @@ def build(root: Path = ROOT, *, allow_unsynced: bool = False) -> list[Path]:
     report = check_sync(root)
     if not report.complete and not allow_unsynced:
         raise UnsyncedUpload(report)
-    vendor = root / "python_modules"
+    return copy_packages(root, root / "python_modules")
+
+
+def copy_packages(root: Path, vendor: Path) -> list[Path]:
+    """Copy each first-party package outside src/ into `vendor`, fresh; return the files."""
     copied: list[Path] = []
     for name in PACKAGES:
         source = root / name

@@ -23,6 +23,7 @@ class RuntimeProcess(LocalProcess):
         command: str = "serve",
         env: dict[str, str] | None = None,
         data_port: int | None = None,
+        runtime: str = "local",
     ) -> None:
         super().__init__(
             state_dir,
@@ -32,4 +33,5 @@ class RuntimeProcess(LocalProcess):
             log_name="runtime.log",
             env=env,
             data_port=data_port,
+            runtime=runtime,
         )

@@ -58,3 +58,16 @@ def to_response(response: HttpResponse) -> Any:
 async def forward(stub: Any, request: Any) -> Any:
     """Send a request on to a Durable Object stub unchanged."""
     return await stub.fetch(getattr(request, "js_object", request))
+
+
+async def post_to_object(
+    stub: Any, url: str, body: str, headers: dict[str, str]
+) -> tuple[int, str]:
+    """POST `body` to a Durable Object; its status and text.
+
+    The Workers SDK wraps every stub: its `fetch` takes the URL (or Request) as its one
+    positional argument and the request's options as keywords, as `workers.fetch` does.
+    A JS-style `fetch(url, init)` raises TypeError there (and in the local runtime's shim).
+    """
+    response = await stub.fetch(url, method="POST", headers=headers, body=body)
+    return int(py_value(response.status)), str(py_value(await response.text()) or "")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from albert.clock import SystemClock
-from albert.cloudflare.ffi import py_value, to_js_object
+from albert.cloudflare.http import post_to_object
 from albert.limits import InMemoryLimiter, SharedLimiter, TakeRequest, TakeResult
 
 _LIMITER_URL = "https://limiter.internal/take"
@@ -36,10 +36,9 @@ class DurableObjectLimiter:
     async def take(self, key: str, allowed: int, window_seconds: float) -> float | None:
         stub = self._namespace.get(self._namespace.idFromName(key))
         body = TakeRequest(allowed=allowed, window_seconds=window_seconds).model_dump_json()
-        init = {"method": "POST", "headers": {"content-type": "application/json"}, "body": body}
-        response = await stub.fetch(_LIMITER_URL, to_js_object(init))
-        status = int(py_value(response.status))
-        text = py_value(await response.text())
+        status, text = await post_to_object(
+            stub, _LIMITER_URL, body, {"content-type": "application/json"}
+        )
         if status != 200:
             raise RuntimeError(f"limiter object answered {status}")
         return TakeResult.model_validate_json(text).wait_seconds

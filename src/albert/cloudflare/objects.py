@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from albert.cloudflare.ffi import py_value, to_js_object
+from albert.cloudflare.http import post_to_object
 
 # Requests between the worker and its objects never leave the platform; the host is
 # only there because a Request needs a URL.
@@ -21,12 +21,6 @@ class NamespaceChatObjects:
         self, object_name: str, path: str, *, token: str, body: bytes
     ) -> tuple[int, bytes]:
         stub = self._namespace.get(self._namespace.idFromName(object_name))
-        init = {
-            "method": "POST",
-            "headers": {"authorization": f"Bearer {token}", "content-type": "application/json"},
-            "body": body.decode(),
-        }
-        response = await stub.fetch(_INTERNAL_ORIGIN + path, to_js_object(init))
-        status = int(py_value(response.status))
-        text = py_value(await response.text())
-        return status, str(text or "").encode()
+        headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+        status, text = await post_to_object(stub, _INTERNAL_ORIGIN + path, body.decode(), headers)
+        return status, text.encode()

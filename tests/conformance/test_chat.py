@@ -1,4 +1,4 @@
-"""End to end through the local runtime process: real HTTP, real WebSocket, real SQLite."""
+"""Chat end to end on both runtimes: real HTTP, real WebSocket, real SQLite storage."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.e2e.conftest import MAX_MESSAGE_CHARS
+from tests.conformance.conftest import MAX_MESSAGE_CHARS
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall

@@ -1,0 +1,159 @@
+"""python_modules/ for local workerd runs: the closure `pywrangler sync` vendors, from PyPI.
+
+`pywrangler sync` resolves the worker's [project.dependencies] (and the Workers SDK)
+for a Pyodide interpreter against PyPI and the Pyodide package index, both out of reach
+offline. The same closure is read from uv.lock instead (scripts/check_pyodide_compat.py
+walks it with Pyodide's markers), and each package is taken from PyPI at its locked
+version: its pure-Python wheel, or its wheel built for Pyodide's ABI
+(`pyemscripten_2026_0_wasm32`, which pydantic-core publishes). Every download is
+checked against the lock's sha256 and kept in the cache.
+
+A package that only the Pyodide index builds (cffi, cryptography, rpds-py) cannot be
+had offline. Its modules get a stand-in that raises ModuleNotFoundError naming the
+package and why, so whatever imports it fails loudly and says so: the `mcp` SDK
+(jsonschema needs rpds-py) and RS256/ES256 host JWTs. Stand-ins are written only into
+the staged copy the local runs use (workerd_dev.project), never into the project's
+python_modules/, so no upload carries one; a deploy's `pywrangler sync` vendors
+Pyodide's real builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from scripts.check_pyodide_compat import Verdict, check, load_lock, normalize
+from workerd_dev import PROJECT_DIR, cache_dir
+
+DOWNLOAD_TIMEOUT = httpx.Timeout(60.0, connect=15.0)
+STANDIN_MARKER = "ALBERT_WORKERD_STANDIN"
+
+
+class VendorError(RuntimeError):
+    """python_modules/ cannot be made: a package is missing or a download is wrong."""
+
+
+@dataclass(frozen=True)
+class Vendored:
+    """What went into python_modules/: wheels unpacked, and packages stood in for."""
+
+    wheels: tuple[str, ...]
+    standins: tuple[str, ...]
+
+
+def _locked_wheel(lock: dict[str, dict[str, Any]], verdict: Verdict) -> dict[str, Any]:
+    for wheel in lock[verdict.name].get("wheels", []):
+        if wheel["url"].rsplit("/", 1)[1] == verdict.detail:
+            return dict(wheel)
+    raise VendorError(f"{verdict.name}: uv.lock names no wheel {verdict.detail}")
+
+
+def fetch_wheel(wheel: dict[str, Any], cache: Path, client: httpx.Client) -> Path:
+    """The wheel at `wheel["url"]`, from the cache or PyPI, checked against its lock hash."""
+    name = str(wheel["url"]).rsplit("/", 1)[1]
+    algorithm, _, expected = str(wheel["hash"]).partition(":")
+    target = cache / "wheels" / name
+    if target.exists() and hashlib.new(algorithm, target.read_bytes()).hexdigest() == expected:
+        return target
+    response = client.get(str(wheel["url"]))
+    response.raise_for_status()
+    if hashlib.new(algorithm, response.content).hexdigest() != expected:
+        raise VendorError(f"{name}: the download does not match uv.lock's {algorithm}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    partial.write_bytes(response.content)
+    partial.replace(target)
+    return target
+
+
+def unpack_wheel(wheel: Path, into: Path) -> None:
+    """Install a wheel's files into a flat site folder, as `pip install --target` does."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            parts = Path(member.filename).parts
+            if member.is_dir() or ".." in parts or Path(member.filename).is_absolute():
+                continue
+            # `<dist>.data/purelib|platlib/...` installs at the top; other schemes
+            # (scripts, headers, data) have no place in a Worker.
+            if parts[0].endswith(".data"):
+                if len(parts) < 3 or parts[1] not in ("purelib", "platlib"):
+                    continue
+                parts = parts[2:]
+            target = into.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(member) as source, target.open("wb") as out:
+                shutil.copyfileobj(source, out)
+
+
+def top_level_modules(distribution: str) -> list[str]:
+    """The importable top-level names of an installed distribution (this venv's build)."""
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return []
+    names = set()
+    listed = dist.read_text("top_level.txt")
+    if listed:
+        names.update(line.strip() for line in listed.splitlines() if line.strip())
+    for file in dist.files or []:
+        first = file.parts[0]
+        if first.endswith((".dist-info", ".data")) or first == "__pycache__":
+            continue
+        names.add(first.split(".", 1)[0] if first.endswith((".py", ".so", ".pyd")) else first)
+    return sorted(n for n in names if n.isidentifier())
+
+
+def standin_source(module: str, distribution: str) -> str:
+    """A module that fails its import, saying why (it is never uploaded)."""
+    reason = (
+        f"{distribution} has no Pyodide build reachable offline (only the Pyodide package "
+        f"index builds it), so local workerd runs stand in for `{module}` with this "
+        "module; a deploy's `pywrangler sync` vendors Pyodide's real build"
+    )
+    return (
+        f"# {STANDIN_MARKER}: written by workerd_dev.python_modules for local workerd runs.\n"
+        f"raise ModuleNotFoundError({reason!r}, name={module!r})\n"
+    )
+
+
+def write_standin(distribution: str, into: Path) -> list[str]:
+    """Stand-ins for every top-level module of `distribution`; their names."""
+    modules = top_level_modules(distribution) or [distribution.replace("-", "_")]
+    for module in modules:
+        package = into / module
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").write_text(standin_source(module, distribution))
+    return modules
+
+
+def vendor(into: Path, root: Path = PROJECT_DIR, cache: Path | None = None) -> Vendored:
+    """Fill the empty folder `into` with the worker's dependency closure for Pyodide."""
+    cache = cache or cache_dir()
+    verdicts, _notes = check(root)
+    lock = load_lock(root / "uv.lock")
+    deployed = [v for v in verdicts if not v.via_extra_only]
+    missing = [f"{v.name} ({v.detail})" for v in deployed if v.kind == "missing"]
+    if missing:
+        raise VendorError("no Pyodide build of: " + ", ".join(missing))
+    into.mkdir(parents=True, exist_ok=True)
+    if any(into.iterdir()):
+        raise VendorError(f"{into} is not empty")
+    wheels: list[str] = []
+    standins: list[str] = []
+    with httpx.Client(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as client:
+        for verdict in deployed:
+            if verdict.kind in ("pure", "pyemscripten"):
+                wheel = fetch_wheel(_locked_wheel(lock, verdict), cache, client)
+                unpack_wheel(wheel, into)
+                wheels.append(wheel.name)
+            else:
+                write_standin(verdict.name, into)
+                standins.append(normalize(verdict.name))
+    return Vendored(tuple(wheels), tuple(standins))
