@@ -15,6 +15,7 @@ from urllib.parse import quote, urlsplit
 
 from miniflare import install_shims
 from miniflare.asset_headers import CONFIG_FILES, HeaderRules
+from miniflare.asset_routing import Redirect, route
 from miniflare.config import WorkerConfig
 from miniflare.http import Headers, Request, Response
 from miniflare.objects import DurableObjectNamespace, ObjectHost
@@ -273,10 +274,23 @@ class LocalRuntime:
         path = scope["path"]
         if any(pattern.match(path) for pattern in self._worker_first):
             return None
-        return self.asset_for(path)
+        query = scope.get("query_string", b"").decode("latin-1")
+        return self.asset_for(path, query)
 
-    def asset_for(self, path: str) -> Response | None:
-        """The static file at `path` with its `_headers`, or None when there is none."""
+    def _is_asset(self, relative: str) -> bool:
+        """Whether `relative` names a file the assets folder serves."""
+        root = self.config.assets_dir
+        if root is None or Path(relative).name in CONFIG_FILES:
+            return False  # the platform reads the config files; it never serves them
+        try:
+            target = (root / relative).resolve()
+            return target.is_relative_to(root) and target.is_file()
+        except (OSError, ValueError):
+            return False
+
+    def asset_for(self, path: str, query: str = "") -> Response | None:
+        """The static answer for `path` with its `_headers` (a file, or a 307 to the file's
+        canonical path: miniflare.asset_routing), or None when it names no file."""
         root = self.config.assets_dir
         if root is None:
             return None
@@ -284,21 +298,18 @@ class LocalRuntime:
         # path is the worker's to answer (404), not a reason for the file system to fail.
         if any(ord(c) < 0x20 or c in "\x7f\ufffd\\" for c in path):
             return None
-        relative = "index.html" if path.endswith("/") else path.lstrip("/")
-        try:
-            target = (root / relative).resolve()
-            if not target.is_relative_to(root) or not target.is_file():
-                return None
-        except (OSError, ValueError):
+        answer = route(path, self._is_asset)
+        if answer is None:
             return None
-        if target.name in CONFIG_FILES:
-            return None  # the platform reads these; it never serves them
+        headers = {"cache-control": "no-cache", **self._asset_headers.for_path(path)}
+        if isinstance(answer, Redirect):
+            location = quote(answer.path, safe=_URL_SAFE) + (f"?{query}" if query else "")
+            return Response(None, status=307, headers={**headers, "location": location})
+        target = root / answer.relative
         content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if content_type.startswith("text/") or content_type.endswith(("javascript", "json")):
             content_type += "; charset=utf-8"
-        headers = {"content-type": content_type, "cache-control": "no-cache"}
-        headers.update(self._asset_headers.for_path(path))
-        return Response(target.read_bytes(), headers=headers)
+        return Response(target.read_bytes(), headers={"content-type": content_type, **headers})
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         first = await receive()

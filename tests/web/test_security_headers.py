@@ -1,5 +1,7 @@
-"""The page's Content-Security-Policy and friends: sent, equal to the deployed file, and
-the chat still works under them in real Chromium while an injected script does not run."""
+"""The page's Content-Security-Policy and friends: equal to the deployed file, and the chat
+still works under them in real Chromium while an injected script does not run. That every
+page, asset and worker response carries them is checked on both runtimes in
+tests/conformance/test_static_assets.py."""
 
 from __future__ import annotations
 
@@ -7,10 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from albert.security_headers import API_HEADERS, PAGE_HEADERS
+from albert.security_headers import PAGE_HEADERS
 from miniflare.asset_headers import HeaderRules
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
@@ -30,28 +31,6 @@ def test_no_page_has_inline_script_or_style() -> None:
         scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", html, flags=re.S | re.I)
         assert scripts and all("src=" in attrs and not body.strip() for attrs, body in scripts)
         assert not re.search(r"<style|\sstyle=|\son[a-z]+=", html, flags=re.I), page
-
-
-@pytest.mark.parametrize("path", ["/", "/index.html", "/js/app.js", "/js/boot.js", "/css/app.css"])
-def test_every_page_and_asset_carries_the_policy(runtime: RuntimeProcess, path: str) -> None:
-    response = httpx.get(runtime.url + path)
-    assert response.status_code == 200
-    for name, value in PAGE_HEADERS.items():
-        assert response.headers[name] == value, name
-
-
-def test_the_headers_file_itself_is_not_served(runtime: RuntimeProcess) -> None:
-    assert httpx.get(runtime.url + "/_headers").status_code == 404
-
-
-@pytest.mark.parametrize(
-    ("method", "path"),
-    [("GET", "/healthz"), ("POST", "/api/session"), ("GET", "/api/threads"), ("GET", "/nope")],
-)
-def test_worker_responses_carry_the_api_headers(runtime: RuntimeProcess, method, path) -> None:
-    response = httpx.request(method, runtime.url + path)
-    for name, value in API_HEADERS.items():
-        assert response.headers[name] == value, (path, name)
 
 
 @pytest.mark.browser

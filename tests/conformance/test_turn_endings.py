@@ -11,21 +11,17 @@ import pytest
 
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
-from tests.support.scripted_model import Reply, ScriptedModelServer
+from tests.support.scripted_model import Reply
 
 STALL_SECONDS = 1.0
 TURN_SECONDS = 3.0
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory, model) -> Iterator[RuntimeProcess]:
-    state: Path = tmp_path_factory.mktemp("endings")
+def runtime(
+    tmp_path_factory: pytest.TempPathFactory, runtime_kind: str, model
+) -> Iterator[RuntimeProcess]:
+    state: Path = tmp_path_factory.mktemp(f"endings-{runtime_kind}")
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -33,13 +29,8 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, model) -> Iterator[Runtime
         "MODEL_CHUNK_TIMEOUT_SECONDS": str(STALL_SECONDS),
         "TURN_TIMEOUT_SECONDS": str(TURN_SECONDS),
     }
-    with RuntimeProcess(state, variables) as process:
+    with RuntimeProcess(state, variables, runtime=runtime_kind) as process:
         yield process
-
-
-@pytest.fixture(autouse=True)
-def _fresh_script(model: ScriptedModelServer) -> None:
-    model.replies.clear()
 
 
 async def test_a_model_that_never_starts_ends_the_turn_within_the_first_chunk_bound(
