@@ -59,9 +59,13 @@ class LocalAssets:
     def __init__(self, runtime: LocalRuntime) -> None:
         self._runtime = runtime
 
-    async def fetch(self, request: Any) -> Response:
-        """The file a URL (or a Request) names, as static assets serve it; else a 404."""
-        url = request if isinstance(request, str) else str(request.url)
+    async def fetch(self, resource: Any, /, **options: Any) -> Response:
+        """The file a URL (or a Request) names, as static assets serve it; else a 404.
+
+        The signature of the SDK's Fetcher wrapper (`workers.fetch`): one positional
+        resource, the request's options as keywords.
+        """
+        url = resource if isinstance(resource, str) else str(resource.url)
         path = urlsplit(url).path or "/"
         found = self._runtime.asset_for(path)
         return found if found is not None else Response("Not Found", status=404)
