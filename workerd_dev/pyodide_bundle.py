@@ -220,6 +220,7 @@ def build(version: str, cache: Path | None = None) -> Bundle:
 
 
 _PROBE_WORKER = """\
+import sys
 
 import pyodide
 from workers import WorkerEntrypoint
@@ -292,8 +293,13 @@ def _remembered(cache: Path, workerd_version: str) -> Path:
     return cache / "bundles" / f"workerd-{workerd_version}.json"
 
 
-def ensure_bundle(tools: Tools | None = None, cache: Path | None = None) -> Bundle:
-    """The bundle the installed workerd runs, built if needed and checked by running it."""
+def ensure_bundle(
+    tools: Tools | None = None, cache: Path | None = None, guess: str = PYODIDE_VERSION
+) -> Bundle:
+    """The bundle the installed workerd runs, built if needed and checked by running it.
+
+    `guess` is the Pyodide version built first when this workerd was never asked.
+    """
     tools = tools or find_tools()
     cache = cache or cache_dir()
     known = _remembered(cache, tools.workerd_version)
@@ -302,7 +308,7 @@ def ensure_bundle(tools: Tools | None = None, cache: Path | None = None) -> Bund
         bundle = build(str(seen["pyodide_version"]), cache)
         if bundle.sha256 == seen.get("sha256"):
             return bundle
-    version = PYODIDE_VERSION
+    version = guess
     for _ in range(2):
         bundle = build(version, cache)
         result = probe(tools, bundle)
