@@ -46,6 +46,7 @@ def benchmarks() -> list[Benchmark]:
         Benchmark("concurrency", "Concurrent WebSocket clients", _lazy("concurrency")),
         Benchmark("data_server", "Data server: search and ingest", _lazy("data_server")),
         Benchmark("mcp_recovery", "MCP recovery after a restart", _lazy("mcp_recovery")),
+        Benchmark("workerd", "The worker on workerd, against CPython", _lazy("workerd")),
     ]
 
 

@@ -220,13 +220,14 @@ def answers_http(url: str, *, healthy_only: bool = False) -> Callable[[], bool]:
 _TCP_LISTEN = "0A"
 
 
-def _descendants(pid: int) -> list[int]:
-    """`pid` and every process below it, read from /proc (just `pid` where that fails)."""
+def descendants(root: int) -> set[int]:
+    """Living processes whose chain of parents leads to `root` (not `root` itself), from
+    /proc (none where it cannot be read)."""
     parents: dict[int, list[int]] = {}
     try:
         entries = [e for e in os.listdir("/proc") if e.isdigit()]
     except OSError:
-        return [pid]
+        return set()
     for entry in entries:
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
@@ -234,12 +235,15 @@ def _descendants(pid: int) -> list[int]:
             continue
         # The command name (field 2) may hold spaces and parentheses: parse after its end.
         fields = stat[stat.rfind(")") + 2 :].split()
-        parents.setdefault(int(fields[1]), []).append(int(entry))
-    found, queue = [pid], [pid]
+        if fields[0] not in ("Z", "X"):
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: set[int] = set()
+    queue = [root]
     while queue:
-        children = parents.get(queue.pop(), [])
-        found.extend(children)
-        queue.extend(children)
+        for child in parents.get(queue.pop(), []):
+            if child not in found:
+                found.add(child)
+                queue.append(child)
     return found
 
 
@@ -397,7 +401,7 @@ class ChildProcess:
         if not Path("/proc/self/fd").is_dir():
             return True
         inodes: set[str] = set()
-        for member in _descendants(pid):
+        for member in {pid} | descendants(pid):
             try:
                 fds = os.listdir(f"/proc/{member}/fd")
                 links = [os.readlink(f"/proc/{member}/fd/{fd}") for fd in fds]

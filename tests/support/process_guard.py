@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from miniflare.process import exit_on_signals
+from miniflare.process import descendants, exit_on_signals
 
 MARKER_VAR = "ALBERT_TEST_SESSIONS"
 EXIT_WAIT_SECONDS = 5.0
@@ -86,24 +86,6 @@ def environ_has(pid: int, name: str, token: str) -> bool:
         if entry.startswith(prefix):
             return token in entry[len(prefix) :].decode(errors="replace").split(":")
     return False
-
-
-def descendants(root: int) -> set[int]:
-    """Living processes whose chain of parents leads to `root` (not `root` itself)."""
-    parents: dict[int, int] = {}
-    for pid in all_pids():
-        info = read_process(pid)
-        if info is not None and info.state not in ("Z", "X"):
-            parents[pid] = info.ppid
-    found: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for pid, ppid in parents.items():
-            if pid not in found and (ppid == root or ppid in found):
-                found.add(pid)
-                changed = True
-    return found
 
 
 def marked(token: str, name: str = MARKER_VAR) -> set[int]:

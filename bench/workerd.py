@@ -1,0 +1,306 @@
+"""The worker on Cloudflare's own runtime, workerd (offline: workerd_dev/), against CPython.
+
+- Import inside Pyodide: `import entry` timed inside a `workerd test` worker (a fresh
+  isolate each sample), against `import pydantic, httpx` in the same Pyodide. Time does
+  not advance while an isolate loads its modules, so the imports are timed in the test
+  handler, where it does.
+- A cold isolate: the whole `workerd test` process for a worker that imports `entry` when
+  it loads, without and with a dedicated memory snapshot (what Cloudflare takes of a Python
+  Worker at deploy, so a deployed cold start restores it instead of importing), against
+  an empty Python worker.
+- Start to first answer: `albert serve --runtime workerd` (wrangler dev) from spawn to
+  /healthz, and on to the first demo-planner answer in a new client's thread, against the
+  same with the local runtime.
+- CPU per demo turn: the CPU time of the workerd processes over N demo turns, against the
+  local runtime's process over the same turns.
+- Upload size: what wrangler uploads (src/ and the staged python_modules/), unpacked and
+  gzip-compressed, against Cloudflare's Worker size limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import os
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.core import BenchSizes, Row, Spread, ratio
+from bench.stack import state_dir
+from data_server.platform.app import platform_app
+from miniflare.process import descendants
+from scripts.check_pyodide_compat import WORKER_SIZE_LIMIT, WORKER_SIZE_LIMIT_TEXT
+from tests.support.asgi_server import AsgiServer
+from tests.support.chat_client import ChatClient, answer_text
+from tests.support.runtime_process import RuntimeProcess
+from workerd_dev import PROJECT_DIR, cache_dir
+from workerd_dev.harness import run_in_workerd, run_workerd_test, write_worker
+from workerd_dev.project import stage
+from workerd_dev.pyodide_bundle import Bundle, ensure_bundle
+from workerd_dev.tools import Tools, find_tools
+
+BENCH = "workerd"
+QUESTION = "What is PEPE?"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+_TIMED_IMPORT = """        import sys, time
+        t = time.perf_counter()
+        import {modules}
+        report(ms=(time.perf_counter() - t) * 1000, modules=len(sys.modules))
+"""
+_NOTHING = "        report(ok=True)\n"
+
+
+def _import_ms(tools: Tools, bundle: Bundle, modules_dir: Path, modules: str) -> float:
+    run = run_in_workerd(tools, bundle, modules_dir, _TIMED_IMPORT.format(modules=modules))
+    return float(run.results[0]["ms"])  # type: ignore[arg-type]
+
+
+def import_rows(tools: Tools, bundle: Bundle, modules_dir: Path, samples: int) -> list[Row]:
+    """`import entry` against `import pydantic, httpx`, inside workerd's Pyodide."""
+    baseline = [_import_ms(tools, bundle, modules_dir, "pydantic, httpx") for _ in range(samples)]
+    worker = [_import_ms(tools, bundle, modules_dir, "entry") for _ in range(samples)]
+    base, figure = Spread.of(baseline), Spread.of(worker)
+    return [
+        Row(
+            bench=BENCH,
+            metric="import entry inside Pyodide (workerd)",
+            unit="ms",
+            figure=figure,
+            baseline=base,
+            baseline_label="import pydantic, httpx in the same Pyodide",
+            ratio=ratio(figure, base),
+            note=f"Pyodide {bundle.pyodide_version}; a fresh isolate per sample",
+        )
+    ]
+
+
+def _snapshot_of(tools: Tools, bundle: Bundle, config: Path, folder: Path) -> tuple[str, ...]:
+    """Save the worker's dedicated snapshot into `folder`; the options that restore it."""
+    folder.mkdir()
+    run_workerd_test(
+        tools, bundle, config, "--python-save-snapshot", f"--python-snapshot-dir={folder}"
+    )
+    name = next(p.name for p in folder.iterdir())
+    return f"--python-snapshot-dir={folder}", f"--python-load-snapshot={name}"
+
+
+def cold_isolate_rows(tools: Tools, bundle: Bundle, modules_dir: Path, samples: int) -> list[Row]:
+    """A `workerd test` process end to end, an empty worker against one importing entry,
+    each started from scratch and restored from its dedicated snapshot."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "empty").mkdir()
+        (folder / "entry").mkdir()
+        empty = write_worker(folder / "empty", _NOTHING, modules_dir)
+        entry = write_worker(folder / "entry", _NOTHING, modules_dir, top_level="import entry")
+        empty_restore = _snapshot_of(tools, bundle, empty, folder / "empty-snapshot")
+        entry_restore = _snapshot_of(tools, bundle, entry, folder / "entry-snapshot")
+        snapshot_bytes = sum(p.stat().st_size for p in (folder / "entry-snapshot").iterdir())
+
+        def timed(config: Path, *extra: str) -> Spread:
+            runs = [run_workerd_test(tools, bundle, config, *extra) for _ in range(samples)]
+            return Spread.of([run.seconds * 1000 for run in runs])
+
+        cold_base, cold = timed(empty), timed(entry)
+        warm_base, warm = timed(empty, *empty_restore), timed(entry, *entry_restore)
+    return [
+        Row(
+            bench=BENCH,
+            metric="cold isolate, entry imported at load (workerd test, whole process)",
+            unit="ms",
+            figure=cold,
+            baseline=cold_base,
+            baseline_label="an empty Python worker",
+            ratio=ratio(cold, cold_base),
+            note="no snapshot: what wrangler dev does at every start",
+        ),
+        Row(
+            bench=BENCH,
+            metric="cold isolate restored from its dedicated memory snapshot",
+            unit="ms",
+            figure=warm,
+            baseline=warm_base,
+            baseline_label="an empty Python worker, restored too",
+            ratio=ratio(warm, warm_base),
+            note=(
+                "what a deployed cold start does (python_dedicated_snapshot, on since "
+                f"2025-10-16); entry's snapshot {snapshot_bytes / 2**20:.1f} MiB"
+            ),
+        ),
+    ]
+
+
+def _cpu_seconds(pids: set[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def _serving_pids(process: RuntimeProcess) -> set[int]:
+    """The processes that run the worker: workerd's, or the local runtime itself."""
+    assert process.pid is not None
+    if process.runtime == "local":
+        return {process.pid}
+    found = set()
+    for pid in descendants(process.pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"workerd" in cmdline and b"serve" in cmdline:
+            found.add(pid)
+    return found
+
+
+@contextmanager
+def _runtime(kind: str, platform_url: str) -> Iterator[tuple[RuntimeProcess, float]]:
+    variables = {
+        "ALBERT_MODE": "local",
+        "PLATFORM_API_URL": platform_url,
+        "MCP_DEFAULT_SERVER_URL": "",
+        "CHAT_MESSAGES_PER_MINUTE": "1000000",
+    }
+    with state_dir(f"workerd-{kind}") as state:
+        process = RuntimeProcess(state, variables, runtime=kind)
+        started = time.monotonic()
+        process.start()
+        try:
+            yield process, time.monotonic() - started
+        finally:
+            process.stop()
+
+
+async def _answer(process: RuntimeProcess) -> float:
+    """Seconds from a new client's session to the first demo answer in a new thread."""
+    started = time.monotonic()
+    async with ChatClient(process.url, process.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, QUESTION)
+    if "PEPE" not in answer_text(frames):
+        raise RuntimeError(f"the demo answer lacks the token: {answer_text(frames)[:200]}")
+    return time.monotonic() - started
+
+
+async def _turn_cpu(process: RuntimeProcess, turns: int) -> float:
+    """CPU seconds per demo turn of the processes serving the worker."""
+    async with ChatClient(process.url, process.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        await client.turn(thread, QUESTION)  # warm: imports and first-use work done
+        pids = _serving_pids(process)
+        before = _cpu_seconds(pids)
+        for _ in range(turns):
+            await client.turn(thread, QUESTION)
+        return (_cpu_seconds(pids) - before) / turns
+
+
+async def serving_rows(samples: int, turns: int) -> list[Row]:
+    """Start to /healthz, to the first answer, and CPU per turn, on both runtimes."""
+    readings: dict[str, dict[str, list[float]]] = {}
+    with AsgiServer(platform_app()) as platform:
+        for kind in ("local", "workerd"):
+            got = readings.setdefault(kind, {"healthy": [], "answer": [], "cpu": []})
+            for _ in range(samples):
+                with _runtime(kind, platform.url) as (process, healthy):
+                    got["healthy"].append(healthy * 1000)
+                    got["answer"].append((healthy + await _answer(process)) * 1000)
+                    got["cpu"].append(await _turn_cpu(process, turns) * 1000)
+    rows = []
+    for key, metric, unit in (
+        ("healthy", "start to /healthz 200 (albert serve --runtime workerd)", "ms"),
+        ("answer", "start to the first answer (a new client, demo planner)", "ms"),
+        ("cpu", f"CPU per demo turn, median of {turns}-turn runs", "ms"),
+    ):
+        figure, base = Spread.of(readings["workerd"][key]), Spread.of(readings["local"][key])
+        rows.append(
+            Row(
+                bench=BENCH,
+                metric=metric,
+                unit=unit,
+                figure=figure,
+                baseline=base,
+                baseline_label="the local runtime (CPython)",
+                ratio=ratio(figure, base),
+                note="workerd's processes only (not wrangler's Node.js)" if key == "cpu" else "",
+            )
+        )
+    return rows
+
+
+def _upload_files(modules_dir: Path) -> list[tuple[str, Path]]:
+    files = [
+        (p.relative_to(PROJECT_DIR / "src").as_posix(), p)
+        for p in sorted((PROJECT_DIR / "src").rglob("*.py"))
+        if "__pycache__" not in p.parts
+    ]
+    files += [
+        ("python_modules/" + p.relative_to(modules_dir).as_posix(), p)
+        for p in sorted(modules_dir.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
+    return files
+
+
+def upload_rows(modules_dir: Path, standins: tuple[str, ...]) -> list[Row]:
+    """The upload, unpacked and gzip-compressed, against the Worker size limit."""
+    files = _upload_files(modules_dir)
+    unpacked = sum(path.stat().st_size for _, path in files)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, path in files:
+            archive.add(path, arcname=name)
+    compressed = len(gzip.compress(buffer.getvalue(), compresslevel=6))
+    limit = Spread.of([WORKER_SIZE_LIMIT / 2**20])
+    note = (
+        f"{len(files)} files; {WORKER_SIZE_LIMIT_TEXT}; without "
+        + ", ".join(standins)
+        + " (stood in for offline; scripts/check_pyodide_compat.py estimates them)"
+    )
+    figure = Spread.of([unpacked / 2**20])
+    return [
+        Row(
+            bench=BENCH,
+            metric="upload, unpacked (src/ + python_modules/)",
+            unit="MiB",
+            figure=figure,
+            baseline=limit,
+            baseline_label="Cloudflare's Worker size limit",
+            ratio=ratio(figure, limit),
+            target="≤ 0.5× the limit",
+            met=unpacked <= WORKER_SIZE_LIMIT / 2,
+            note=note,
+        ),
+        Row(
+            bench=BENCH,
+            metric="upload, gzip-compressed",
+            unit="MiB",
+            figure=Spread.of([compressed / 2**20]),
+        ),
+    ]
+
+
+async def run(sizes: BenchSizes) -> list[Row]:
+    """Every workerd figure, each against its baseline from the same run."""
+    tools = find_tools()
+    bundle = ensure_bundle(tools)
+    with tempfile.TemporaryDirectory() as scratch:
+        staged = stage(Path(scratch) / "stage", {}, PROJECT_DIR, cache_dir())
+        modules_dir = staged.directory / "python_modules"
+        samples = sizes.pick(3, 7)
+        rows = await asyncio.to_thread(import_rows, tools, bundle, modules_dir, samples)
+        rows += await asyncio.to_thread(cold_isolate_rows, tools, bundle, modules_dir, samples)
+        rows += upload_rows(modules_dir, staged.vendored.standins)
+    rows += await serving_rows(sizes.pick(1, 3), sizes.pick(5, 20))
+    return rows
