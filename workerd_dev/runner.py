@@ -104,12 +104,15 @@ class WorkerdDev:
             "--persist-to",
             str(root / "state"),
             "--show-interactive-dev-session=false",
+            # info: requests and the worker's own logs, not the 900-line table of modules.
             "--log-level",
-            "log",
+            "info",
         )
         env = {
             "MINIFLARE_WORKERD_PATH": str(workerd_wrapper(tools, bundle, cache)),
             "WRANGLER_SEND_METRICS": "false",
+            # No request to Cloudflare for the `request.cf` data: its placeholder is used.
+            "CLOUDFLARE_CF_FETCH_ENABLED": "false",
             # wrangler's own logs and settings stay with the run, not in the home folder.
             "XDG_CONFIG_HOME": str(root / "config"),
             "PATH": f"{tools.node.parent}{os.pathsep}{os.environ.get('PATH', '')}",
