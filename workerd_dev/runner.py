@@ -93,6 +93,7 @@ class WorkerdDev:
         bundle = ensure_bundle(tools, cache)
         root = self.state_dir / "workerd"
         self.staged = stage(root / "project", self.variables, self.project_dir, cache)
+        (root / "tmp").mkdir(exist_ok=True)
         args = tools.wrangler(
             "dev",
             "--config",
@@ -113,8 +114,10 @@ class WorkerdDev:
             "WRANGLER_SEND_METRICS": "false",
             # No request to Cloudflare for the `request.cf` data: its placeholder is used.
             "CLOUDFLARE_CF_FETCH_ENABLED": "false",
-            # wrangler's own logs and settings stay with the run, not in the home folder.
+            # wrangler's own logs and settings, and miniflare's scratch folders, stay with
+            # the run, not in the home folder or the system's /tmp.
             "XDG_CONFIG_HOME": str(root / "config"),
+            "TMPDIR": str(root / "tmp"),
             "PATH": f"{tools.node.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         self.child = ChildProcess(
