@@ -45,8 +45,34 @@ def _module(name: str, kind: str, path: Path, config_dir: Path) -> str:
     return f"(name = {json.dumps(name)}, {kind} = embed {json.dumps(relative)})"
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a test worker carries beyond the worker's own modules."""
+
+    # (module name, file): further Python modules, e.g. ("tests/x.py", path).
+    modules: tuple[tuple[str, Path], ...] = ()
+    # Further folders whose files go under python_modules/, e.g. a vendored pytest.
+    python_modules: tuple[Path, ...] = ()
+    # A Durable Object class of the main module, bound as OBJECTS, with SQLite storage in
+    # a folder of the run (workerd's in-memory storage has no SQL).
+    durable_object: str | None = None
+
+
+def _vendored(folder: Path, config_dir: Path) -> list[str]:
+    return [
+        _module("python_modules/" + path.relative_to(folder).as_posix(), "data", path, config_dir)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    ]
+
+
 def worker_config(
-    main: Path, python_modules: Path, config_dir: Path, src: Path, compatibility_date: str
+    main: Path,
+    python_modules: Path,
+    config_dir: Path,
+    src: Path,
+    compatibility_date: str,
+    extras: Extras = Extras(),
 ) -> str:
     """The capnp text config of a test worker with the worker's modules."""
     modules = [_module(MAIN_MODULE, "pythonModule", main, config_dir)]
@@ -54,19 +80,32 @@ def worker_config(
         if "__pycache__" not in path.parts:
             name = path.relative_to(src).as_posix()
             modules.append(_module(name, "pythonModule", path, config_dir))
-    for path in sorted(python_modules.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            name = "python_modules/" + path.relative_to(python_modules).as_posix()
-            modules.append(_module(name, "data", path, config_dir))
+    modules += [_module(name, "pythonModule", path, config_dir) for name, path in extras.modules]
+    for folder in (python_modules, *extras.python_modules):
+        modules += _vendored(folder, config_dir)
     flags = ", ".join(json.dumps(flag) for flag in COMPAT_FLAGS)
     listed = ",\n    ".join(modules)
+    objects = ""
+    services = '(name = "harness", worker = .w)'
+    if extras.durable_object is not None:
+        name = json.dumps(extras.durable_object)
+        storage = json.dumps(str(config_dir / "objects"))
+        (config_dir / "objects").mkdir(exist_ok=True)
+        services += f', (name = "objects", disk = (path = {storage}, writable = true))'
+        objects = (
+            f'  durableObjectNamespaces = [(className = {name}, uniqueKey = "harness",'
+            " enableSql = true)],\n"
+            '  durableObjectStorage = (localDisk = "objects"),\n'
+            f'  bindings = [(name = "OBJECTS", durableObjectNamespace = {name})],\n'
+        )
     return (
         'using Workerd = import "/workerd/workerd.capnp";\n'
-        'const config :Workerd.Config = (services = [(name = "harness", worker = .w)]);\n'
+        f"const config :Workerd.Config = (services = [{services}]);\n"
         "const w :Workerd.Worker = (\n"
         f"  modules = [\n    {listed}\n  ],\n"
         f"  compatibilityDate = {json.dumps(compatibility_date)},\n"
         f"  compatibilityFlags = [{flags}],\n"
+        f"{objects}"
         ");\n"
     )
 
@@ -77,6 +116,7 @@ def write_worker(
     python_modules: Path,
     *,
     top_level: str = "",
+    extras: Extras = Extras(),
     src: Path = PROJECT_DIR / "src",
     compatibility_date: str = "2026-10-01",
 ) -> Path:
@@ -99,7 +139,7 @@ def write_worker(
     main = folder / MAIN_MODULE
     main.write_text(source)
     config = folder / "harness.capnp"
-    config.write_text(worker_config(main, python_modules, folder, src, compatibility_date))
+    config.write_text(worker_config(main, python_modules, folder, src, compatibility_date, extras))
     return config
 
 
@@ -137,11 +177,19 @@ def run_workerd_test(tools: Tools, bundle: Bundle, config: Path, *extra: str) ->
 
 
 def run_in_workerd(
-    tools: Tools, bundle: Bundle, python_modules: Path, test_body: str, *, top_level: str = ""
+    tools: Tools,
+    bundle: Bundle,
+    python_modules: Path,
+    test_body: str,
+    *,
+    top_level: str = "",
+    extras: Extras = Extras(),
 ) -> HarnessRun:
     """Write a test worker in a scratch folder, run it once, and require a report."""
     with tempfile.TemporaryDirectory() as scratch:
-        config = write_worker(Path(scratch), test_body, python_modules, top_level=top_level)
+        config = write_worker(
+            Path(scratch), test_body, python_modules, top_level=top_level, extras=extras
+        )
         run = run_workerd_test(tools, bundle, config)
     if not run.results:
         raise HarnessError(f"the test worker reported nothing:\n{run.output[-4000:]}")

@@ -29,7 +29,15 @@ from typing import Any
 
 import httpx
 
-from scripts.check_pyodide_compat import Verdict, check, load_lock, normalize
+from scripts.check_pyodide_compat import (
+    Verdict,
+    check,
+    closure,
+    judge,
+    load_lock,
+    load_pyodide,
+    normalize,
+)
 from workerd_dev import PROJECT_DIR, cache_dir
 
 DOWNLOAD_TIMEOUT = httpx.Timeout(60.0, connect=15.0)
@@ -135,11 +143,26 @@ def write_standin(distribution: str, into: Path) -> list[str]:
 
 def vendor(into: Path, root: Path = PROJECT_DIR, cache: Path | None = None) -> Vendored:
     """Fill the empty folder `into` with the worker's dependency closure for Pyodide."""
-    cache = cache or cache_dir()
     verdicts, _notes = check(root)
-    lock = load_lock(root / "uv.lock")
     deployed = [v for v in verdicts if not v.via_extra_only]
-    missing = [f"{v.name} ({v.detail})" for v in deployed if v.kind == "missing"]
+    return _install(deployed, into, load_lock(root / "uv.lock"), cache or cache_dir())
+
+
+def vendor_locked(
+    roots: list[str], into: Path, root: Path = PROJECT_DIR, cache: Path | None = None
+) -> Vendored:
+    """Fill the empty folder `into` with the Pyodide closure of other locked packages
+    (e.g. pytest, for code run inside workerd by the tests)."""
+    lock = load_lock(root / "uv.lock")
+    pyodide = load_pyodide()
+    verdicts = [judge(name, lock, pyodide) for name in sorted(closure(lock, roots))]
+    return _install(verdicts, into, lock, cache or cache_dir())
+
+
+def _install(
+    verdicts: list[Verdict], into: Path, lock: dict[str, dict[str, Any]], cache: Path
+) -> Vendored:
+    missing = [f"{v.name} ({v.detail})" for v in verdicts if v.kind == "missing"]
     if missing:
         raise VendorError("no Pyodide build of: " + ", ".join(missing))
     into.mkdir(parents=True, exist_ok=True)
@@ -148,7 +171,7 @@ def vendor(into: Path, root: Path = PROJECT_DIR, cache: Path | None = None) -> V
     wheels: list[str] = []
     standins: list[str] = []
     with httpx.Client(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as client:
-        for verdict in deployed:
+        for verdict in verdicts:
             if verdict.kind in ("pure", "pyemscripten"):
                 wheel = fetch_wheel(_locked_wheel(lock, verdict), cache, client)
                 unpack_wheel(wheel, into)

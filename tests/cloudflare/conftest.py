@@ -12,31 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cloudflare import fakes
+from tests.cloudflare.platform import Platform
 
 PROJECT = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Platform:
-    """One runtime's view of a Durable Object, as the conformance tests drive it."""
-
-    name: str
-    ctx: Any
-    alarms_fired: list[float]
-    frames: Callable[[Any], list[tuple[str, Any]]]
-    binary_message: Callable[[bytes], Any]
-    wake: Callable[[], Any]
-    # What the platform keeps the object alive for, after waitUntil calls.
-    kept_alive: Callable[[], list[Any]] = list
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class _Probe:

@@ -11,7 +11,10 @@ rules, because that is what the Cloudflare adapters must cope with:
 - `ctx.storage.sql.exec(query, ...bindings)` binds numbers, strings, null and
   ArrayBuffer/typed arrays, refuses `undefined` and transaction statements, and
   returns a cursor with `toArray()`, `one()`, `raw()`, iteration, `columnNames`,
-  `rowsRead` and `rowsWritten`; SQL NULL is `null`, a BLOB is an ArrayBuffer;
+  `rowsRead` and `rowsWritten`. Its rows come as the Workers SDK hands them over: the
+  SDK wraps a Durable Object's `ctx.storage` and converts what its methods return, so
+  `toArray()` is a Python list of rows of the SDK's own dict type, SQL NULL is None
+  and a BLOB a memoryview (seen on workerd: tests/cloudflare/test_on_workerd.py);
 - `ctx.storage.transactionSync(callback)` calls the callback at once inside a
   savepoint (nested calls nest) and returns what it returned; when it throws, its
   writes are rolled back and the error is thrown on. A Python exception leaves a
@@ -428,23 +431,21 @@ def _js_binding(value: Any) -> Any:
     raise JsException(f"TypeError: Unsupported binding type: PyProxy({type(value).__name__})")
 
 
-def _js_value(value: Any) -> Any:
-    if value is None:
-        return jsnull
-    if isinstance(value, bytes):
-        return JsArrayBuffer(value)
-    if isinstance(value, int | float):
-        return _number(float(value)) if isinstance(value, float) else value
-    return value
+class SdkRow(dict[str, Any]):
+    """A row as the Workers SDK converts one (its `workers.rpc.JsDict`): a dict subclass."""
+
+
+def _sdk_value(value: Any) -> Any:
+    return memoryview(value) if isinstance(value, bytes) else value
 
 
 class SqlStorageCursor(JsProxy):
-    """The cursor `sql.exec()` returns."""
+    """The cursor `sql.exec()` returns, through the SDK's wrapper of `ctx.storage`."""
 
     def __init__(self, cursor: sqlite3.Cursor) -> None:
         names = [d[0] for d in cursor.description or []]
         self.columnNames = JsArray(names)
-        self._rows = [[_js_value(v) for v in row] for row in cursor.fetchall()]
+        self._rows = [[_sdk_value(v) for v in row] for row in cursor.fetchall()]
         self._names = names
         self._consumed = 0
         self._written = max(cursor.rowcount, 0) if not names else 0
@@ -462,20 +463,20 @@ class SqlStorageCursor(JsProxy):
         self._consumed = len(self._rows)
         return rows
 
-    def toArray(self) -> JsArray:
-        return JsArray([JsObject(dict(zip(self._names, row, strict=True))) for row in self._take()])
+    def toArray(self) -> list[SdkRow]:
+        return [SdkRow(zip(self._names, row, strict=True)) for row in self._take()]
 
-    def one(self) -> JsObject:
+    def one(self) -> SdkRow:
         rows = self._take()
         if len(rows) != 1:
             raise JsException(f"Error: Expected exactly one result from SQL query, got {len(rows)}")
-        return JsObject(dict(zip(self._names, rows[0], strict=True)))
+        return SdkRow(zip(self._names, rows[0], strict=True))
 
-    def raw(self) -> Iterator[JsArray]:
-        return iter([JsArray(row) for row in self._take()])
+    def raw(self) -> Iterator[list[Any]]:
+        return iter([list(row) for row in self._take()])
 
-    def __iter__(self) -> Iterator[JsObject]:
-        return iter([JsObject(dict(zip(self._names, row, strict=True))) for row in self._take()])
+    def __iter__(self) -> Iterator[SdkRow]:
+        return iter([SdkRow(zip(self._names, row, strict=True)) for row in self._take()])
 
 
 class SqlStorage(JsProxy):

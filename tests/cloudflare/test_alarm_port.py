@@ -12,7 +12,7 @@ import time
 
 from albert.cloudflare.alarms import WorkersAlarm
 from albert.cloudflare.context import WaitUntil
-from tests.cloudflare.conftest import Platform
+from tests.cloudflare.platform import Platform
 
 WAIT_SECONDS = 3.0
 

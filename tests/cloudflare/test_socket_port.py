@@ -16,7 +16,7 @@ from albert.cloudflare.sockets import (
     accept_websocket_pair,
     message_payload,
 )
-from tests.cloudflare.conftest import Platform
+from tests.cloudflare.platform import Platform
 
 
 def _accept(platform: Platform) -> tuple[object, WorkersSocket]:

@@ -12,7 +12,7 @@ import pytest
 from albert.cloudflare.sql import SqlError, TransactionRefused, WorkersSql
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore
-from tests.cloudflare.conftest import Platform
+from tests.cloudflare.platform import Platform
 
 
 class _StepClock:

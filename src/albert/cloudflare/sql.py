@@ -4,7 +4,8 @@ The contract both runtimes are held to (tests/cloudflare/test_storage_port.py):
 
 - bindings: None is SQL NULL, bytes is a BLOB, bool is 0/1, int/float/str as is;
 - rows are plain dicts keyed by column name, in the statement's column order;
-- NULL comes back as None, BLOB as bytes, TEXT as str, INTEGER as int;
+- NULL comes back as None, BLOB as bytes, TEXT as str, INTEGER as int (the Workers SDK's
+  wrapper of `ctx.storage` hands rows over as its own dict type, BLOBs as memoryview);
 - a REAL that holds a whole number may come back as int on Cloudflare (a JS
   number has no int/float distinction): compare REALs by value, never by type;
 - a statement that fails raises SqlError and changes nothing; explicit transactions
@@ -132,8 +133,10 @@ class WorkersSql:
                 break
         try:
             cursor = self._sql.exec(sql, *params)
-            # py_value already made each row a fresh dict; anything else is copied into one.
-            rows = [row if type(row) is dict else dict(row) for row in _rows(cursor)]
+            # py_value already made each row a fresh dict. Rows the Workers SDK converted
+            # (its wrapper of ctx.storage) are dicts of its own type with each BLOB as a
+            # memoryview: those are made plain, BLOBs bytes.
+            rows = [row if type(row) is dict else py_value(row) for row in _rows(cursor)]
         except SqlError:
             raise
         except Exception as exc:

@@ -1,0 +1,27 @@
+"""One runtime's view of a Durable Object, as the port conformance tests drive it.
+
+Kept apart from conftest.py (which builds the local runtime's and the fakes' views) so the
+contract modules import nothing else: they also run inside workerd
+(tests/cloudflare/test_on_workerd.py), where neither exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Platform:
+    """One runtime's view of a Durable Object, as the conformance tests drive it."""
+
+    name: str
+    ctx: Any
+    alarms_fired: list[float]
+    frames: Callable[[Any], list[tuple[str, Any]]]
+    binary_message: Callable[[bytes], Any]
+    wake: Callable[[], Any]
+    # What the platform keeps the object alive for, after waitUntil calls.
+    kept_alive: Callable[[], list[Any]] = list
+    extra: dict[str, Any] = field(default_factory=dict)
