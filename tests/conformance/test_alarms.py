@@ -51,7 +51,7 @@ async def _status(client: ChatClient) -> dict[str, Any]:
 
 
 async def test_retries_run_on_alarms_until_the_server_is_failed(
-    runtime: RuntimeProcess, closed_port: int
+    runtime: RuntimeProcess, runtime_kind: str, closed_port: int
 ) -> None:
     async with ChatClient(runtime.url, runtime.ws_url) as client:
         added = await client.http.post(
@@ -71,6 +71,10 @@ async def test_retries_run_on_alarms_until_the_server_is_failed(
         took = time.monotonic() - started
     assert seen[-1][0] == "failed", seen
     assert status["last_error"], status
+    if runtime_kind == "workerd":
+        # The reason names what is missing, not only that something went wrong.
+        assert status["last_error"].startswith("the MCP client cannot be loaded here: ")
+        assert "has no Pyodide build reachable offline" in status["last_error"], status
     assert "reconnecting" in {state for state, _ in seen}, seen
     assert max(attempts for _, attempts in seen) >= ATTEMPTS - 1, seen
     assert took >= LEAST_SECONDS, (took, seen)
