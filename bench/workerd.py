@@ -40,7 +40,7 @@ from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
 from workerd_dev import PROJECT_DIR, cache_dir
 from workerd_dev.harness import run_in_workerd, run_workerd_test, write_worker
-from workerd_dev.project import stage
+from workerd_dev.project import LOCAL_PACKAGES, stage
 from workerd_dev.pyodide_bundle import Bundle, ensure_bundle
 from workerd_dev.tools import Tools, find_tools
 
@@ -245,10 +245,15 @@ def _upload_files(modules_dir: Path) -> list[tuple[str, Path]]:
         for p in sorted((PROJECT_DIR / "src").rglob("*.py"))
         if "__pycache__" not in p.parts
     ]
+    # The staged tree less what only local runs carry (the demo planner).
+    local_only = {modules_dir / name for name in LOCAL_PACKAGES}
     files += [
         ("python_modules/" + p.relative_to(modules_dir).as_posix(), p)
         for p in sorted(modules_dir.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.suffix != ".pyc"
+        and not local_only & set(p.parents)
     ]
     return files
 

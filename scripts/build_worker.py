@@ -152,10 +152,10 @@ def build(root: Path = ROOT, *, allow_unsynced: bool = False) -> list[Path]:
     return copy_packages(root, root / "python_modules")
 
 
-def copy_packages(root: Path, vendor: Path) -> list[Path]:
-    """Copy each first-party package outside src/ into `vendor`, fresh; return the files."""
+def copy_packages(root: Path, vendor: Path, names: tuple[str, ...] = PACKAGES) -> list[Path]:
+    """Copy first-party packages outside src/ into `vendor`, fresh; return the files."""
     copied: list[Path] = []
-    for name in PACKAGES:
+    for name in names:
         source = root / name
         target = vendor / name
         if target.exists():

@@ -8,7 +8,8 @@ project's wrangler.toml and a python_modules/ of its own:
   the run's vars, and leaves out what cannot run offline: the Workers AI binding (its
   local mode calls Cloudflare) and the `[build]` step (done here instead);
 - python_modules/ is workerd_dev.python_modules' closure (kept in the cache per
-  uv.lock) plus the first-party packages outside src/ (scripts/build_worker.py's copy).
+  uv.lock) plus the first-party packages outside src/ (scripts/build_worker.py's copy),
+  and the demo planner, which only local runs carry.
 
 wrangler.toml itself is never changed, and the checkout's python_modules/ (a deploy's
 `pywrangler sync`) is never touched.
@@ -27,12 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.build_worker import copy_packages
+from scripts.build_worker import PACKAGES, copy_packages
 from workerd_dev import PROJECT_DIR, cache_dir, write_atomically
 from workerd_dev.pyodide_bundle import COMPAT_FLAGS
 from workerd_dev.python_modules import Vendored, vendor
 
 CONFIG_NAME = "wrangler.json"
+# First-party packages the local runs carry and an upload never does (the demo planner
+# answers only where no model is configured).
+LOCAL_PACKAGES = ("demo_planner",)
 # Bindings whose local mode needs Cloudflare's network; a local run goes without them.
 OFFLINE_DROPPED = ("ai",)
 
@@ -101,7 +105,7 @@ def stage(
     if modules.exists():
         shutil.rmtree(modules)
     shutil.copytree(source, modules)
-    copy_packages(project_dir, modules)
+    copy_packages(project_dir, modules, (*PACKAGES, *LOCAL_PACKAGES))
     config = stage_dir / CONFIG_NAME
     config.write_text(json.dumps(staged_config(project_dir, variables), indent=2))
     return StagedProject(directory=stage_dir, config=config, vendored=vendored)

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.ai.planner import LABEL
+from demo_planner import LABEL
 from evals.cases import Case, ExpectedCall
 from evals.client import EvalClient
 from evals.scorer import score

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.lexicon import Mention, PhraseTable, find_mentions
-from albert.ai.planner.numbers import Numbers, read_numbers
-from albert.ai.planner.text import (
+from demo_planner import vocabulary as voc
+from demo_planner.lexicon import Mention, PhraseTable, find_mentions
+from demo_planner.numbers import Numbers, read_numbers
+from demo_planner.text import (
     Entities,
     Token,
     find_entities,

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.text import Token, phrase_tokens
 from albert.tools.base import ToolSpec
+from demo_planner import vocabulary as voc
+from demo_planner.text import Token, phrase_tokens
 
 FieldUnit = Literal["usd", "percent", "ratio", "score", "count", "days", "plain"]
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from albert.ai.model import ChatMessage
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.names import candidates, protocol_matches
-from albert.ai.planner.reading import Reading
-from albert.ai.planner.text import ADDRESS, ENS_NAME, is_ticker_shaped
+from demo_planner import vocabulary as voc
+from demo_planner.names import candidates, protocol_matches
+from demo_planner.reading import Reading
+from demo_planner.text import ADDRESS, ENS_NAME, is_ticker_shaped
 
 _ACK_WORD = re.compile(r"[a-z']+")
 _ACK_REST = re.compile(r"[a-z'\s.,!?;:()\u2013\u2014-]")

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable
 
 from albert.ai.model import ChatMessage, ChatToolCall
-from albert.ai.planner.followups import FollowUp
-from albert.ai.planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
 from albert.tools.base import ToolSpec
+from demo_planner.followups import FollowUp
+from demo_planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
 
 LABEL = (
     "*Demo planner — no language model is configured; "

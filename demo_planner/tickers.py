@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.reading import Reading
+from demo_planner import vocabulary as voc
+from demo_planner.reading import Reading
 
 _DOLLAR = re.compile(r"\$([A-Za-z][A-Za-z0-9]{1,14})\b")
 _CAPS = re.compile(r"(?<![$\w])([A-Z][A-Z0-9]{1,14})\b")

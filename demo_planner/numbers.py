@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.text import Token, phrase_tokens
+from demo_planner import vocabulary as voc
+from demo_planner.text import Token, phrase_tokens
 
 Unit = Literal["usd", "percent", "plain", "days", "hours", "fraction"]
 Side = Literal["min", "max", "range", "eq"]

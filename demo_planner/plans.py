@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.binding import Binding, bind_fields, look_back_days, sort_request
-from albert.ai.planner.lexicon import PhraseTable, ToolLexicon, phrase_table
-from albert.ai.planner.names import (
+from demo_planner import vocabulary as voc
+from demo_planner.binding import Binding, bind_fields, look_back_days, sort_request
+from demo_planner.lexicon import PhraseTable, ToolLexicon, phrase_table
+from demo_planner.names import (
     VAULT_ID_LINE,
     Candidate,
     NameIndex,
@@ -32,9 +32,9 @@ from albert.ai.planner.names import (
     protocol_matches,
     resolve,
 )
-from albert.ai.planner.reading import Reading, read
-from albert.ai.planner.text import is_ticker_shaped
-from albert.ai.planner.tickers import feed_topic, token_symbols
+from demo_planner.reading import Reading, read
+from demo_planner.text import is_ticker_shaped
+from demo_planner.tickers import feed_topic, token_symbols
 
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
 VAULT_ID_TOOLS = ("analyze_yield", "analyze_risk", "vault_history")

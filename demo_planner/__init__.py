@@ -16,7 +16,7 @@ Modules, in the order a question passes through them:
 - `client` — the `DemoPlanner` model client.
 """
 
-from albert.ai.planner.client import DemoPlanner
-from albert.ai.planner.rendering import LABEL
+from demo_planner.client import DemoPlanner
+from demo_planner.rendering import LABEL
 
 __all__ = ["LABEL", "DemoPlanner"]

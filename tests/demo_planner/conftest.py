@@ -14,8 +14,8 @@ from albert.settings import Settings
 from albert.tools.base import ToolSpec, spec_of
 from albert.tools.catalog import build_local_tools
 from data_server.mcp_server.server import _SPECS as VAULT_SERVER_TOOLS
-from tests.albert.ai.planner.world import World, running_services, world
 from tests.data_server.mcp_server.servers import AppServer
+from tests.demo_planner.world import World, running_services, world
 from tests.typesense_fixture import TypesenseServer
 
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.reading import Reading
-from albert.ai.planner.text import is_ticker_shaped
+from demo_planner import vocabulary as voc
+from demo_planner.reading import Reading
+from demo_planner.text import is_ticker_shaped
 
 CACHE_SECONDS = 600.0
 MAX_ASSET_ENTRIES = 512

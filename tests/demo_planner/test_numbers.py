@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from albert.ai.planner.numbers import read_numbers
-from albert.ai.planner.text import find_entities, tokenize
+from demo_planner.numbers import read_numbers
+from demo_planner.text import find_entities, tokenize
 
 
 def conditions(text: str) -> list[tuple[str, float | None, float | None, str]]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from albert.ai.planner.binding import bind_fields
-from albert.ai.planner.lexicon import build_lexicon, phrase_table
-from albert.ai.planner.reading import read
 from albert.tools.base import ToolSpec
+from demo_planner.binding import bind_fields
+from demo_planner.lexicon import build_lexicon, phrase_table
+from demo_planner.reading import read
 
 
 def test_vault_search_fields_by_meaning(specs) -> None:
@@ -69,8 +69,8 @@ def test_a_tool_the_planner_was_never_written_for_binds_by_its_schema() -> None:
 
 
 def test_the_guideline_bands_match_the_data_servers() -> None:
-    from albert.ai.planner.vocabulary import GUIDELINE_BANDS
     from data_server.coaching import BAND_LABELS, yield_band
+    from demo_planner.vocabulary import GUIDELINE_BANDS
 
     for low, high, label in GUIDELINE_BANDS:
         for apy in (low + 0.01, (low + min(high, 100)) / 2, min(high, 1000) - 0.01):

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from albert.ai.planner import vocabulary as voc
-from albert.ai.planner.lexicon import Mention, NumericField, ToolLexicon
-from albert.ai.planner.numbers import Condition
-from albert.ai.planner.reading import Reading
-from albert.ai.planner.text import CLAUSE_BREAKS
+from demo_planner import vocabulary as voc
+from demo_planner.lexicon import Mention, NumericField, ToolLexicon
+from demo_planner.numbers import Condition
+from demo_planner.reading import Reading
+from demo_planner.text import CLAUSE_BREAKS
 
 # A condition this far (in weighted tokens) from every field mention is unattached.
 MAX_DISTANCE = 6.0

@@ -21,7 +21,6 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from albert.ai.model import ChatMessage, ChatToolCall
-from albert.ai.planner import DemoPlanner
 from albert.ai.tool_loop import ToolLoop
 from albert.mcp.remote_tool import RemoteCallResult, RemoteTool, RemoteToolSpec
 from albert.search.typesense_client import TypesenseClient
@@ -34,6 +33,7 @@ from albert.tools.registry import ToolRegistry
 from albert.tools.token_analysis import token_analysis_tool
 from albert.tools.token_search.tool import token_search_tool
 from data_server.tokens.seed import seed_tokens
+from demo_planner import DemoPlanner
 from tests.data_server.mcp_server.servers import AppServer, fresh_app
 from tests.typesense_fixture import TypesenseServer, unique_name
 

@@ -19,9 +19,9 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.planner import LABEL, DemoPlanner
-from albert.ai.planner.rendering import RESULT_CHARS
 from albert.tools.base import ToolSpec
+from demo_planner import LABEL, DemoPlanner
+from demo_planner.rendering import RESULT_CHARS
 
 CATALOGUE = (
     "3 protocols (by indexed TVL):\n"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from albert.ai.planner import LABEL, DemoPlanner
-from albert.ai.planner.names import VAULT_ID_LINE
-from tests.albert.ai.planner.world import Turn, World
+from demo_planner import LABEL, DemoPlanner
+from demo_planner.names import VAULT_ID_LINE
+from tests.demo_planner.world import Turn, World
 
 # One MCP session and one event loop for the whole table.
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")

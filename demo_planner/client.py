@@ -23,16 +23,18 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.planner.followups import (
+from albert.ai.untrusted import unfenced
+from albert.tools.base import ToolSpec
+from demo_planner.followups import (
     FollowUp,
     NameKinds,
     is_acknowledgement,
     resolve_chain,
     user_questions,
 )
-from albert.ai.planner.lexicon import ToolLexicon, build_lexicon
-from albert.ai.planner.names import NameIndex
-from albert.ai.planner.plans import (
+from demo_planner.lexicon import ToolLexicon, build_lexicon
+from demo_planner.names import NameIndex
+from demo_planner.plans import (
     ASSET_LOOKUP_TOOL,
     CATALOGUE_TOOL,
     Call,
@@ -41,8 +43,8 @@ from albert.ai.planner.plans import (
     make_context,
     make_plan,
 )
-from albert.ai.planner.reading import Reading, read
-from albert.ai.planner.rendering import (
+from demo_planner.reading import Reading, read
+from demo_planner.rendering import (
     acknowledgement_text,
     band_only_answer,
     help_text,
@@ -50,8 +52,6 @@ from albert.ai.planner.rendering import (
     render_answer,
     unavailable_answer,
 )
-from albert.ai.untrusted import unfenced
-from albert.tools.base import ToolSpec
 
 STEPS = ("lookup", "main", "follow")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from albert.ai.planner import LABEL
-from albert.ai.planner.followups import is_acknowledgement
-from tests.albert.ai.planner.world import World
+from demo_planner import LABEL
+from demo_planner.followups import is_acknowledgement
+from tests.demo_planner.world import World
 
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 LOOKUP_TOOLS = {"search_protocols", "search_vault_assets"}
