@@ -2,7 +2,8 @@
 
 It streams real SSE over real HTTP, so the project's real client code runs:
 text, tool calls (arguments split across chunks), HTTP errors, 429s, and
-streams cut off mid-answer. Every request body is recorded for assertions.
+streams cut off mid-answer, or a provider's recorded stream byte for byte. Every
+request body is recorded for assertions.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class Reply(BaseModel):
     prompt_tokens: int = 11
     completion_tokens: int = 7
     stream_error: str | None = None  # an error event after the text, as gateways send
+    # A recorded body sent as it is (tests/albert/ai/fixtures/streams), in pieces of this
+    # many bytes: the reading must not depend on where the network cuts it.
+    recorded: bytes | None = None
+    piece_bytes: int = 4096
 
 
 async def _client_left_within(receive: Any, seconds: float) -> bool:
@@ -127,6 +132,13 @@ class ScriptedModelServer:
                 ],
             }
         )
+        if reply.recorded is not None:
+            body, size = reply.recorded, max(1, reply.piece_bytes)
+            for start in range(0, len(body), size):
+                piece = body[start : start + size]
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         for index, chunk in enumerate(self._chunks(reply)):
             if reply.cut_after_chunks is not None and index >= reply.cut_after_chunks:
                 raise _CutStream()

@@ -2,7 +2,7 @@
 // call id or step, so applying the same data twice (HTTP reload + live frames,
 // a resent message) never shows anything twice.
 
-const ANSWERED = new Set(["stop", "step_limit", "length"]);
+const ANSWERED = new Set(["stop", "step_limit", "length", "refusal"]);
 const RESTART_NOTE = "This answer was cut off by a restart of the server; what was written so far is kept.";
 
 function parseArgs(raw) {

@@ -4,7 +4,9 @@ A gateway's error body is its own text: it may echo the request's credentials
 (some answer a bad key with the key itself), internal hosts or account ids. The
 browser gets a classified message (the status, what it means, whether a retry
 can help); the body goes to the log, with every configured secret and anything
-shaped like a credential redacted.
+shaped like a credential redacted. An error reported inside a stream adds the
+provider's own message, redacted the same way and cut short: without it a user
+cannot tell a content refusal from a broken provider.
 """
 
 from __future__ import annotations
@@ -69,16 +71,26 @@ def http_error(
 
 
 _RETRYABLE_WORDS = ("rate", "overload", "capacity", "timeout", "unavailable", "busy")
+# The provider's own reason, as much of it as an error frame shows.
+MAX_REASON_CHARS = 200
 
 
-def stream_error(detail: str, secrets: Sequence[str]) -> ModelError:
-    """The ModelError for an error event inside a stream; its text is logged only."""
+def stream_error(detail: str, secrets: Sequence[str], reason: str = "") -> ModelError:
+    """The ModelError for an error reported inside a stream: whether a retry can help, and
+    the provider's own `reason` (its message), redacted, on one line, cut short. The whole
+    `detail` goes to the log only."""
     log.warning("model gateway sent an error event: %s", redact(detail[:MAX_LOGGED_CHARS], secrets))
+    said = " ".join(redact(reason, secrets).split())
+    if len(said) > MAX_REASON_CHARS:
+        said = said[: MAX_REASON_CHARS - 1] + "…"
+    suffix = f": {said}" if said else ""
     lowered = detail.lower()
     if any(word in lowered for word in _RETRYABLE_WORDS):
         return ModelError(
             "http",
-            "the model gateway stopped the answer (overloaded or limited); trying again may help",
+            "the model gateway stopped the answer (overloaded or limited; trying again may "
+            f"help){suffix}",
             status=503,
         )
-    return ModelError("http", "the model gateway stopped the answer with an error", status=502)
+    message = f"the model gateway stopped the answer with an error{suffix}"
+    return ModelError("http", message, status=502)

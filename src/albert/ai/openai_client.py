@@ -14,7 +14,13 @@ from pydantic_core import to_json
 
 from albert.ai.gateway_errors import MAX_LOGGED_CHARS, http_error, stream_error
 from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
-from albert.ai.openai_wire import StreamedStep, conversation_payload, decode_chunk
+from albert.ai.openai_wire import (
+    StreamedStep,
+    chunk_error,
+    conversation_payload,
+    decode_chunk,
+    error_reason,
+)
 from albert.ai.sse import parse_sse_batches
 from albert.outbound.client import RepeatedPost
 
@@ -139,6 +145,7 @@ class OpenAICompatibleClient:
 def _chunk(data: str, secrets: list[str]) -> dict[str, Any]:
     """One chunk of the stream; one reporting an error raises (secrets redacted)."""
     chunk = decode_chunk(data, "the model")
-    if chunk.get("error"):
-        raise stream_error(json.dumps(chunk["error"]), secrets)
+    error = chunk_error(chunk)
+    if error is not None:
+        raise stream_error(json.dumps(error), secrets, error_reason(error))
     return chunk

@@ -44,15 +44,72 @@ def message_payload(message: ChatMessage) -> dict[str, Any]:
 
 
 def tool_payload(spec: ToolSpec) -> dict[str, Any]:
-    """The OpenAI `tools` entry for a tool spec (schema passed through untouched)."""
+    """The OpenAI `tools` entry for a tool spec (its schema with references inlined)."""
     return {
         "type": "function",
         "function": {
             "name": spec.name,
             "description": spec.description,
-            "parameters": spec.parameters,
+            "parameters": inline_refs(spec.parameters),
         },
     }
+
+
+# How deep one reference may expand inside another, and how many expansions one schema
+# may have in all (a definition that refers to itself in several places would otherwise
+# grow as its branching to this depth), before a reference is cut.
+MAX_REF_DEPTH = 8
+MAX_REF_EXPANSIONS = 500
+_DEFINITIONS = ("$defs", "definitions")
+
+
+def _has_refs(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_has_refs(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_refs(v) for v in node)
+    return False
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every local `$ref` (`#/$defs/X`, `#/definitions/X`) replaced by what
+    it names, and the definitions dropped: some OpenAI-compatible gateways refuse
+    references. A recursive definition is expanded at most MAX_REF_DEPTH deep (and the
+    schema MAX_REF_EXPANSIONS times in all), then stands as a plain object, keeping its own
+    keywords beside the `$ref`; a reference that names nothing local is left as it is. The
+    tool's own schema is not changed."""
+    if not _has_refs(schema):
+        return schema
+    definitions: dict[str, Any] = {}
+    for key in _DEFINITIONS:
+        found = schema.get(key)
+        if isinstance(found, dict):
+            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
+    inlined = _RefInliner(definitions).inline(schema, ())
+    for key in _DEFINITIONS:
+        inlined.pop(key, None)
+    return dict(inlined)
+
+
+class _RefInliner:
+    def __init__(self, definitions: dict[str, Any]) -> None:
+        self.definitions = definitions
+        self.left = MAX_REF_EXPANSIONS
+
+    def inline(self, node: Any, expanding: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [self.inline(item, expanding) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        rest = {k: self.inline(v, expanding) for k, v in node.items() if k != "$ref"}
+        if not isinstance(ref, str) or ref not in self.definitions:
+            return rest if ref is None else {**rest, "$ref": ref}
+        if expanding.count(ref) >= MAX_REF_DEPTH or self.left <= 0:
+            return {"type": "object", **rest}
+        self.left -= 1
+        target = self.inline(self.definitions[ref], (*expanding, ref))
+        return {**target, **rest} if isinstance(target, dict) else target
 
 
 def conversation_payload(request: ModelRequest) -> dict[str, Any]:
@@ -83,44 +140,122 @@ def _arguments_text(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def _slot(
-    calls: dict[int, ToolCallBuffer], part: dict[str, Any], fn: dict[str, Any], position: int
-) -> int:
-    if part.get("index") is not None:
-        return int(part["index"])  # pieces of one streamed call share its index
-    if fn:
-        return position
-    return max(calls, default=-1) + 1  # a whole call: the next free slot
+class ToolCalls(dict[int, ToolCallBuffer]):
+    """The step's streamed tool calls by slot, put together from their parts.
 
+    A part's wire `index` names its call, and a call's later parts carry the same index
+    (and usually no id). Some providers give every call of a step `index: 0` (Ollama,
+    some vLLM and SGLang builds): a part whose id differs from that of the call its index
+    points at, or that names a tool again once the call has its name, opens a new call,
+    and the index then points at that one. A part without an index (Workers AI's whole
+    calls) is placed by its position in the chunk, by the same rule.
+    """
 
-def collect_tool_calls(calls: dict[int, ToolCallBuffer], parts: list[Any]) -> None:
-    """Add one chunk's tool-call parts: OpenAI deltas, or whole calls as Workers AI sends them."""
-    for position, part in enumerate(parts):
-        if not isinstance(part, dict):
-            continue
-        fn = part.get("function") if isinstance(part.get("function"), dict) else {}
-        name = fn.get("name") or part.get("name")
-        arguments = fn.get("arguments", part.get("arguments"))
-        if not part.get("id") and not name and arguments in (None, ""):
-            # The closing sentinel some models send ({id: null, function: {name: null}}).
-            continue
-        call = calls.setdefault(_slot(calls, part, fn, position), ToolCallBuffer())
-        call.id = str(part.get("id") or call.id)
-        call.name = str(name or call.name)
-        if arguments not in (None, ""):
-            call.arguments.append(_arguments_text(arguments))
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_index: dict[int, int] = {}
 
+    def add(self, parts: list[Any]) -> None:
+        """Add one chunk's tool-call parts."""
+        for position, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            fn = part.get("function") if isinstance(part.get("function"), dict) else {}
+            name = fn.get("name") or part.get("name")
+            arguments = fn.get("arguments", part.get("arguments"))
+            call_id = part.get("id")
+            if not call_id and not name and arguments in (None, ""):
+                # The closing sentinel some models send ({id: null, function: {name: null}}).
+                continue
+            call = self.setdefault(self._slot(part, fn, position, call_id, name), ToolCallBuffer())
+            call.id = str(call_id or call.id)
+            call.name = str(name or call.name)
+            if arguments not in (None, ""):
+                call.arguments.append(_arguments_text(arguments))
 
-def assembled_calls(calls: dict[int, ToolCallBuffer]) -> list[ToolCallRequest]:
-    """The streamed tool calls, complete and in index order (a missing id gets one)."""
-    return [
-        ToolCallRequest(
-            call=ChatToolCall(
-                id=buf.id or f"call_{index}", name=buf.name, arguments="".join(buf.arguments)
+    def _slot(
+        self, part: dict[str, Any], fn: dict[str, Any], position: int, call_id: Any, name: Any
+    ) -> int:
+        index = part.get("index")
+        key = int(index) if index is not None else position
+        slot = self._by_index.get(key)
+        if slot is not None and not self._opens_another(self[slot], call_id, name):
+            return slot
+        slot = key if key not in self else self._next_free()
+        self._by_index[key] = slot
+        return slot
+
+    @staticmethod
+    def _opens_another(call: ToolCallBuffer, call_id: Any, name: Any) -> bool:
+        """Whether a part at this call's index is the first part of another call: its id
+        differs, or (without ids) it names a tool again after this call's own name."""
+        if call_id and call.id:
+            return str(call_id) != call.id
+        if name and call.name:
+            return str(name) != call.name or bool(call.arguments)
+        return False
+
+    def _next_free(self) -> int:
+        return max(self, default=-1) + 1
+
+    def assembled(self) -> list[ToolCallRequest]:
+        """The streamed tool calls, complete and in slot order (a missing id gets one)."""
+        return [
+            ToolCallRequest(
+                call=ChatToolCall(
+                    id=buf.id or f"call_{slot}", name=buf.name, arguments="".join(buf.arguments)
+                )
             )
-        )
-        for index, buf in sorted(calls.items())
-    ]
+            for slot, buf in sorted(self.items())
+        ]
+
+
+def content_text(content: Any) -> str:
+    """The answer text of a delta's `content`: a string, or a list of typed parts.
+
+    Mistral's Magistral models stream `[{"type": "thinking", ...}, {"type": "text", ...}]`:
+    text parts are the answer; thinking (or any other kind of) part is not, and is never
+    shown as it.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in ("text", "output_text"):
+            text = part.get("text")
+            texts.append(text if isinstance(text, str) else "")
+    return "".join(texts)
+
+
+def chunk_error(chunk: dict[str, Any]) -> Any:
+    """What a chunk reports instead of an answer, in the shapes providers use, or None.
+
+    `{"error": {...}}` (OpenAI, OpenRouter, llama.cpp, SGLang), `{"errors": [...]}`
+    (Workers AI), and a chunk that is itself the error, `{"object": "error", "message":
+    ...}` (vLLM).
+    """
+    error = chunk.get("error") or chunk.get("errors")
+    if error:
+        return error
+    return chunk if chunk.get("object") == "error" else None
+
+
+def error_reason(error: Any) -> str:
+    """The provider's own words for an error object: its message, else the object as text."""
+    if isinstance(error, list):
+        return "; ".join(error_reason(item) for item in error[:3])
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("detail") or error.get("error")
+        if isinstance(message, str | int | float) and str(message):
+            return str(message)
+        if isinstance(message, dict | list):
+            return error_reason(message)
+        return json.dumps(error, ensure_ascii=False)
+    return str(error)
 
 
 def decode_chunk(data: str, sender: str) -> dict[str, Any]:
@@ -144,10 +279,13 @@ class StreamedStep:
     """One model step as its chunks arrive: text goes out at once, the rest is kept."""
 
     def __init__(self) -> None:
-        self.calls: dict[int, ToolCallBuffer] = {}
+        self.calls = ToolCalls()
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] = {}
         self.done = False
+        # Chunks read before `[DONE]`: a stream of none is a failure, not an empty answer.
+        self.chunks_read = 0
+        self.refused = False
 
     async def chunks(
         self,
@@ -181,6 +319,7 @@ class StreamedStep:
             self.done = True
             return None
         chunk = decode(sse.data)
+        self.chunks_read += 1
         self.note_usage(chunk)
         return chunk
 
@@ -195,19 +334,31 @@ class StreamedStep:
         texts = []
         for choice in choices:
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                texts.append(str(delta["content"]))
+            content = delta.get("content")
+            if content:
+                texts.append(content if type(content) is str else content_text(content))
+            if delta.get("refusal"):
+                texts.append(self._refusal(delta["refusal"]))
             calls = delta.get("tool_calls")
             if calls:
-                collect_tool_calls(self.calls, calls)
+                self.calls.add(calls)
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return texts[0] if len(texts) == 1 else "".join(texts)
 
+    def _refusal(self, text: Any) -> str:
+        # OpenAI streams a refusal in `delta.refusal` instead of `delta.content`: it is
+        # the answer the user gets, and the step ends as a refusal.
+        self.refused = True
+        return str(text)
+
     def check_finished(self, stream: str) -> None:
-        """A stream that stopped with neither `[DONE]` nor a finish reason was cut."""
+        """A stream that stopped with neither `[DONE]` nor a finish reason was cut; one that
+        brought `[DONE]` and not a single chunk answered nothing, which is a failure too."""
         if not self.done and self.finish_reason is None:
             raise ModelError("stream_cut", f"{stream} ended before it finished")
+        if self.chunks_read == 0:
+            raise ModelError("bad_response", f"{stream} ended without a single chunk")
 
     def note_usage(self, chunk: dict[str, Any]) -> None:
         """Keep the token counts a chunk carries (usually the last one)."""
@@ -219,16 +370,21 @@ class StreamedStep:
         """The text of a chat-completion chunk's `choices[].delta`; tool calls are kept."""
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                yield TextDelta(text=str(delta["content"]))
-            collect_tool_calls(self.calls, delta.get("tool_calls") or [])
+            text = content_text(delta.get("content"))
+            if delta.get("refusal"):
+                text += self._refusal(delta["refusal"])
+            if text:
+                yield TextDelta(text=text)
+            self.calls.add(delta.get("tool_calls") or [])
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
     def closing_events(self, reason: str) -> list[ModelEvent]:
         """The assembled tool calls, then the step's end with its token counts."""
+        if self.refused and reason == "stop":
+            reason = "refusal"
         return [
-            *assembled_calls(self.calls),
+            *self.calls.assembled(),
             StepFinished(
                 reason=reason,
                 prompt_tokens=int(self.usage.get("prompt_tokens") or 0),

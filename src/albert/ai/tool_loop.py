@@ -44,7 +44,10 @@ STEP_CAP_NOTE = (
     "Answer now from the tool results above; say plainly what you could not check."
 )
 
-Outcome = Literal["stop", "step_limit", "length"]
+# "refusal": the model declined (OpenAI streams its words as `delta.refusal`).
+Outcome = Literal["stop", "step_limit", "length", "refusal"]
+# A last step's finish reason that is an outcome of its own; any other is "stop".
+_OUTCOMES: dict[str, Outcome] = {"length": "length", "refusal": "refusal"}
 
 # A call id the model makes is kept only if it is short and plain: the `confirm` frame
 # carries it back (at most 1,024 characters), read_tool_result takes it as an argument (at
@@ -214,7 +217,7 @@ class ToolLoop:
                 break
             conversation.append(ChatMessage(role="assistant", content=text, tool_calls=calls))
             conversation.extend(await self._run_tools(step, calls, registry, observer, confirmer))
-        outcome: Outcome = "step_limit" if hit_cap else ("length" if finish == "length" else "stop")
+        outcome: Outcome = "step_limit" if hit_cap else _OUTCOMES.get(finish, "stop")
         return TurnResult(finish_reason=outcome, steps=step, usage=usage, text=text)
 
     async def _stream_step(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any, Protocol
@@ -23,9 +24,10 @@ from typing import Any, Protocol
 from albert.ai.model import ModelError, ModelEvent, ModelRequest, TextDelta
 from albert.ai.openai_wire import (
     StreamedStep,
-    collect_tool_calls,
+    chunk_error,
     conversation_payload,
     decode_chunk,
+    error_reason,
 )
 from albert.ai.sse import parse_sse
 
@@ -135,8 +137,9 @@ class WorkersAIClient:
 def _chunk(data: str) -> dict[str, Any]:
     """One chunk of the stream; one reporting an error raises."""
     chunk = decode_chunk(data, "Workers AI")
-    if chunk.get("error") or chunk.get("errors"):
-        raise classify_error(RuntimeError(str(chunk.get("error") or chunk.get("errors"))))
+    error = chunk_error(chunk)
+    if error is not None:
+        raise classify_error(RuntimeError(error_reason(error)))
     return chunk
 
 
@@ -145,9 +148,19 @@ def _read(step: StreamedStep, chunk: dict[str, Any]) -> Iterator[TextDelta]:
     if "choices" in chunk:
         yield from step.read_choices(chunk)
         return
-    text = chunk.get("response")
-    if isinstance(text, str) and text:
+    text = response_text(chunk.get("response"))
+    if text:
         yield TextDelta(text=text)
-    collect_tool_calls(step.calls, chunk.get("tool_calls") or [])
+    step.calls.add(chunk.get("tool_calls") or [])
     if chunk.get("finish_reason"):
         step.finish_reason = str(chunk["finish_reason"])
+
+
+def response_text(response: Any) -> str:
+    """Workers AI's `response` as text: a string as it is; a number or a JSON object (what
+    JSON mode returns, as Cloudflare documents) as its JSON, so it is shown, not dropped."""
+    if response is None or response == "":
+        return ""
+    if isinstance(response, str):
+        return response
+    return json.dumps(response, ensure_ascii=False)

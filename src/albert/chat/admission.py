@@ -28,7 +28,7 @@ from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from albert.validation import frame_error_message
 
 # Endings that answered a message: its resend is a duplicate, not a retry.
-ANSWERED = ("stop", "step_limit", "length", "cancelled")
+ANSWERED = ("stop", "step_limit", "length", "refusal", "cancelled")
 
 
 class Admitted(NamedTuple):

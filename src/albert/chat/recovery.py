@@ -26,7 +26,7 @@ RESTART_MESSAGE = (
     "Send the question again to retry."
 )
 # Outcomes that mean the answer itself was stored whole (only its bookkeeping was cut).
-_ANSWERED = ("stop", "step_limit", "length")
+_ANSWERED = ("stop", "step_limit", "length", "refusal")
 
 
 def step_message_id(turn_id: str, run: str, step: int) -> str:

@@ -171,7 +171,7 @@ class ToolDecisionFrame(_TurnFrame):
 
 
 # Every turn ends in exactly one of these, stored with its last message.
-FinishReason = Literal["stop", "step_limit", "length", "error", "timeout", "cancelled"]
+FinishReason = Literal["stop", "step_limit", "length", "refusal", "error", "timeout", "cancelled"]
 
 
 class DoneFrame(_TurnFrame):

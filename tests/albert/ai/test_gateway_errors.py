@@ -51,8 +51,11 @@ def test_statuses_are_classified_without_the_body(status, retryable, words) -> N
     assert KEY not in str(error) and "db-7" not in str(error)
 
 
-def test_stream_errors_say_only_whether_to_retry() -> None:
-    overloaded = stream_error(f'{{"message": "Overloaded, key {KEY}"}}', [KEY])
+def test_stream_errors_say_whether_to_retry_and_the_providers_reason_redacted() -> None:
+    detail = f'{{"message": "Overloaded, key {KEY}"}}'
+    overloaded = stream_error(detail, [KEY], f"Overloaded, key {KEY}")
     assert overloaded.retryable and KEY not in str(overloaded)
-    other = stream_error('{"message": "content policy: internal id 42"}', [])
-    assert "internal id" not in str(other)
+    assert str(overloaded).endswith(": Overloaded, key [redacted]")
+    other = stream_error('{"message": "x"}', [], "content policy:\n  " + "refused " * 60)
+    assert "content policy: refused refused" in str(other)
+    assert "\n" not in str(other) and len(str(other).split(": ", 1)[1]) == 200

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from albert.ai.model import ModelError
-from albert.ai.openai_wire import StreamedStep, decode_chunk
+from albert.ai.openai_wire import MAX_REF_DEPTH, StreamedStep, decode_chunk, inline_refs
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -82,3 +82,70 @@ def test_choices_text_reads_chunks_as_read_choices_does() -> None:
         == [(c.id, c.name, c.arguments) for c in reference.calls.values()]
         == [("c1", "f", ['{"a"', ":1}"])]
     )
+
+
+# --- references inlined for the model -------------------------------------------------
+
+
+def test_local_references_are_inlined_and_the_definitions_dropped() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "chain": {"$ref": "#/$defs/Chain", "description": "where"},
+            "legacy": {"$ref": "#/definitions/Sort"},
+            "many": {"type": "array", "items": {"$ref": "#/$defs/Chain"}},
+        },
+        "$defs": {"Chain": {"type": "string", "enum": ["ethereum", "base"]}},
+        "definitions": {"Sort": {"type": "string"}},
+    }
+    original = json.dumps(schema, sort_keys=True)
+    inlined = inline_refs(schema)
+    assert "$ref" not in json.dumps(inlined) and "$defs" not in inlined
+    assert "definitions" not in inlined
+    assert inlined["properties"]["chain"] == {
+        "type": "string",
+        "enum": ["ethereum", "base"],
+        "description": "where",
+    }
+    assert inlined["properties"]["many"]["items"]["enum"] == ["ethereum", "base"]
+    assert json.dumps(schema, sort_keys=True) == original  # the tool's own schema kept
+
+
+def test_a_recursive_definition_is_cut_at_a_bound_not_followed_forever() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"node": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"child": {"$ref": "#/$defs/Node"}, "a": {"$ref": "#/$defs/A"}},
+            },
+            "A": {"$ref": "#/$defs/B"},
+            "B": {"$ref": "#/$defs/A"},
+        },
+    }
+    inlined = inline_refs(schema)
+    text = json.dumps(inlined)
+    assert "$ref" not in text and len(text) < 200_000
+    depth, node = 0, inlined["properties"]["node"]
+    while "child" in node.get("properties", {}):
+        node, depth = node["properties"]["child"], depth + 1
+    assert depth == MAX_REF_DEPTH and node == {"type": "object"}
+
+
+def test_a_reference_to_nothing_local_is_left_and_schemas_without_any_are_the_same_object() -> None:
+    remote = {"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}}
+    assert inline_refs(remote) == remote
+    plain = {"type": "object", "properties": {"q": {"type": "string"}}}
+    assert inline_refs(plain) is plain
+
+
+def test_a_definition_referring_to_itself_many_times_stays_small() -> None:
+    children = {f"c{i}": {"$ref": "#/$defs/N"} for i in range(6)}
+    schema = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/N"}},
+        "$defs": {"N": {"type": "object", "properties": children}},
+    }
+    text = json.dumps(inline_refs(schema))
+    assert "$ref" not in text and len(text) < 100_000  # 6 ** 8 expansions otherwise
