@@ -21,9 +21,9 @@ from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketMeta
 from albert.cloudflare.ai import platform_model
-from albert.cloudflare.alarms import WorkersAlarm, env_secret_lookup
+from albert.cloudflare.alarms import WorkersAlarm
 from albert.cloudflare.context import WaitUntil
-from albert.cloudflare.env import env_mapping
+from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
@@ -73,7 +73,7 @@ class ChatDurableObject(DurableObject):
                 env=env_mapping(self.env),
                 http=self._outbound(),
                 alarms=WorkersAlarm(self.ctx.storage),
-                secrets=env_secret_lookup(self.env),
+                secrets=env_secret_lookup(self.env, "MCP_SECRET_"),
                 defer=WaitUntil(self.ctx),
                 model=platform_model(self.env),
                 limiter=shared_limiter(self.env),
@@ -89,7 +89,11 @@ class ChatDurableObject(DurableObject):
 
     def _authenticator(self) -> Authenticator:
         if self._auth is None:
-            self._auth = Authenticator(self.settings(), self._outbound)
+            self._auth = Authenticator(
+                self.settings(),
+                self._outbound,
+                secrets=env_secret_lookup(self.env, "AUTH_JWT_SECRET"),
+            )
         return self._auth
 
     async def fetch(self, request: Any) -> Any:

@@ -11,7 +11,7 @@ from workers import WorkerEntrypoint
 from albert.admission import admit_new_session
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
-from albert.cloudflare.env import env_mapping
+from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.limiter import shared_limiter
@@ -39,7 +39,11 @@ class Default(WorkerEntrypoint):
     def authenticator(self) -> Authenticator:
         """Verifies bearer tokens; host-JWT keys are fetched with the platform's fetch."""
         if self._auth is None:
-            self._auth = Authenticator(self.settings(), self._outbound)
+            self._auth = Authenticator(
+                self.settings(),
+                self._outbound,
+                secrets=env_secret_lookup(self.env, "AUTH_JWT_SECRET"),
+            )
         return self._auth
 
     def _outbound(self) -> httpx.AsyncClient:

@@ -43,11 +43,12 @@ class Host:
     idp: IdentityProvider
     hs256: bool
 
-    def sign(self, sub: str) -> str:
-        """A genuine token of the host for `sub`."""
+    def sign(self, sub: str, **claims: Any) -> str:
+        """A genuine token of the host for `sub` (claims override, None drops one)."""
         if self.hs256:
-            return self.idp.hs256_token(sub, iat=int(time.time()))
-        return self.idp.token(sub)
+            values = {"iat": int(time.time()), **claims}
+            return self.idp.hs256_token(sub, **{k: v for k, v in values.items() if v is not None})
+        return self.idp.token(sub, **claims)
 
     def sign_for_socket(self, sub: str) -> str:
         """A genuine token signed with the host's other key (ES256 where there are keys)."""
@@ -77,7 +78,9 @@ def identity_runtime(
     host: Host,
 ) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp(f"identity-runtime-{runtime_kind}")
-    tenants = {"acme": host.idp.tenant()}
+    # On workerd the host signs HS256: the tenant opts in with a secret of its own.
+    hs256 = {"jwt_hs256_secret": "AUTH_JWT_SECRET"} if host.hs256 else {}
+    tenants = {"acme": host.idp.tenant(**hs256)}
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -236,7 +239,8 @@ async def test_the_host_revokes_every_session_of_a_user_before_exp(
 ) -> None:
     runtime = identity_runtime
     user = "auth0|revoked-1"
-    laptop_session = await sign_in(runtime, host.sign(user), None)
+    laptop_jwt = host.sign(user)
+    laptop_session = await sign_in(runtime, laptop_jwt, None)
     phone_session = await sign_in(runtime, host.sign(user), None)
     async with (
         ChatClient(runtime.url, runtime.ws_url, tenant="acme") as bystander,
@@ -299,6 +303,16 @@ async def test_the_host_revokes_every_session_of_a_user_before_exp(
         assert (await bystander.next_frame())["type"] == "pong"
 
     # The host signs the user in again: the account is there, the cut answer stored cancelled.
+    # The host's JWTs from before the revocation are refused too, at sign-in and as a
+    # bearer, and so is one that does not say when it was issued.
+    async with httpx.AsyncClient(base_url=runtime.url, timeout=20) as http:
+        for jwt in (laptop_jwt, host.sign(user, iat=None)):
+            for method, path in (("POST", "/api/session"), ("GET", "/api/threads")):
+                stale = await http.request(method, path, headers={"authorization": f"Bearer {jwt}"})
+                assert stale.status_code == 401, (method, path, stale.text)
+                assert stale.json()["error"] == "session_revoked"
+    # `iat` counts seconds: a token the host issues after the revocation's second is new.
+    await asyncio.sleep(max(0.0, (answer["revoked_up_to"] // 1000 + 1) - time.time()) + 0.05)
     again = await sign_in(runtime, host.sign(user), None)
     async with ChatClient(runtime.url, runtime.ws_url, token=again["token"]) as back:
         assert await thread_ids(back) == [thread]

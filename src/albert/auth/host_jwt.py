@@ -4,11 +4,13 @@ A host token names its tenant by `iss` and `aud`: each tenant that accepts host 
 has its own `jwt_issuer` and `jwt_audience` (no two share the pair), and the token is
 then verified against exactly that tenant's settings:
 
-- the algorithm comes from the header but must be one the key allows: HS256 only with
-  the shared secret (AUTH_JWT_SECRET), RS256 and ES256 only with a key of the tenant's
-  JWKS (its `jwks_url`, else AUTH_JWKS_URL) of that type and `kid`. `none`, any other
-  algorithm, and any algorithm the configured keys do not have are refused, so neither
-  an unsigned token nor an RSA public key used as an HMAC secret can get in;
+- the algorithm comes from the header but must be one the key allows: HS256 only for a
+  tenant that names its own secret (`jwt_hs256_secret`, a deployment secret of at least
+  32 bytes, which no other tenant may name), RS256 and ES256 only with a key of the
+  tenant's JWKS (its `jwks_url`, else AUTH_JWKS_URL) of that type and `kid`. `none`, any
+  other algorithm, and any algorithm the configured keys do not have are refused, so
+  neither an unsigned token, nor an RSA public key used as an HMAC secret, nor one
+  tenant's HS256 secret used for another tenant's `iss`/`aud` can get in;
 - the signature, then `iss` and `aud` exactly, then `exp` (required) and `nbf`/`iat`
   (when present) against the clock with AUTH_JWT_LEEWAY_SECONDS of leeway;
 - `sub` is the user id; it becomes part of the user's Durable Object name, so it must
@@ -50,6 +52,20 @@ MAX_TIME_CLAIM = 2**33
 # The outbound HTTP client, or a function making it on first use (most requests never
 # carry a host token, so the router need not build a client for them).
 HttpSource = httpx.AsyncClient | Callable[[], httpx.AsyncClient] | None
+# A deployment secret by name (the env binding on Cloudflare), None when it is not set.
+SecretLookup = Callable[[str], str | None]
+
+
+def settings_secrets(settings: Settings) -> SecretLookup:
+    """The secrets Settings itself holds: AUTH_JWT_SECRET only (a deployment passes the
+    env's own lookup, which knows every AUTH_JWT_SECRET_<NAME> too)."""
+
+    def lookup(name: str) -> str | None:
+        if name != "AUTH_JWT_SECRET":
+            return None
+        return settings.auth_jwt_secret.get_secret_value() or None
+
+    return lookup
 
 
 class HostJwtVerifier:
@@ -62,9 +78,11 @@ class HostJwtVerifier:
         *,
         registry: JwksRegistry | None = None,
         clock: Callable[[], float] = time.time,
+        secrets: SecretLookup | None = None,
     ) -> None:
         self._settings = settings
         self._http = http
+        self._secrets = secrets or settings_secrets(settings)
         self._registry = registry or PROCESS_REGISTRY
         self._clock = clock
         self._policy = JwksPolicy(
@@ -109,10 +127,12 @@ class HostJwtVerifier:
     async def _keys(self, tenant: Tenant, algorithm: str, kid: Any) -> list[Any]:
         """The keys the token may be checked with: each verifies `algorithm` only."""
         if algorithm == "HS256":
-            secret = self._settings.auth_jwt_secret.get_secret_value().encode()
+            name = tenant.jwt_hs256_secret
+            if name is None:
+                raise TokenError("algorithm not allowed for this tenant")
+            secret = (self._secrets(name) or "").encode()
             if len(secret) < MIN_SECRET_BYTES:
-                if secret:
-                    log.error("AUTH_JWT_SECRET is shorter than %d bytes: HS256 is off", 32)
+                log.error("%s is unset or shorter than %d bytes: HS256 is off", name, 32)
                 raise TokenError("algorithm not allowed for this tenant")
             return [secret]
         url = (tenant.jwks_url or self._settings.auth_jwks_url).strip()
@@ -143,7 +163,15 @@ class HostJwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not _USER_ID.fullmatch(subject):
             raise TokenError("invalid subject: 1-200 printable ASCII characters, no / or spaces")
-        return Identity(client_id="", tenant=tenant_key, expires_at=int(exp), user_id=subject)
+        issued = _number(claims, "iat", required=False)
+        return Identity(
+            client_id="",
+            tenant=tenant_key,
+            expires_at=int(exp),
+            user_id=subject,
+            host_token=True,
+            host_issued_at_ms=None if issued is None else int(issued * 1000),
+        )
 
 
 def _unverified(token: str) -> tuple[dict[str, Any], dict[str, Any]]:

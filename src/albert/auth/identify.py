@@ -19,7 +19,7 @@ from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
-    from albert.auth.host_jwt import HostJwtVerifier, HttpSource
+    from albert.auth.host_jwt import HostJwtVerifier, HttpSource, SecretLookup
     from albert.auth.jwks import JwksRegistry
 
 
@@ -33,11 +33,13 @@ class Authenticator:
         *,
         registry: JwksRegistry | None = None,
         clock: Callable[[], float] = time.time,
+        secrets: SecretLookup | None = None,
     ) -> None:
         self.settings = settings
         self._http = http
         self._registry = registry
         self._clock = clock
+        self._secrets = secrets
         self._host_jwt: HostJwtVerifier | None = None
 
     @property
@@ -49,7 +51,11 @@ class Authenticator:
             from albert.auth.host_jwt import HostJwtVerifier
 
             self._host_jwt = HostJwtVerifier(
-                self.settings, self._http, registry=self._registry, clock=self._clock
+                self.settings,
+                self._http,
+                registry=self._registry,
+                clock=self._clock,
+                secrets=self._secrets,
             )
         return self._host_jwt
 

@@ -17,7 +17,7 @@ from albert.auth.bearer import bearer_token
 from albert.auth.claim import ChatObjects, claim_anonymous_work
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
-from albert.auth.session_api import MAX_SESSION_BODY
+from albert.auth.session_api import MAX_SESSION_BODY, SESSION_CHECK_PATH
 from albert.auth.tenants import PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id, verify_token
 from albert.protocol.http import ClaimOutcome, SessionRequest, SessionResponse
@@ -44,6 +44,13 @@ async def sign_in(
         return HttpResponse.error(
             403, "tenant_mismatch", "this token was issued for another tenant's users"
         )
+    if user.expires_at <= now:
+        # Accepted within the clock leeway, but a session from it would be over already.
+        return refusal(TokenError("token expired"))
+    if objects is not None:
+        revoked = await _revoked_by_user(objects, user, bearer_token(request))
+        if revoked is not None:
+            return revoked
     anonymous, refused = _claimable(body.claim_token, user, auth, now)
     client_id = anonymous.client_id if anonymous else new_client_id()
     expires_at = min(user.expires_at, now + settings.session_ttl_seconds)
@@ -88,6 +95,22 @@ async def sign_in(
             claim=claim,
         ),
         status=201,
+    )
+
+
+async def _revoked_by_user(objects: ChatObjects, user: Identity, jwt: str) -> HttpResponse | None:
+    """The user's object's refusal of a JWT its last revocation covers (issued at or before
+    it); None when the object takes it. The object verifies the JWT itself."""
+    status, body = await objects.post(user.object_name, SESSION_CHECK_PATH, token=jwt, body=b"{}")
+    if status != 401:
+        return None
+    return HttpResponse(
+        status=status,
+        body=body,
+        headers={
+            "content-type": "application/json",
+            "www-authenticate": 'Bearer error="invalid_token"',
+        },
     )
 
 

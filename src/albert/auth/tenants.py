@@ -53,6 +53,14 @@ class Tenant(BaseModel):
     jwks_url: str | None = Field(
         None, max_length=2_000, description="This tenant's JWKS URL; AUTH_JWKS_URL if absent"
     )
+    # HS256 is per tenant and opt-in: the name of the deployment secret holding this
+    # tenant's shared key. A tenant without one never accepts HS256, whatever else is set.
+    jwt_hs256_secret: str | None = Field(
+        None,
+        pattern=r"^AUTH_JWT_SECRET(_[A-Z0-9]+)*$",
+        description="Name of the secret (AUTH_JWT_SECRET or AUTH_JWT_SECRET_<NAME>) that "
+        "signs this tenant's HS256 host tokens; unset: HS256 is refused for it",
+    )
     # Host pages allowed to frame this tenant's chat (`/embed`, albert.embed); none: the
     # chat stays unframable.
     embed_origins: list[str] = Field(
@@ -77,6 +85,8 @@ class Tenant(BaseModel):
             raise ValueError("jwt_issuer and jwt_audience go together: set both or neither")
         if self.jwks_url is not None and self.jwt_issuer is None:
             raise ValueError("jwks_url needs jwt_issuer and jwt_audience")
+        if self.jwt_hs256_secret is not None and self.jwt_issuer is None:
+            raise ValueError("jwt_hs256_secret needs jwt_issuer and jwt_audience")
         return self
 
     @property
@@ -154,5 +164,14 @@ def parse_tenants(raw: str, *, local: bool = False) -> dict[str, Tenant]:
                 f"tenants {seen[pair]!r} and {key!r} share jwt_issuer and jwt_audience"
             )
         seen[pair] = key
+    secrets: dict[str, str] = {}
+    for key, tenant in tenants.items():
+        name = tenant.jwt_hs256_secret
+        if name is None:
+            continue
+        if name in secrets:
+            # Whoever mints one tenant's tokens must not be able to mint another's.
+            raise ValueError(f"tenants {secrets[name]!r} and {key!r} share jwt_hs256_secret {name}")
+        secrets[name] = key
     tenants.setdefault(DEFAULT_TENANT, Tenant())
     return tenants

@@ -75,6 +75,10 @@ class Identity(BaseModel):
     # an identity that is not a session of ours (the host's JWT used as the bearer).
     # Tokens from before this field was signed read as 0: issued before any revocation.
     issued_at_ms: int | None = None
+    # The host's JWT used as the bearer: when the host issued it (its `iat`, Unix ms;
+    # None when it has none), which a revocation of the user also covers.
+    host_token: bool = False
+    host_issued_at_ms: int | None = None
 
     @property
     def object_name(self) -> str:

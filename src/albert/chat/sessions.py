@@ -65,12 +65,14 @@ class SessionRevocations:
         return self._mark
 
     def revoked(self, identity: Identity) -> bool:
-        """True when the identity is a session of ours that the mark covers."""
-        return (
-            self._mark is not None
-            and identity.issued_at_ms is not None
-            and identity.issued_at_ms <= self._mark
-        )
+        """True when the mark covers the identity: a session of ours signed in at or before
+        it, or a host JWT issued at or before it (or with no `iat` to tell)."""
+        if self._mark is None:
+            return False
+        if identity.host_token:
+            issued = identity.host_issued_at_ms
+            return issued is None or issued <= self._mark
+        return identity.issued_at_ms is not None and identity.issued_at_ms <= self._mark
 
     def refusal(self, identity: Identity) -> HttpResponse | None:
         """401 `session_revoked` for a revoked session; None for any other."""

@@ -23,19 +23,3 @@ class WorkersAlarm:
 
     async def delete_alarm(self) -> None:
         await self._storage.deleteAlarm()
-
-
-def env_secret_lookup(env: Any) -> Any:
-    """Read one MCP_SECRET_* by name from the env object.
-
-    Only names of that shape are read at all; whether one may be sent, and where, is
-    the MCP_SECRETS binding's decision (albert.mcp.secret_binding), made before this.
-    """
-
-    def lookup(name: str) -> str | None:
-        if not name.startswith("MCP_SECRET_"):
-            return None
-        value = getattr(env, name, None)
-        return None if value is None else str(value)
-
-    return lookup

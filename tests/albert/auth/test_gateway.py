@@ -41,7 +41,14 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def authenticator(idp: IdentityProvider, http: httpx.AsyncClient, **env: str) -> Authenticator:
-    tenants = {"acme": {"name": "Acme", "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}}
+    tenants = {
+        "acme": {
+            "name": "Acme",
+            "jwt_issuer": ISSUER,
+            "jwt_audience": AUDIENCE,
+            "jwt_hs256_secret": "AUTH_JWT_SECRET",
+        }
+    }
     settings = Settings.from_env(
         {
             "ALBERT_MODE": "local",
@@ -183,3 +190,16 @@ def _sign_as(idp: IdentityProvider, algorithm: str, kid: str) -> str:
 
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "u", "exp": int(time.time()) + 60}
     return jwt.encode(claims, idp.keys[kid].private, algorithm=algorithm, headers={"kid": kid})
+
+
+async def test_a_jwt_past_its_exp_within_the_leeway_signs_in_no_session(idp, http) -> None:
+    auth = authenticator(idp, http)
+    now = time.time()
+    # Issued an hour ago, expired 10 s ago: inside the 30 s leeway, so it is a valid
+    # bearer still, but a session made from it would have ended before it began.
+    late = idp.token("u-late", now=now - 3600, exp=int(now) - 10)
+    status, body = await refusal(auth, late)
+    assert (status, body["detail"]) == (401, "token expired")
+    fresh = await send(auth, idp.token("u-late"))
+    assert isinstance(fresh, HttpResponse) and fresh.status == 201
+    assert json.loads(fresh.body)["expires_at"] > now

@@ -46,6 +46,8 @@ def settings_for(idp: IdentityProvider, **extra: str) -> Settings:
             "jwt_issuer": ISSUER,
             "jwt_audience": AUDIENCE,
             "jwks_url": idp.jwks_url,
+            # Acme opts in to HS256 with this secret (when the deployment sets it).
+            "jwt_hs256_secret": "AUTH_JWT_SECRET",
         },
         "other": {"jwt_issuer": "https://id.other.example/", "jwt_audience": "albert"},
     }
@@ -429,3 +431,87 @@ def _hmac_token(claims: dict, secret: bytes, kid: str) -> str:
     body = b64(json.dumps(claims).encode())
     signature = hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest()
     return f"{head}.{body}.{b64(signature)}"
+
+
+# --- HS256 is per tenant ---------------------------------------------------------------------
+
+BETA_ISSUER = "https://id.beta.example/"
+
+
+def two_tenants(idp: IdentityProvider, beta: dict[str, str]) -> Settings:
+    tenants = {
+        "acme": {
+            "jwt_issuer": ISSUER,
+            "jwt_audience": AUDIENCE,
+            "jwks_url": idp.jwks_url,
+            "jwt_hs256_secret": "AUTH_JWT_SECRET_ACME",
+        },
+        "beta": {"jwt_issuer": BETA_ISSUER, "jwt_audience": "beta-albert", **beta},
+    }
+    return Settings.from_env({"ALBERT_MODE": "local", "TENANTS": json.dumps(tenants)})
+
+
+SECRETS = {
+    "AUTH_JWT_SECRET": SHARED_SECRET,
+    "AUTH_JWT_SECRET_ACME": "acme-only-secret-for-hs256-host-tokens-0123",
+    "AUTH_JWT_SECRET_BETA": "beta-only-secret-for-hs256-host-tokens-0123",
+}
+
+
+@pytest.mark.filterwarnings("ignore::jwt.InsecureKeyLengthWarning")
+async def test_one_tenants_hs256_secret_signs_in_nobody_of_another(idp, http, clock) -> None:
+    # Beta trusts only its JWKS: no HS256 token is ever a beta user, whatever signs it.
+    jwks_only = HostJwtVerifier(
+        two_tenants(idp, {"jwks_url": idp.jwks_url}), http, clock=clock, secrets=SECRETS.get
+    )
+    for secret in SECRETS.values():
+        forged = idp.hs256_token(
+            "beta-admin", secret=secret, iss=BETA_ISSUER, aud="beta-albert", iat=int(clock())
+        )
+        assert await refused(jwks_only, forged, clock) == "algorithm not allowed for this tenant"
+    acme = idp.hs256_token("u1", secret=SECRETS["AUTH_JWT_SECRET_ACME"], iat=int(clock()))
+    assert (await jwks_only.verify(acme, now=int(clock()))).tenant == "acme"
+    # Beta with a secret of its own: acme's secret cannot sign for beta, beta's can.
+    own = HostJwtVerifier(
+        two_tenants(idp, {"jwt_hs256_secret": "AUTH_JWT_SECRET_BETA"}),
+        http,
+        clock=clock,
+        secrets=SECRETS.get,
+    )
+    cross = idp.hs256_token(
+        "beta-admin", secret=SECRETS["AUTH_JWT_SECRET_ACME"], iss=BETA_ISSUER, aud="beta-albert"
+    )
+    assert await refused(own, cross, clock) == "bad signature"
+    good = idp.hs256_token(
+        "b1", secret=SECRETS["AUTH_JWT_SECRET_BETA"], iss=BETA_ISSUER, aud="beta-albert"
+    )
+    assert (await own.verify(good, now=int(clock()))).tenant == "beta"
+
+
+def test_no_two_tenants_may_name_the_same_hs256_secret() -> None:
+    tenants = {
+        "acme": {
+            "jwt_issuer": "https://a/",
+            "jwt_audience": "x",
+            "jwt_hs256_secret": "AUTH_JWT_SECRET",
+        },
+        "beta": {
+            "jwt_issuer": "https://b/",
+            "jwt_audience": "x",
+            "jwt_hs256_secret": "AUTH_JWT_SECRET",
+        },
+    }
+    with pytest.raises(ValueError, match="share jwt_hs256_secret"):
+        Settings.from_env({"ALBERT_MODE": "local", "TENANTS": json.dumps(tenants)}).tenants()
+    for name in ("MCP_SECRET_X", "AUTH_SIGNING_KEY", "auth_jwt_secret", "AUTH_JWT_SECRET_"):
+        bad = {"acme": {"jwt_issuer": "https://a/", "jwt_audience": "x", "jwt_hs256_secret": name}}
+        with pytest.raises(ValueError):
+            Settings.from_env({"ALBERT_MODE": "local", "TENANTS": json.dumps(bad)}).tenants()
+
+
+async def test_a_host_jwt_carries_its_issue_time_for_revocation(idp, http, clock) -> None:
+    check = verifier(idp, http, clock)
+    with_iat = await check.verify(idp.token(now=clock()), now=int(clock()))
+    assert with_iat.host_token and with_iat.host_issued_at_ms == int(clock()) * 1000
+    without = await check.verify(idp.token(now=clock(), iat=None), now=int(clock()))
+    assert without.host_token and without.host_issued_at_ms is None
