@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from albert.ai.openai_wire import inline_refs
 from albert.ai.prompt import VAULT_UNAVAILABLE
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
@@ -196,7 +197,11 @@ async def test_server_down_at_start_then_its_tools_arrive_byte_for_byte(
         await chat(client, model, thread)
         request = model.requests[-1]
         [sent] = [t for t in request["tools"] if t["function"]["name"] == "search_vaults"]
-        assert json.dumps(sent["function"]["parameters"]) == json.dumps(SEARCH_VAULTS_SCHEMA)
+        # The server's schema in its own order, its `$defs` references inlined for the model.
+        assert "$defs" in SEARCH_VAULTS_SCHEMA and "$ref" not in json.dumps(sent)
+        assert json.dumps(sent["function"]["parameters"]) == json.dumps(
+            inline_refs(SEARCH_VAULTS_SCHEMA)
+        )
         assert VAULT_UNAVAILABLE not in system_prompt(request)
         assert "[vaults] This server has live DeFi vault and yield data" in system_prompt(request)
         assert "analyze_token" in tool_names(request)  # local tools stay

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -486,6 +487,8 @@ def test_a_revoked_sign_in_asks_the_host_again_and_shows_nothing_of_the_user(
         tab.chat.click("#new-thread")
         tab.chat.wait_for_timeout(500)
         assert tab.threads() == [] and tab.received()[3:] == []
+        # `iat` counts seconds: only a JWT issued after the revocation's second is new.
+        time.sleep(max(0.0, revoked.json()["revoked_up_to"] / 1000 // 1 + 1 - time.time()) + 0.05)
         assert user_threads(embed_runtime, idp.token(user)) == ["New chat"]
 
         # The host still has the user signed in: its next JWT brings the account back.
