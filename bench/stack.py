@@ -24,9 +24,6 @@ def runtime_vars(model_url: str, **extra: str) -> dict[str, str]:
         "MCP_DEFAULT_SERVER_URL": "",
         "CHAT_MESSAGES_PER_MINUTE": UNTHROTTLED,
         "MCP_CHANGES_PER_MINUTE": UNTHROTTLED,
-        # `OUTBOUND_HTTP_TRANSPORT=httpx uv run python -m bench ...` measures the runtime on
-        # httpx's own transport, for a side-by-side run.
-        "OUTBOUND_HTTP_TRANSPORT": os.environ.get("OUTBOUND_HTTP_TRANSPORT", "asyncio"),
         **extra,
     }
 

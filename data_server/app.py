@@ -22,7 +22,6 @@ from starlette.responses import JSONResponse
 
 from albert.search import TypesenseClient, TypesenseError
 from data_server.mcp_server import build_mcp_server
-from data_server.mcp_server.call_fast_path import ToolCallFastPath
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
@@ -103,13 +102,8 @@ def create_app(
     *,
     store: VaultStore | None = None,
     http: httpx.AsyncClient | None = None,
-    tool_call_fast_path: bool = True,
 ) -> Starlette:
-    """Build the whole data server app; resources are closed when its lifespan ends.
-
-    `tool_call_fast_path=False` serves every MCP request through the SDK's own path (the
-    fast path answers exactly as it does; the tests compare the two).
-    """
+    """Build the whole data server app; resources are closed when its lifespan ends."""
     owns_http = http is None
     http_client = http or outbound_http(settings.search_timeout_seconds)
     owns_store = store is None
@@ -169,11 +163,6 @@ def create_app(
     app = mcp.streamable_http_app(
         streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
     )
-    if tool_call_fast_path:
-        # In front of the route: a `tools/call` POST costs the tool plus a JSON-RPC envelope
-        # instead of the SDK's ladder, runner and response objects around it (anything else
-        # goes on to the SDK untouched).
-        app.add_middleware(ToolCallFastPath, mcp=mcp, path=settings.mcp_path)
     mount_platform(app)
 
     session_lifespan = app.router.lifespan_context
@@ -196,19 +185,15 @@ def create_app(
 
 
 def outbound_http(timeout: float) -> httpx.AsyncClient:
-    """The data server's client for Typesense and chain RPC.
+    """The data server's client for Typesense and chain RPC: httpx, one shared TLS context.
 
-    httpx over the lean asyncio HTTP/1.1 transport of `albert.outbound`: httpx's default
-    (httpcore + h11) was a quarter of the data server's CPU per vault search. Proxies named
-    by the environment still apply (httpx mounts them over any transport). Its cookie
-    store reads only responses that set a cookie (`ObjectHttpClient`, as the worker's own
-    outbound client): Typesense and RPC answers set none, and httpx's jar rebuilt each
-    request as a `urllib` one to find that out (~4% of the CPU of a vault search call).
+    Its cookie store reads only responses that set a cookie (`ObjectHttpClient`, as the
+    worker's own outbound client): Typesense and RPC answers set none.
     """
-    from albert.outbound.asyncio_transport import AsyncioHttp11Transport
     from albert.outbound.client import ObjectHttpClient
+    from albert.outbound.tls import shared_tls_context
 
-    return ObjectHttpClient(transport=AsyncioHttp11Transport(), timeout=timeout)
+    return ObjectHttpClient(verify=shared_tls_context(), timeout=timeout)
 
 
 def mount_platform(app: Starlette) -> None:

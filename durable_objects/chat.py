@@ -84,7 +84,7 @@ class ChatDurableObject(DurableObject):
     def _outbound(self) -> httpx.AsyncClient:
         # On Cloudflare the platform's fetch carries httpx (albert.cloudflare.fetch).
         if self._http is None:
-            self._http = outbound_client(self.settings().outbound_http_transport)
+            self._http = outbound_client()
         return self._http
 
     def _authenticator(self) -> Authenticator:

@@ -172,11 +172,6 @@ class LocalRuntime:
                 task.cancel()
         for host in self.hosts.values():
             host.close()
-        # The objects' shared outbound pool (if any object fetched): its keep-alive
-        # connections close with the runtime, not whenever the process ends.
-        outbound = sys.modules.get("albert.outbound.asyncio_transport")
-        if outbound is not None:
-            await outbound.close_shared_pool()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run work in the background, keeping a reference until it ends."""

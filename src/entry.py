@@ -48,7 +48,7 @@ class Default(WorkerEntrypoint):
 
     def _outbound(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = outbound_client(self.settings().outbound_http_transport)
+            self._http = outbound_client()
         return self._http
 
     async def fetch(self, request: Any) -> Any:

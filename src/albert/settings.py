@@ -32,12 +32,6 @@ class Settings(BaseModel):
     )
     model_chunk_timeout_seconds: float = Field(20.0, alias="MODEL_CHUNK_TIMEOUT_SECONDS", gt=0)
     turn_timeout_seconds: float = Field(300.0, alias="TURN_TIMEOUT_SECONDS", gt=0)
-    # Outbound HTTP under CPython (the local runtime): "asyncio" is one lean keep-alive pool
-    # per process (albert.outbound.asyncio_transport), "httpx" httpx's own transport. The
-    # deployed worker always goes through the platform's fetch.
-    outbound_http_transport: Literal["asyncio", "httpx"] = Field(
-        "asyncio", alias="OUTBOUND_HTTP_TRANSPORT"
-    )
     # Context window of the configured model, in tokens (about four characters each).
     model_context_tokens: int = Field(128_000, alias="MODEL_CONTEXT_TOKENS", ge=2_000)
 
@@ -71,8 +65,6 @@ class Settings(BaseModel):
     # MCP client: connect bound, health-check cache, retry schedule and half-open cool-down.
     mcp_connect_timeout_seconds: float = Field(5.0, alias="MCP_CONNECT_TIMEOUT_SECONDS", gt=0)
     mcp_connect_wait_seconds: float = Field(1.0, alias="MCP_CONNECT_WAIT_SECONDS", ge=0)
-    # The client's own `tools/call` path (albert.mcp.call_fast_path); off: the SDK's alone.
-    mcp_call_fast_path: bool = Field(True, alias="MCP_CALL_FAST_PATH")
     mcp_health_cache_seconds: float = Field(10.0, alias="MCP_HEALTH_CACHE_SECONDS", ge=0)
     mcp_retry_base_seconds: float = Field(1.0, alias="MCP_RETRY_BASE_SECONDS", gt=0)
     mcp_retry_max_seconds: float = Field(16.0, alias="MCP_RETRY_MAX_SECONDS", gt=0)

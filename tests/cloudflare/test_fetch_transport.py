@@ -17,7 +17,6 @@ import httpx
 import pytest
 
 from albert.cloudflare.fetch import FetchTransport, outbound_client, shared_tls_context
-from albert.outbound.asyncio_transport import shared_asyncio_transport
 from tests.cloudflare import fakes
 from tests.cloudflare.test_ai_binding import FakeReadableStream
 
@@ -311,9 +310,8 @@ async def test_a_body_stream_that_errors_is_a_read_error() -> None:
 
 
 async def test_objects_share_one_tls_context_under_cpython() -> None:
-    # One context per object loaded the CA bundle each time (~0.8 MiB per client); with
-    # httpx's own transport (OUTBOUND_HTTP_TRANSPORT=httpx) every client gets the shared one.
-    first, second = outbound_client("httpx"), outbound_client("httpx")
+    # One context per object loaded the CA bundle each time (~0.8 MiB per client).
+    first, second = outbound_client(), outbound_client()
     try:
         contexts = [
             c._transport._pool._ssl_context  # type: ignore[attr-defined]
@@ -322,17 +320,6 @@ async def test_objects_share_one_tls_context_under_cpython() -> None:
         assert contexts[0] is contexts[1] is shared_tls_context()
         assert contexts[0].verify_mode.name == "CERT_REQUIRED"
         assert contexts[0].check_hostname
-    finally:
-        await first.aclose()
-        await second.aclose()
-
-
-async def test_objects_share_one_connection_pool_under_cpython() -> None:
-    first, second = outbound_client(), outbound_client()
-    try:
-        shared = [c._transport._transport for c in (first, second)]  # type: ignore[attr-defined]
-        assert shared[0] is shared[1] is shared_asyncio_transport()
-        assert shared[0]._tls() is shared_tls_context()  # the same verifying context
     finally:
         await first.aclose()
         await second.aclose()

@@ -15,7 +15,6 @@ import httpx
 import pytest
 from mcp import Client
 
-from albert.outbound.asyncio_transport import AsyncioHttp11Transport
 from data_server.app import create_app
 from data_server.mcp_server import TOOL_NAMES, build_mcp_server
 from data_server.settings import DataServerSettings
@@ -114,14 +113,6 @@ def test_readiness_answers_within_the_probe_while_the_health_check_takes_longer(
             assert httpx.get(f"{base}/readyz", timeout=5).json() == {"status": "ready"}
         finally:
             server.stop()
-
-
-def test_the_index_is_reached_over_the_lean_transport(tmp_path: Path) -> None:
-    # Every test of this module that serves the app talks to Typesense through it.
-    with VaultStore(tmp_path / "store.sqlite3") as store:
-        app = create_app(DataServerSettings(), store=store)
-        client = app.state.deps.index.client
-        assert isinstance(client._http._transport, AsyncioHttp11Transport)
 
 
 async def test_unreachable_index_is_503_and_tools_say_so(tmp_path: Path, closed_port: int) -> None:

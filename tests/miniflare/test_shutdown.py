@@ -252,36 +252,3 @@ async def test_a_server_that_stops_on_its_own_is_not_a_clean_stop() -> None:
     assert stopped.value.code == 1 and runtime.drained
     # Its own signal handlers are gone again.
     assert signal.getsignal(signal.SIGTERM) is before
-
-
-async def test_drain_closes_the_objects_shared_outbound_connections(tmp_path: Path) -> None:
-    from albert.cloudflare.fetch import outbound_client
-    from miniflare.config import load_config
-    from miniflare.runtime import LocalRuntime
-
-    closed = asyncio.Event()
-
-    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            for _ in range(100):
-                await reader.readuntil(b"\r\n\r\n")
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            closed.set()  # the client closed its end
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(keep_alive, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    runtime = LocalRuntime(load_config(PROJECT), tmp_path)
-    try:
-        client = outbound_client()
-        assert (await client.get(f"http://127.0.0.1:{port}/")).text == "ok"
-        await client.aclose()  # one object's client: the shared pool keeps the connection
-        await asyncio.sleep(0.1)
-        assert not closed.is_set()
-        await runtime.drain(0.5)
-        await asyncio.wait_for(closed.wait(), 5)
-    finally:
-        server.close()

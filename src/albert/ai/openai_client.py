@@ -22,7 +22,6 @@ from albert.ai.openai_wire import (
     error_reason,
 )
 from albert.ai.sse import parse_sse_batches
-from albert.outbound.client import RepeatedPost
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -63,7 +62,6 @@ class OpenAICompatibleClient:
         self._secrets = [v for v in (api_key, *(extra_headers or {}).values()) if v]
         self.model_name = model
         self._timeout = httpx.Timeout(timeout)
-        self._post = RepeatedPost(http, self._url, headers=self._headers, timeout=self._timeout)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for a request."""
@@ -80,7 +78,9 @@ class OpenAICompatibleClient:
         for attempt in (1, 2):
             answered = False
             try:
-                async with self._post.stream(content) as response:
+                async with self._http.stream(
+                    "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
+                ) as response:
                     answered = True
                     if response.status_code != 200:
                         await self._raise_for_status(response)

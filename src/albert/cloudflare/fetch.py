@@ -10,9 +10,8 @@ Two HTTP stacks run in the deployed worker, each with a fetch backend of its own
   (httpx2-jsfetch) on Emscripten. The two never share a client or a transport.
 
 Under CPython (tests, local runtime) `outbound_transport()` returns None, and
-`outbound_client()` gives each object its own httpx client over one process-wide
-connection pool (`albert.outbound.asyncio_transport`), or httpx's default transport
-when asked to.
+`outbound_client()` gives each object its own httpx client on httpx's own transport,
+with one TLS context shared by the process.
 
 Timeouts and cancellation: httpx's own timeouts act on sockets, and there are
 none here, so the transport enforces them itself and stops the request through
@@ -229,28 +228,12 @@ def shared_tls_context() -> ssl.SSLContext:
     return shared()
 
 
-def _environment_names_a_proxy() -> bool:
-    from urllib.request import getproxies
-
-    return any(key in ("http", "https", "all") for key in getproxies())
-
-
-def outbound_client(transport: str = "asyncio") -> httpx.AsyncClient:
-    """The core's httpx client for one object.
-
-    On Cloudflare: the platform's fetch. Under CPython: by default one process-wide
-    connection pool over asyncio (`albert.outbound.asyncio_transport`) behind each
-    object's own client, so cookies and client defaults stay the object's own; with
-    `transport="httpx"` (setting `OUTBOUND_HTTP_TRANSPORT`), or when the environment names
-    a proxy, httpx's default transport with one shared TLS context.
-    """
+def outbound_client() -> httpx.AsyncClient:
+    """The core's httpx client for one object: the platform's fetch on Cloudflare; under
+    CPython httpx's own transport, with the process's one TLS context."""
     from albert.outbound.client import ObjectHttpClient
 
     platform = outbound_transport()
     if platform is not None:
         return ObjectHttpClient(transport=platform)
-    if transport == "httpx" or _environment_names_a_proxy():
-        return ObjectHttpClient(verify=shared_tls_context())
-    from albert.outbound.asyncio_transport import SharedTransport, shared_asyncio_transport
-
-    return ObjectHttpClient(transport=SharedTransport(shared_asyncio_transport()))
+    return ObjectHttpClient(verify=shared_tls_context())

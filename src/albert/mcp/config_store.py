@@ -44,6 +44,11 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
             last_error TEXT
         )""",
     ),
+    (
+        # A failure no retry can fix (needs authorization, not an MCP endpoint, answers
+        # over the caps): no retries, no half-open attempts until the config changes.
+        "ALTER TABLE mcp_retry_state ADD COLUMN final INTEGER NOT NULL DEFAULT 0",
+    ),
 ]
 # The MCP namespace of the object's migrations, applied by the one runner.
 MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)

@@ -1,4 +1,4 @@
-"""One live connection to an MCP server over streamable HTTP, on the official `mcp` SDK.
+"""One live connection to an MCP server over HTTP, on the official `mcp` SDK's public API.
 
 This is the only module that imports `mcp`; `albert.mcp.connector` imports it
 lazily, so an object with no server configured never loads the SDK.
@@ -8,37 +8,75 @@ group: when the server goes away, that group cancels whatever task entered it.
 So a dedicated owner task enters the client and just waits; tool calls come
 from other tasks and see a dropped connection as an `MCPError` with code
 CONNECTION_CLOSED instead of being cancelled themselves.
+
+Streamable HTTP first; a URL that refuses its POST with 404 or 405 is tried once with the
+legacy HTTP+SSE transport (servers of the 2024-11-05 protocol), as other MCP clients do.
+Every request goes through `ResponseGuard` (caps on what comes back, and what HTTP said).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx2
 import mcp_types
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from albert.mcp.output_check import Check, compile_check
 from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
+from albert.mcp.response_guard import (
+    ANSWER_REFUSED,
+    EVENT_CAP_BYTES,
+    HttpRefusal,
+    ResponseGuard,
+)
 from albert.mcp.ssrf import ConnectCheck, UrlRefused
 
 log = logging.getLogger(__name__)
+server_log = logging.getLogger("albert.mcp.server")
 
 MAX_TOOL_PAGES = 20
 CLIENT_INFO = mcp_types.Implementation(name="albert", version="0.1.0")
+# What the SDK's event streams may wait between events (a long tool call sends nothing).
+READ_SECONDS = 300.0
+Transport = Literal["streamable-http", "sse"]
+# MCP log levels, mapped onto Python's (the server's own words are kept in the message).
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+}
 
 
 class ConnectFailed(Exception):
     """Could not connect; the message is short and safe to show."""
+
+    def __init__(self, message: str, *, final: bool = False) -> None:
+        super().__init__(message)
+        self.final = final
+
+
+class SessionLost(Exception):
+    """The server no longer knows our session (HTTP 404 with our session id).
+
+    The spec's answer is a new session; the request was refused, not run, so repeating it
+    on the new session is safe whatever the tool does.
+    """
+
+
+class AnswerRefused(Exception):
+    """The server's answer broke our bounds (too large, or compressed); nothing was parsed."""
 
 
 class McpConnection:
@@ -53,7 +91,6 @@ class McpConnection:
         on_lost: Callable[[McpConnection], None],
         on_tools_changed: Callable[[], None],
         connect_check: ConnectCheck | None = None,
-        fast_calls: bool = True,
     ) -> None:
         self.name = name
         self.url = url
@@ -69,14 +106,37 @@ class McpConnection:
         self._closing = False
         self._connected = False
         self._watcher: asyncio.Task[None] | None = None
-        self._fast_calls = fast_calls
-        self._fast: Any = None
-        self._listening = False
+        self._guard: ResponseGuard | None = None
+        self.transport: Transport = "streamable-http"
 
     # --- lifecycle -------------------------------------------------------------------
 
     async def connect(self, within: float) -> None:
         """Open the session within `within` seconds, or raise ConnectFailed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        await self._open("streamable-http", within)
+        if self._client is not None:
+            return
+        refusal = self._guard.refusal if self._guard is not None else None
+        first = describe_error(self._error, refusal)
+        if refusal is None or refusal.status not in (404, 405) or self._closing:
+            raise ConnectFailed(first, final=refusal is not None and refusal.permanent)
+        # Refused as a POST endpoint: perhaps a legacy HTTP+SSE server.
+        await self._open("sse", max(1.0, deadline - loop.time()))
+        if self._client is not None:
+            log.info("MCP server %s speaks the legacy HTTP+SSE transport", self.name)
+            return
+        raise ConnectFailed(
+            f"{first}; not an HTTP+SSE endpoint either ({describe_error(self._error)})",
+            final=True,
+        )
+
+    async def _open(self, transport: Transport, within: float) -> None:
+        self.transport = transport
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._error = None
         self._owner = asyncio.create_task(self._own(within), name=f"mcp:{self.name}")
         self._owner.add_done_callback(self._owner_done)
         try:
@@ -84,54 +144,63 @@ class McpConnection:
         except TimeoutError:
             await self.close()
             raise ConnectFailed(f"no answer within {within:g} s") from None
-        if self._client is None:
-            raise ConnectFailed(describe_error(self._error)) from None
 
-    def _http_client(self, within: float) -> httpx2.AsyncClient:
-        timeout = httpx2.Timeout(within, read=300.0)
+    def _guarded_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """This connection's httpx2 client (the SDK's SSE transport asks for it this way)."""
         if sys.platform == "emscripten":
-            # Under Pyodide the platform's fetch opens the connection (and refuses
-            # private addresses itself); the SDK picks that transport on its own.
-            return create_mcp_http_client(headers=self._headers, timeout=timeout)
-        from albert.mcp.lean_transport import LeanHttpTransport
-
-        # Plain HTTP goes out over the lean asyncio transport, TLS through httpx2's own.
-        if self._connect_check is None:
-            transport: httpx2.AsyncBaseTransport = LeanHttpTransport(httpx2.AsyncHTTPTransport())
+            # The platform's fetch opens the connection (and refuses private addresses).
+            inner: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport()
+        elif self._connect_check is None:
+            inner = httpx2.AsyncHTTPTransport(trust_env=False)
         else:
             from albert.mcp.pinned_transport import CheckedTransport
 
-            # Checked and pinned first, then sent as above (no proxy from the environment:
-            # a proxy would resolve the name itself).
-            transport = CheckedTransport(
-                self._connect_check,
-                LeanHttpTransport(httpx2.AsyncHTTPTransport(trust_env=False)),
-            )
-        return httpx2.AsyncClient(headers=self._headers, timeout=timeout, transport=transport)
+            # Checked and pinned (no proxy from the environment: it would resolve the name).
+            inner = CheckedTransport(self._connect_check)
+        self._guard = ResponseGuard(inner)
+        return httpx2.AsyncClient(
+            headers=headers if headers is not None else self._headers,
+            timeout=timeout,
+            auth=auth,
+            transport=self._guard,
+        )
 
     async def _own(self, within: float) -> None:
-        http = self._http_client(within)
+        timeout = httpx2.Timeout(within, read=READ_SECONDS)
+        http: httpx2.AsyncClient | None = None
+        if self.transport == "sse":
+            streams: Any = sse_client(
+                self.url,
+                headers=self._headers,
+                timeout=within,
+                sse_read_timeout=READ_SECONDS,
+                httpx_client_factory=self._guarded_client,
+            )
+        else:
+            http = self._guarded_client(timeout=timeout)
+            # The guard cuts an event at EVENT_CAP_BYTES with an answer for its request; the
+            # SDK's own (larger) limit would end the stream as if the connection were lost.
+            streams = streamable_http_client(
+                self.url, http_client=http, max_sse_event_size=2 * EVENT_CAP_BYTES
+            )
         client = Client(
-            streamable_http_client(self.url, http_client=http),
+            streams,
             cache=None,
             read_timeout_seconds=None,
             client_info=CLIENT_INFO,
             message_handler=self._on_message,
+            logging_callback=self._on_log,
+            log_level="warning",
         )
         try:
-            async with http:
+            async with http if http is not None else contextlib.nullcontext():
                 async with asyncio.timeout(within):
                     await client.__aenter__()
-                install_output_check(client.session)
-                if self._fast_calls:
-                    try:
-                        from albert.mcp.call_fast_path import CallFastPath
-                    except ImportError as exc:
-                        # An SDK without a private function the path imports: calls go
-                        # through the SDK alone rather than the connection failing.
-                        log.warning("MCP tools/call through the SDK only: %s", exc)
-                    else:
-                        self._fast = CallFastPath(client, http, self.url, self._transport_failed)
                 try:
                     self._client = client
                     self._connected = True
@@ -139,7 +208,6 @@ class McpConnection:
                     await self._stop.wait()
                 finally:
                     self._client = None
-                    self._fast = None
                     try:
                         await client.__aexit__(None, None, None)
                     except BaseException as exc:
@@ -151,13 +219,9 @@ class McpConnection:
         finally:
             self._ready.set()
 
-    def _transport_failed(self, exc: BaseException) -> None:
-        # What the SDK's transport does when a POST fails: the session ends, as lost.
-        if self._error is None:
-            self._error = exc
-        self._stop.set()
-
-    def _owner_done(self, _task: asyncio.Task[None]) -> None:
+    def _owner_done(self, task: asyncio.Task[None]) -> None:
+        if task is not self._owner:
+            return
         self._stop_watch()
         if not self._closing and self._connected:
             self._on_lost(self)
@@ -179,7 +243,6 @@ class McpConnection:
             tools is not None and tools.list_changed
         ):
             return False
-        self._listening = False
         self._watcher = asyncio.create_task(
             self._watch(client, on_ended), name=f"mcp-watch:{self.name}"
         )
@@ -188,7 +251,6 @@ class McpConnection:
     async def _watch(self, client: Client, on_ended: Callable[[], None]) -> None:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
-                self._listening = True
                 async for _event in subscription:
                     self._on_tools_changed()
         except asyncio.CancelledError:
@@ -245,38 +307,51 @@ class McpConnection:
         client = self._require()
         specs: list[RemoteToolSpec] = []
         cursor: str | None = None
-        async with asyncio.timeout(within):
-            for _ in range(MAX_TOOL_PAGES):
-                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
-                specs.extend(_spec(tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
+        try:
+            async with asyncio.timeout(within):
+                for _ in range(MAX_TOOL_PAGES):
+                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                    specs.extend(_spec(tool) for tool in page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+        except MCPError as exc:
+            raise self._explained(exc) from exc
         return specs
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> RemoteCallResult:
         """Run one tool; connection failures raise, tool failures come back as results."""
         client = self._require()
-        fast = self._fast
-        watcher = self._watcher
-        if fast is None or (watcher is not None and not watcher.done() and not self._listening):
-            # While the change stream is being opened, a call goes through the SDK as
-            # before: its transport sends the stream's request first, so the stream sees
-            # a change the call makes.
-            return _result(await client.call_tool(name, arguments))
-        from albert.mcp.call_fast_path import Declined
-
         try:
-            result = await fast.call_tool(name, arguments)
-        except Declined as declined:
-            log.debug("tools/call of %s through the SDK: %s", self.name, declined)
-            result = await client.call_tool(name, arguments)
-        return _result(result)
+            return _result(await client.call_tool(name, arguments))
+        except MCPError as exc:
+            raise self._explained(exc) from exc
+
+    def _explained(self, exc: MCPError) -> Exception:
+        """What an SDK error means, with what the HTTP layer saw that the SDK does not keep."""
+        guard = self._guard
+        if guard is not None and guard.session_lost:
+            return SessionLost("the server forgot our session (HTTP 404); a new one is opened")
+        if exc.code == ANSWER_REFUSED:
+            return AnswerRefused(exc.message)
+        return exc
 
     @staticmethod
     def lost_reason(exc: BaseException) -> str | None:
         """Why the connection is gone, when `exc` says it is (by type and code); else None."""
+        if isinstance(exc, SessionLost):
+            return str(exc)
         return describe_error(exc) if is_connection_error(exc) else None
+
+    @staticmethod
+    def refused_answer(exc: BaseException) -> str | None:
+        """The reason when `exc` is an answer our bounds refused; else None."""
+        return str(exc) if isinstance(exc, AnswerRefused) else None
+
+    @staticmethod
+    def session_lost(exc: BaseException) -> bool:
+        """True when the server forgot the session: the request never ran, a retry is safe."""
+        return isinstance(exc, SessionLost)
 
     def _require(self) -> Client:
         client = self._client
@@ -284,52 +359,11 @@ class McpConnection:
             raise MCPError(code=mcp_types.CONNECTION_CLOSED, message="not connected")
         return client
 
-
-class _CheckedFirst:
-    """The SDK's output validator with the fast one-sided check in front of it.
-
-    A result the check shows valid yields no errors; any other result goes to the SDK's
-    `jsonschema` validator, which decides and words the error exactly as before.
-    """
-
-    def __init__(self, check: Check, full: Any) -> None:
-        self._check = check
-        self._full = full
-
-    def iter_errors(self, instance: Any) -> Any:
-        try:
-            if self._check(instance):
-                return iter(())
-        except RecursionError:
-            pass  # a nesting deeper than the stack: the SDK's validator decides
-        return self._full.iter_errors(instance)
-
-
-def install_output_check(session: Any) -> bool:
-    """Put the fast output check in front of the SDK's per-tool validator; False if it can't.
-
-    The SDK builds one `jsonschema` validator per tool and schema
-    (`ClientSession._output_schema_validator`, dropped when the listed schema changes); the
-    check is compiled once per validator it builds. Should that hook ever go, results are
-    validated by the SDK alone, as before.
-    """
-    build = getattr(session, "_output_schema_validator", None)
-    if build is None or not callable(build):
-        log.debug("MCP SDK without _output_schema_validator: output checked by jsonschema only")
-        return False
-    wrapped: dict[str, tuple[Any, Any]] = {}
-
-    def validator(name: str, output_schema: dict[str, Any]) -> Any:
-        full = build(name, output_schema)
-        entry = wrapped.get(name)
-        if entry is None or entry[0] is not full:
-            check = compile_check(output_schema)
-            entry = (full, full if check is None else _CheckedFirst(check, full))
-            wrapped[name] = entry
-        return entry[1]
-
-    session._output_schema_validator = validator
-    return True
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        # The server's own log lines, kept in ours (bounded: a server writes the text).
+        level = _LOG_LEVELS.get(params.level, logging.ERROR)
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        server_log.log(level, "MCP server %s [%s]: %s", self.name, params.level, data[:1000])
 
 
 def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
@@ -349,15 +383,31 @@ def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
     )
 
 
+def _block_text(block: Any) -> str:
+    """One content block as the text the model reads."""
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, mcp_types.TextResourceContents):
+            return f"[resource {resource.uri}]\n{resource.text}"
+        kind = resource.mime_type or "binary"
+        return f"[resource {resource.uri} ({kind}) omitted: only text reaches the model]"
+    if isinstance(block, mcp_types.ResourceLink):
+        about = f": {block.description}" if block.description else ""
+        return f"[resource link {block.name} <{block.uri}>{about}]"
+    kind = getattr(block, "type", "content")
+    mime = getattr(block, "mime_type", None)
+    what = f"{kind} content ({mime})" if mime else f"{kind} content"
+    return f"[{what} omitted: only text reaches the model]"
+
+
 def _result(result: mcp_types.CallToolResult) -> RemoteCallResult:
-    texts: list[str] = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            texts.append(block.text)
-        else:
-            kind = getattr(block, "type", "content")
-            texts.append(f"[{kind} content omitted: only text reaches the model]")
+    texts = [_block_text(block) for block in result.content]
     structured = result.structured_content
+    if not texts and structured is not None:
+        # A result with only structured content: the model reads it as JSON.
+        texts = [json.dumps(structured, ensure_ascii=False)]
     return RemoteCallResult(
         texts=texts,
         is_error=result.is_error,
@@ -384,6 +434,8 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None
 
 def is_connection_error(exc: BaseException) -> bool:
     """True when the exception means the connection is gone (by type and code, not text)."""
+    if isinstance(exc, SessionLost):
+        return True
     if isinstance(exc, MCPError):
         return exc.code == mcp_types.CONNECTION_CLOSED
     if isinstance(exc, BaseExceptionGroup):
@@ -392,11 +444,18 @@ def is_connection_error(exc: BaseException) -> bool:
     return isinstance(exc, (httpx2.TransportError, OSError, EOFError, *closed))
 
 
-def describe_error(exc: BaseException | None) -> str:
+def is_final(exc: BaseException) -> bool:
+    """True for a failure to connect that no retry can fix."""
+    return bool(getattr(exc, "final", False)) or isinstance(exc, AnswerRefused)
+
+
+def describe_error(exc: BaseException | None, refusal: HttpRefusal | None = None) -> str:
     """A short, safe description of why a connection failed."""
+    if refusal is not None and (exc is None or not isinstance(exc, ConnectFailed)):
+        return refusal.describe()
     if exc is None:
         return "connection failed"
-    if isinstance(exc, ConnectFailed):
+    if isinstance(exc, ConnectFailed | AnswerRefused | SessionLost):
         return str(exc)
     refused = _find(exc, UrlRefused)
     if refused is not None:
@@ -413,6 +472,8 @@ def _describe_failure(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         if exc.code == mcp_types.CONNECTION_CLOSED:
             return "connection closed"
+        if exc.code == ANSWER_REFUSED:
+            return exc.message[:300]
         return f"server error {exc.code}"
     if isinstance(exc, httpx2.ConnectError | ConnectionError):
         return "server unreachable"

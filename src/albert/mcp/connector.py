@@ -174,13 +174,12 @@ class Connector:
             on_tools_changed=server.tools_changed,
             # Each socket's address is checked again as it opens (DNS rebinding).
             connect_check=ConnectCheck(self._settings.mode, self._resolver),
-            fast_calls=self._settings.mcp_call_fast_path,
         )
         try:
             await conn.connect(timeout)
             specs = await conn.list_tools(timeout)
         except Exception as exc:
-            server.connect_failed(connection.describe_error(exc))
+            server.connect_failed(connection.describe_error(exc), final=connection.is_final(exc))
             await conn.close()
             return False
         except BaseException:

@@ -54,8 +54,13 @@ class HealthCheck:
             specs = await conn.list_tools(self._settings.mcp_connect_timeout_seconds)
         except Exception as exc:
             reason = conn.lost_reason(exc)
+            refused = conn.refused_answer(exc)
             if reason is not None:
                 self._on_broken(server, reason)
+            elif refused is not None:
+                # Over our bounds: no retry fixes that, so the server is failed for good.
+                server.connect_failed(refused, final=True)
+                self._on_broken(server, refused)
             else:
                 log.warning("MCP server %s could not list tools: %s", server.name, exc)
             return None

@@ -2,7 +2,8 @@
 
 A call whose connection drops starts the server's recovery. It is repeated once,
 on a fresh connection, only when the tool is annotated `idempotentHint`: any other
-call may have had its effect already.
+call may have had its effect already. A call the server refused because it forgot
+our session never ran, so it is repeated once on a new session whatever the tool.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class RemoteInvoker:
             lost = conn.lost_reason(exc)
             if lost is None:
                 return _failed(spec, server, exc)
+            if conn.session_lost(exc):
+                self._on_broken(server, lost)
+                return await self._replay(server, spec, arguments)
             return await self._after_drop(server, spec, arguments, lost)
         server.answered(self._clock.monotonic())
         return result.to_tool_result()
@@ -81,7 +85,7 @@ class RemoteInvoker:
     async def _replay(
         self, server: ServerState, spec: RemoteToolSpec, arguments: dict[str, Any]
     ) -> ToolResult:
-        """Reconnect once at once and repeat an idempotent call."""
+        """Reconnect once at once and repeat a call that is safe to repeat."""
         dropped = ToolResult.error(
             f"{spec.name} failed: the connection to the {server.name} server dropped and "
             "could not be restored yet; it is reconnecting"
@@ -97,7 +101,7 @@ class RemoteInvoker:
                 self._on_broken(server, lost)
                 return dropped
             return _failed(spec, server, exc)
-        log.info("replayed idempotent tool %s after a dropped call", spec.name)
+        log.info("repeated tool %s on a new connection after a dropped call", spec.name)
         return result.to_tool_result()
 
 

@@ -54,12 +54,14 @@ class RetryState(BaseModel):
     next_at: float | None = None
     failed_at: float | None = None
     half_open_at: float | None = None  # when the cool-down after `failed_at` ends
+    final: bool = False  # failed for a reason no retry can fix: no half-open attempt
 
     def begin(self, policy: ReconnectPolicy, now: float) -> None:
         """Start a recovery cycle: the first retry after the first delay."""
         self.attempts = 0
         self.failed_at = None
         self.half_open_at = None
+        self.final = False
         self._plan(policy, now)
 
     def record_failure(self, policy: ReconnectPolicy, now: float) -> None:
@@ -79,12 +81,20 @@ class RetryState(BaseModel):
         self.failed_at = now
         self.half_open_at = now + policy.cooldown_seconds
 
+    def stop(self, now: float) -> None:
+        """Failed for good (until the config changes): no retry, no half-open attempt."""
+        self.next_at = None
+        self.failed_at = now
+        self.half_open_at = None
+        self.final = True
+
     def reset(self) -> None:
         """Connected again."""
         self.attempts = 0
         self.next_at = None
         self.failed_at = None
         self.half_open_at = None
+        self.final = False
 
     @property
     def exhausted(self) -> bool:
@@ -97,4 +107,8 @@ class RetryState(BaseModel):
 
     def half_open_ready(self, policy: ReconnectPolicy, now: float) -> bool:
         """Exhausted, and the cool-down has passed: one more attempt may be made."""
-        return self.failed_at is not None and now - self.failed_at >= policy.cooldown_seconds
+        return (
+            not self.final
+            and self.failed_at is not None
+            and now - self.failed_at >= policy.cooldown_seconds
+        )

@@ -70,7 +70,10 @@ class RecoveryScheduler:
         """Start a recovery cycle for a server that is not up (a no-op for others)."""
         if not server.current or server.state in ("ready", "disabled"):
             return
-        server.retry.begin(self.policy, self._now())
+        if server.final_failure:
+            server.retry.stop(self._now())
+        else:
+            server.retry.begin(self.policy, self._now())
         server.recovery_planned()
         self._record(server)
         await self.arm()
@@ -87,9 +90,10 @@ class RecoveryScheduler:
         if found is None:
             return False
         server.retry, error = found
-        if server.retry.failed_at is not None and server.retry.half_open_at is None:
-            server.retry.give_up(self.policy, server.retry.failed_at)
-        server.connect_failed(error or "not reachable before the restart")
+        retry = server.retry
+        if retry.failed_at is not None and retry.half_open_at is None and not retry.final:
+            retry.give_up(self.policy, retry.failed_at)
+        server.connect_failed(error or "not reachable before the restart", final=retry.final)
         server.recovery_planned()
         log.info(
             "MCP server %s: recovery resumed after a restart (%d attempt(s) made)",
@@ -174,7 +178,10 @@ class RecoveryScheduler:
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
-        server.retry.record_failure(self.policy, self._now())
+        if server.final_failure:
+            server.retry.stop(self._now())
+        else:
+            server.retry.record_failure(self.policy, self._now())
         server.retry_failed()
         self._record(server)
 
@@ -208,6 +215,9 @@ class RecoveryScheduler:
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
-        server.retry.give_up(self.policy, self._now())
+        if server.final_failure:
+            server.retry.stop(self._now())
+        else:
+            server.retry.give_up(self.policy, self._now())
         server.half_open_failed()
         self._record(server)

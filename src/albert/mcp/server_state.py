@@ -69,6 +69,7 @@ class ServerState:
     first_attempt: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     retired: bool = False
+    final_failure: bool = False
 
     @classmethod
     def for_config(cls, config: McpServerConfig, on_change: Callable[[], None]) -> ServerState:
@@ -98,6 +99,7 @@ class ServerState:
         self.server_name = conn.server_name
         self._take_tools(specs, at)
         self.last_error = None
+        self.final_failure = False
         self.retry.reset()
         self._enter("ready", f"{len(specs)} tools")
 
@@ -129,9 +131,14 @@ class ServerState:
 
     # --- changes that are not transitions --------------------------------------------
 
-    def connect_failed(self, reason: str) -> None:
-        """An attempt failed; the state is the recovery scheduler's to change."""
+    def connect_failed(self, reason: str, *, final: bool = False) -> None:
+        """An attempt failed; the state is the recovery scheduler's to change.
+
+        `final`: no retry can fix it (needs authorization, no MCP endpoint there, answers
+        over the caps), so the scheduler stops rather than retrying.
+        """
         self.last_error = reason
+        self.final_failure = final
 
     def tools_listed(self, specs: list[RemoteToolSpec], at: float) -> None:
         """A fresh tool list (the health check passed); broadcast when the count changed."""

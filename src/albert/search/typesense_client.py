@@ -20,8 +20,6 @@ from urllib.parse import quote, urlencode
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from albert.outbound.client import RepeatedGet
-
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 API_KEY_HEADER = "X-TYPESENSE-API-KEY"
 # What a client sends for answers without gzip (`TypesenseClient(compressed=False)`).
@@ -166,9 +164,6 @@ class TypesenseClient:
         self._owns_http = http is None
         self._http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         self._timeout = timeout
-        # Searches are the one request sent again and again (a vault search per tool call):
-        # their headers are merged with the client's once instead of per request.
-        self._search_get = RepeatedGet(self._http, headers=self._base_headers, timeout=timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it."""
@@ -325,7 +320,8 @@ class TypesenseClient:
         url = request_url(
             self.base_url, f"/collections/{_seg(collection)}/documents/search", params.to_query()
         )
-        return (await self._answer(self._search_get.get(url))).content
+        search = self._http.get(url, headers=self._base_headers, timeout=self._timeout)
+        return (await self._answer(search)).content
 
     async def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
         """One document by id; 404 if missing."""

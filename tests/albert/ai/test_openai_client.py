@@ -14,7 +14,6 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.openai_client import OpenAICompatibleClient
-from albert.outbound.asyncio_transport import AsyncioHttp11Transport
 from albert.tools.base import ToolSpec
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 
@@ -25,19 +24,7 @@ def model_server():
         yield server
 
 
-_transport: list[str] = ["httpx"]
-
-
-@pytest.fixture(autouse=True, params=["httpx", "asyncio"])
-def outbound_transport_kind(request: pytest.FixtureRequest):
-    """Every test runs over httpx's own transport and over the runtime's asyncio one."""
-    _transport[0] = request.param
-    yield request.param
-
-
 def _client() -> httpx.AsyncClient:
-    if _transport[0] == "asyncio":
-        return httpx.AsyncClient(transport=AsyncioHttp11Transport())
     return httpx.AsyncClient()
 
 

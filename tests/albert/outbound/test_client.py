@@ -54,7 +54,7 @@ def test_assigned_cookies_keep_the_skipping_store() -> None:
 
 
 async def test_every_outbound_client_is_one() -> None:
-    for client in (outbound_client(), outbound_client("httpx")):
+    for client in (outbound_client(),):
         async with client:
             assert isinstance(client, ObjectHttpClient)
             assert isinstance(client.cookies, SetCookieCookies)

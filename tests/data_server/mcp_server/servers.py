@@ -105,10 +105,9 @@ def drop_collection(typesense: TypesenseServer, collection: str) -> None:
 
 @contextmanager
 def running_app(
-    typesense: TypesenseServer, store: VaultStore, collection: str, *, fast_path: bool = True
+    typesense: TypesenseServer, store: VaultStore, collection: str
 ) -> Iterator[AppServer]:
-    """The data server app with uvicorn on a free port, plus the loopback RPC node
-    (`fast_path=False`: every MCP request through the SDK's own path)."""
+    """The data server app with uvicorn on a free port, plus the loopback RPC node."""
     rpc = RpcNode().start()
     sock = reserve()
     port = int(sock.getsockname()[1])
@@ -119,7 +118,7 @@ def running_app(
         RPC_URL=rpc.url,
         DATA_SERVER_PORT=port,
     )
-    app = create_app(settings, store=store, tool_call_fast_path=fast_path)
+    app = create_app(settings, store=store)
     server = UvicornThread(app, sock)
     try:
         server.start()
