@@ -99,7 +99,9 @@ class NullObserver:
     ) -> None:
         return None
 
-    async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
+    async def on_tool_call(
+        self, step: int, call: ChatToolCall, arguments: dict[str, Any], source: str
+    ) -> None:
         return None
 
     async def on_tool_result(

@@ -88,7 +88,9 @@ class _Recorder:
     async def on_step_end(self, step: int, text: str, calls: list, finish_reason: str) -> None:
         return None
 
-    async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict) -> None:
+    async def on_tool_call(
+        self, step: int, call: ChatToolCall, arguments: dict, source: str
+    ) -> None:
         self.turn.calls.append(call)
 
     async def on_tool_result(

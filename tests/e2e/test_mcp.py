@@ -222,8 +222,11 @@ async def test_a_huge_remote_result_is_cut_at_fifty_thousand_characters(
             Reply(tool_calls=[ScriptedToolCall(name="huge_report")]),
             Reply(text=["Summarised."]),
         )
+        [call] = [f for f in frames if f["type"] == "tool_call"]
         [result] = [f for f in frames if f["type"] == "tool_result"]
         assert result["ok"] and result["truncated"]
+        # Both frames name the server the tool came from (the chip shows it).
+        assert call["server"] == result["server"] == "vaults"
         tool_message = model.requests[-1]["messages"][-1]
         assert tool_message["role"] == "tool"
         # The server's text, fenced; the cut marker (Albert's) after the fence.

@@ -329,6 +329,7 @@ function renderTool(part) {
   const meta = [formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
   summary.append(
     el("span", "tool-name", part.name),
+    ...(part.server ? [el("span", "tool-server", `on ${part.server}`)] : []),
     el("span", "tool-status", part.status),
     el("span", "tool-meta", meta),
   );

@@ -66,6 +66,8 @@ export class Conversation {
         turn.parts.push(part);
       }
       part.status = m.status === "error" ? "error" : "ok";
+      const source = m.meta?.source;
+      part.server = source && source !== "local" && source !== "unknown" ? source : null;
       part.durationMs = m.meta?.duration_ms ?? null;
       part.truncated = Boolean(m.meta?.truncated);
       part.content = m.content;
@@ -154,7 +156,7 @@ export class Conversation {
       case "tool_call": {
         const turn = this.turn(frame.turn_id);
         if (!this.tool(turn, frame.call_id)) {
-          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, args: frame.arguments || {}, status: "running" });
+          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, server: frame.server || null, args: frame.arguments || {}, status: "running" });
         }
         return turn;
       }
@@ -191,6 +193,7 @@ export class Conversation {
           turn.parts.push(part);
         }
         part.status = frame.ok ? "ok" : "error";
+        part.server = frame.server || part.server || null;
         part.durationMs = frame.duration_ms;
         part.truncated = frame.truncated;
         part.content = frame.content;

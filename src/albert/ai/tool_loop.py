@@ -69,8 +69,10 @@ class TurnObserver(Protocol):
         ...
 
     async def on_tool_call(
-        self, step: int, call: ChatToolCall, arguments: dict[str, Any]
-    ) -> None: ...
+        self, step: int, call: ChatToolCall, arguments: dict[str, Any], source: str
+    ) -> None:
+        """A tool is about to run; `source` is "local" or the MCP server it comes from."""
+        ...
 
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
@@ -283,7 +285,7 @@ class ToolLoop:
             tool = registry.get(call.name)
             source = registry.source_of(call.name) or "unknown"
             await observer.on_tool_call(
-                step, call, arguments if isinstance(arguments, dict) else {}
+                step, call, arguments if isinstance(arguments, dict) else {}, source
             )
             carried = (
                 self._ledger.carried(source, arguments)

@@ -169,10 +169,17 @@ class TurnRecorder:
         if held_back:
             self._send_text(step, held_back)
 
-    async def on_tool_call(self, step: int, call: ChatToolCall, arguments: dict[str, Any]) -> None:
+    async def on_tool_call(
+        self, step: int, call: ChatToolCall, arguments: dict[str, Any], source: str
+    ) -> None:
         self._flush()
         self._live.emit(
-            ToolCallFrame, step=step, call_id=call.id, name=call.name, arguments=arguments
+            ToolCallFrame,
+            step=step,
+            call_id=call.id,
+            name=call.name,
+            arguments=arguments,
+            server=_server_of(source),
         )
 
     async def on_tool_result(
@@ -209,6 +216,7 @@ class TurnRecorder:
             step=step,
             call_id=call.id,
             name=call.name,
+            server=_server_of(source),
             ok=not outcome.result.is_error,
             duration_ms=round(outcome.duration_ms, 1),
             truncated=outcome.truncated,
@@ -269,6 +277,11 @@ class TurnRecorder:
 
     def _done(self, finish_reason: FinishReason, steps: int, usage: Usage) -> None:
         self._live.emit(DoneFrame, finish_reason=finish_reason, steps=steps, usage=usage)
+
+
+def _server_of(source: str) -> str | None:
+    """The MCP server a tool came from, as frames name it (None: built in)."""
+    return None if source in ("local", "unknown") else source
 
 
 def _tool_meta(

@@ -3,20 +3,32 @@
 Remote tools pass the quarantine gate as they are merged; a server that cannot
 list its tools costs the turn nothing but those tools. Each server adds a note
 for the prompt: its guidance when it is connected, or that it is not.
+
+Names are the platform's first: the built-in tools, then the default server's (which may
+replace a built-in one), then each client server's in name order. A client server's tool
+whose name is taken already (also as a strict gateway folds names) is offered as
+`server__tool`, and one whose name has characters model APIs refuse (a dot is legal in MCP)
+with those replaced; the server is still called by its own name. So no server a client
+adds can stand in for a platform tool. Renames show in the server's status.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from albert.ai.prompt import ServerNote
 from albert.mcp.classify import guidance_for
 from albert.mcp.health import HealthCheck
-from albert.mcp.remote_tool import Invoker, RemoteTool
+from albert.mcp.remote_tool import Invoker, RemoteTool, RemoteToolSpec
 from albert.mcp.server_state import ServerState
 from albert.ports import TurnTools
 from albert.tools.base import Tool
+from albert.tools.quarantine import NAME_PATTERN, sanitised
 from albert.tools.registry import ToolRegistry
+
+_REFUSED_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+TASK_ONLY = 'it runs only as a task (execution.taskSupport "required"), which Albert does not run'
 
 UNAVAILABLE = (
     "This server is not connected right now, so its tools cannot be used in this answer; "
@@ -47,7 +59,10 @@ class ToolCatalogue:
             return TurnTools(registry=registry)
         notes: list[ServerNote] = []
         vaults = False
-        for server in list(self._servers.values()):
+        ordered = sorted(
+            self._servers.values(), key=lambda s: (s.config.source != "default", s.name)
+        )
+        for server in ordered:
             note, has_vaults = await self._offer(server, registry)
             if note is not None:
                 notes.append(note)
@@ -66,10 +81,33 @@ class ToolCatalogue:
         if specs is None:
             return None, False
         self._health.watch(server)
-        rejected = registry.merge(
-            [RemoteTool(server.name, spec, self._invoke) for spec in specs], source=server.name
-        )
-        server.quarantine([f"{r.tool}: {r.reason}" for r in rejected])
+        tools, renamed, task_only = self._named(server, specs, registry)
+        rejected = registry.merge(tools, source=server.name)
+        server.quarantine([*task_only, *(f"{r.tool}: {r.reason}" for r in rejected)], renamed)
         kind = server.kind or "generic"
         note = ServerNote(server=server.name, guidance=guidance_for(kind, server.instructions))
         return note, kind == "vaults"
+
+    def _named(
+        self, server: ServerState, specs: Sequence[RemoteToolSpec], registry: ToolRegistry
+    ) -> tuple[list[RemoteTool], list[str], list[str]]:
+        """The server's tools under the names the model may see, what was renamed, and the
+        tools left out because they run only as tasks."""
+        taken = {sanitised(name) for name in registry.names()}
+        platform = server.config.source == "default"
+        tools: list[RemoteTool] = []
+        renamed: list[str] = []
+        task_only: list[str] = []
+        for spec in specs:
+            if spec.task_required:
+                task_only.append(f"{spec.name[:80]}: {TASK_ONLY}")
+                continue
+            name = spec.name
+            if not NAME_PATTERN.match(name) and len(name) <= 64:
+                name = _REFUSED_CHARACTERS.sub("_", name)
+            if not platform and sanitised(name) in taken:
+                name = f"{server.name}__{name}"
+            if name != spec.name:
+                renamed.append(f"{spec.name[:80]} → {name}")
+            tools.append(RemoteTool(server.name, spec, self._invoke, exposed_as=name))
+        return tools, renamed, task_only

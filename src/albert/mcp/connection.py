@@ -380,6 +380,7 @@ def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:
             and annotations.destructive_hint is True
             and annotations.read_only_hint is not True
         ),
+        task_required=tool.execution is not None and tool.execution.task_support == "required",
     )
 
 

@@ -34,6 +34,9 @@ class RemoteToolSpec(BaseModel):
         description="annotations.destructiveHint true and readOnlyHint not true: the user "
         "confirms each call before it runs",
     )
+    task_required: bool = Field(
+        False, description='execution.taskSupport "required": runs only as a task (not offered)'
+    )
 
 
 class RemoteCallResult(BaseModel):
@@ -59,16 +62,24 @@ Invoker = Callable[[str, RemoteToolSpec, dict[str, Any]], Awaitable[ToolResult]]
 
 
 class RemoteTool:
-    """A server's tool; executing it goes through the manager's invoker."""
+    """A server's tool; executing it goes through the manager's invoker.
 
-    def __init__(self, server: str, spec: RemoteToolSpec, invoke: Invoker) -> None:
+    `exposed_as` is the name the model sees when the server's own cannot be used (it
+    clashes with a platform tool, or has characters model APIs refuse); the server is
+    always called by its own name.
+    """
+
+    def __init__(
+        self, server: str, spec: RemoteToolSpec, invoke: Invoker, exposed_as: str | None = None
+    ) -> None:
         self.server = server
         self.spec = spec
         self._invoke = invoke
+        self._name = exposed_as or spec.name
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        return self._name
 
     @property
     def description(self) -> str:

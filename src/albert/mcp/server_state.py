@@ -66,6 +66,7 @@ class ServerState:
     server_name: str = ""
     last_error: str | None = None
     quarantined: list[str] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)
     first_attempt: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     retired: bool = False
@@ -159,10 +160,13 @@ class ServerState:
         """Something suggests the server may be gone: check it before the next use."""
         self.checked_at = float("-inf")
 
-    def quarantine(self, rejected: list[str]) -> None:
-        """The tools the quarantine left out this turn; broadcast when that changed."""
-        if rejected != self.quarantined:
+    def quarantine(self, rejected: list[str], renamed: list[str] | None = None) -> None:
+        """The tools left out this turn, and those offered under another name; broadcast
+        when either changed."""
+        renamed = renamed or []
+        if rejected != self.quarantined or renamed != self.renamed:
             self.quarantined = rejected
+            self.renamed = renamed
             self.on_change()
 
     def _take_tools(self, specs: list[RemoteToolSpec], at: float) -> None:

@@ -70,4 +70,5 @@ def _status_of(server: ServerState, now: float) -> McpServerStatus:
         next_retry_in_seconds=None if next_at is None else max(0.0, next_at - now),
         last_error=server.last_error,
         quarantined=server.quarantined,
+        renamed=server.renamed,
     )

@@ -117,6 +117,7 @@ class ToolCallFrame(_TurnFrame):
     call_id: str
     name: str
     arguments: dict[str, Any]
+    server: str | None = Field(None, description="The MCP server of the tool; None: built in")
 
 
 class ToolResultFrame(_TurnFrame):
@@ -128,6 +129,7 @@ class ToolResultFrame(_TurnFrame):
     step: int
     call_id: str
     name: str
+    server: str | None = Field(None, description="The MCP server of the tool; None: built in")
     ok: bool
     duration_ms: float
     truncated: bool
@@ -270,6 +272,11 @@ class McpServerStatus(BaseModel):
     last_error: str | None = None
     quarantined: list[str] = Field(
         default_factory=list, description="Tools left out, each as 'name: reason'"
+    )
+    renamed: list[str] = Field(
+        default_factory=list,
+        description="Tools offered under another name, each as 'name → offered name' (the "
+        "name clashes with a platform tool, or has characters model APIs refuse)",
     )
 
 

@@ -477,22 +477,37 @@ _MODEL_HISTORY_SQL = _newest_messages_sql(
 )
 
 
+# What is kept of one tool output: a Durable Object's SQLite refuses a value over 2 MB, and
+# a character may take 4 bytes; a longer output keeps its head and says so at the end.
+MAX_STORED_OUTPUT_CHARS = 400_000
+
+
+def kept_output(content: str, limit: int = MAX_STORED_OUTPUT_CHARS) -> str:
+    """The part of an output that is stored: all of it, or its head and a closing note."""
+    if len(content) <= limit:
+        return content
+    return (
+        content[:limit]
+        + f"\n[the output was {len(content):,} characters; only the first {limit:,} were kept]"
+    )
+
+
 class ToolOutputs:
-    """Uncut tool outputs of one client, keyed by the model's call id."""
+    """Tool outputs of one client as the pager reads them (`kept_output`), by call id."""
 
     def __init__(self, sql: SqlStorage, clock: Clock) -> None:
         self._sql = sql
         self._clock = clock
 
     def save(self, *, call_id: str, thread_id: str, name: str, content: str) -> None:
-        """Keep a call's whole output."""
+        """Keep a call's output (its head and a note when it is over the limit)."""
         self._sql.execute(
             "INSERT INTO tool_outputs (call_id, thread_id, name, content, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
             call_id,
             thread_id,
             name,
-            content,
+            kept_output(content),
             self._clock.now_ms(),
         )
 

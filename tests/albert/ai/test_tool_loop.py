@@ -77,7 +77,7 @@ class Recorder:
     async def on_step_end(self, step, text, calls, finish_reason) -> None:
         self.events.append(("step", (step, text, [c.name for c in calls], finish_reason)))
 
-    async def on_tool_call(self, step, call, arguments) -> None:
+    async def on_tool_call(self, step, call, arguments, source) -> None:
         self.events.append(("call", call.name))
 
     async def on_tool_result(self, step, call, outcome: GuardedResult, source) -> None:
@@ -381,7 +381,7 @@ async def test_call_ids_the_frames_cannot_carry_are_replaced_consistently() -> N
     seen: list[str] = []
 
     class Ids(Recorder):
-        async def on_tool_call(self, step, call, arguments) -> None:
+        async def on_tool_call(self, step, call, arguments, source) -> None:
             seen.append(call.id)
 
     await ToolLoop(model, GUARD, max_steps=5).run(USER, ToolRegistry([_counting(received)]), Ids())

@@ -1,4 +1,4 @@
-"""A 2 MB tool result: the answer still arrives, the model pages the rest with read_tool_result.
+"""A 2 MB tool result: the answer still arrives, the model pages what is kept with read_tool_result.
 
 The chat service runs in-process on a real SQLite file, against the scripted model server
 over real HTTP/SSE; the socket is the port's simplest adapter, a list of frames.
@@ -13,6 +13,7 @@ import httpx
 from pydantic import Field
 
 from albert.agent import build_chat_service
+from albert.storage.threads import MAX_STORED_OUTPUT_CHARS, kept_output
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
 from tests.support.object_sql import object_sql
@@ -32,7 +33,12 @@ async def _dump(_: _NoArgs) -> ToolResult:
     return ToolResult.text(TWO_MB)
 
 
-async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> None:
+def database_bytes(folder: Path) -> int:
+    """The object's SQLite file with its WAL."""
+    return sum(p.stat().st_size for p in folder.glob("o.sqlite*"))
+
+
+async def test_two_megabytes_are_cut_kept_to_a_bound_and_paged(tmp_path: Path) -> None:
     sockets = RecordingSockets()
     with ScriptedModelServer() as model:
         async with httpx.AsyncClient() as http:
@@ -60,6 +66,8 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
             await service.handle_frame(sockets, json.dumps(frame))
 
             done = sockets.frames[-1]
+            calls = [f for f in sockets.frames if f["type"] in ("tool_call", "tool_result")]
+            assert calls and all(f["server"] is None for f in calls)  # built in: no server
             assert done["type"] == "done" and done["finish_reason"] == "stop"
             second, third = model.requests[1], model.requests[2]
             first_result = second["messages"][-1]["content"]
@@ -72,7 +80,9 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
             assert 'call read_tool_result with call_id "call_1_0" and offset 50000' in first_result
             page = third["messages"][-1]["content"]
             assert TWO_MB[50_000:70_000] in page
-            assert "characters 50,000–70,000 of 2,097,152; next offset 70000" in page
+            kept = kept_output(TWO_MB)
+            assert len(kept) < MAX_STORED_OUTPUT_CHARS + 100
+            assert f"characters 50,000–70,000 of {len(kept):,}; next offset 70000" in page
             # The page is fenced too, after the header (Albert's), naming the call read.
             assert page.startswith("[call_1_0: characters 50,000–70,000")
             assert '\n<untrusted source="output of call call_1_0 read back">' in page
@@ -86,5 +96,10 @@ async def test_two_megabytes_are_cut_stored_whole_and_paged(tmp_path: Path) -> N
             assert older.startswith("[Earlier result of big_dump")
             assert sum(len(m["content"] or "") for m in third["messages"]) < 20_000 * 4
 
-            outputs = service.outputs.read(thread, "call_1_0", 2_000_000, 200_000)
-            assert outputs == (TWO_MB[2_000_000:], len(TWO_MB))
+            # What is kept ends with the head's last characters and says the rest was not.
+            part, total = service.outputs.read(thread, "call_1_0", 399_990, 200_000) or ("", 0)
+            assert total == len(kept)
+            assert part == TWO_MB[399_990:400_000] + (
+                "\n[the output was 2,097,152 characters; only the first 400,000 were kept]"
+            )
+    assert database_bytes(tmp_path) < 3 * 1024 * 1024

@@ -86,6 +86,7 @@ async def test_a_hostile_result_stays_inside_its_fence_now_and_when_replayed(
     [result] = [f for f in sockets.frames if f["type"] == "tool_result"]
     raw = NEWS_TEXT + "\n\n" + json.dumps(NEWS_STRUCTURED)
     assert result["content"] == raw
+    assert result["server"] == "hostile"  # the frame names the server
     messages, _ = chat.store.list_messages(thread, 50)
     [stored] = [m for m in messages if m.role == "tool"]
     assert stored.content == raw and "own_words" not in stored.meta

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from albert.cloudflare.sql import WorkersSql
-from tests.albert.mcp.test_manager import Harness, harness, wait_state
+from albert.mcp.configs import McpServerIn
+from tests.albert.mcp.conftest import fast_settings
+from tests.albert.mcp.test_manager import Harness, harness, make, wait_state
 from tests.albert.mcp.unruly_server import UnrulyServer
 from tests.support.asgi_server import AsgiServer
 
@@ -251,3 +253,42 @@ async def test_a_refusal_no_retry_can_fix_fails_at_once_for_good(
         assert await h.alarm.get_alarm() is None, "no retry is planned"
     finally:
         served.stop()
+
+
+async def test_a_client_server_cannot_take_a_platform_tool_name(
+    sql: WorkersSql, made: list[Harness], legacy_only: UnrulyServer
+) -> None:
+    h = await make(sql, fast_settings())
+    made.append(h)
+    # At 2025-11-25 (the initialize handshake) a tool may say it runs only as a task.
+    h.store.put(McpServerIn(name="mine", url=legacy_only.url))
+    await h.manager.reload("mine")
+    await wait_state(h.manager, "mine", "ready")
+    turn = await h.manager.tools_for_turn()
+    registry = turn.registry
+    # The built-in tools keep their names and stay built in.
+    assert registry.source_of("echo") == "local" and registry.source_of("local_only") == "local"
+    assert (await registry.get("echo").execute({})).joined_text() == "local echo"
+    # The server's clashing tools (exactly, or as gateways fold names) are offered prefixed,
+    # a dotted name with the dot replaced; each is called by its own name on the server.
+    for offered, own in (
+        ("mine__echo", "echo"),
+        ("mine__Local-Only", "Local-Only"),
+        ("vault_search", "vault.search"),
+    ):
+        assert registry.source_of(offered) == "mine"
+        assert (await registry.get(offered).execute({})).joined_text() == f"remote {own}"
+    assert "batch_export" not in registry.names()
+    [status] = h.manager.status()
+    assert status.renamed == [
+        "echo → mine__echo",
+        "Local-Only → mine__Local-Only",
+        "vault.search → vault_search",
+    ]
+    assert status.quarantined == [
+        'batch_export: it runs only as a task (execution.taskSupport "required"), '
+        "which Albert does not run"
+    ]
+    # The chat names the server: the status frame carries the renames.
+    frame = h.hub.socket.frames[-1]
+    assert frame["type"] == "mcp_status" and frame["servers"][0]["renamed"] == status.renamed

@@ -30,7 +30,15 @@ def _tools() -> list[Any]:
         )
 
     names = ("text", "count", "structured_only", "resources", "huge_parts", "big", "slow")
-    return [tool(n) for n in names]
+    # Names a platform owns already, one legal in MCP but not for model APIs, a task-only one.
+    clashing = ("echo", "Local-Only", "vault.search")
+    task_only = types.Tool(
+        name="batch_export",
+        description="batch_export",
+        input_schema={"type": "object", "properties": {}},
+        execution=types.ToolExecution(task_support="required"),
+    )
+    return [*(tool(n) for n in (*names, *clashing)), task_only]
 
 
 def _sdk_app(state: dict[str, Any]) -> Any:
@@ -75,6 +83,10 @@ def _sdk_app(state: dict[str, Any]) -> Any:
         if name == "big":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="x" * (3 * 1024 * 1024))]
+            )
+        if name in ("echo", "Local-Only", "vault.search"):
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"remote {name}")]
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text="plain")])
 
