@@ -62,6 +62,11 @@ class Settings(BaseModel):
     # Default MCP server (the project's own vault server in the local stack).
     mcp_default_server_url: str = Field("", alias="MCP_DEFAULT_SERVER_URL")
     mcp_default_server_name: str = Field("vaults", alias="MCP_DEFAULT_SERVER_NAME")
+    # What the default server is (albert.mcp.classify; "guess": from its tool names). The
+    # platform's data server has vaults.
+    mcp_default_server_kind: Literal["vaults", "filesystem", "generic", "guess"] = Field(
+        "vaults", alias="MCP_DEFAULT_SERVER_KIND"
+    )
     # MCP client: connect bound, health-check cache, retry schedule and half-open cool-down.
     mcp_connect_timeout_seconds: float = Field(5.0, alias="MCP_CONNECT_TIMEOUT_SECONDS", gt=0)
     mcp_connect_wait_seconds: float = Field(1.0, alias="MCP_CONNECT_WAIT_SECONDS", ge=0)

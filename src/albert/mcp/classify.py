@@ -1,4 +1,4 @@
-"""What kind of server an MCP server is, from its name, instructions and tools.
+"""What kind of server an MCP server is: declared in its config, or guessed from its tools.
 
 The kind picks the guidance the prompt gets for that server, and a vault server
 is what makes vault and yield data available in a turn.
@@ -14,12 +14,13 @@ from albert.ai.untrusted import untrusted
 
 ServerKind = Literal["vaults", "filesystem", "generic"]
 
-_VAULT_WORDS = re.compile(r"\b(vaults?|yields?|apy|tvl|defi|liquidity pools?|staking)\b", re.I)
-_VAULT_TOOLS = re.compile(r"(vault|yield|apy|tvl|pool)", re.I)
-_FILE_WORDS = re.compile(r"\b(files?|filesystem|directory|directories|folders?|paths?)\b", re.I)
-_FILE_TOOLS = re.compile(
-    r"^(read|write|list|move|create|delete|search|edit)_(file|files|directory|dir)", re.I
-)
+# Words of a tool name (split at _ - . / and lower-to-upper case changes), never substrings:
+# "pool" in "thread_pool_size" or "file" in "profile" says nothing.
+_WORD_SPLIT = re.compile(r"[_\-./\s]+|(?<=[a-z0-9])(?=[A-Z])")
+_VAULT_WORDS = frozenset({"vault", "vaults", "yield", "yields", "apy", "tvl"})
+_FILE_WORDS = frozenset({"file", "files", "directory", "directories", "dir", "folder"})
+# How many tools must carry such a word before a guess is made.
+_EVIDENCE = 2
 
 GUIDANCE: dict[ServerKind, str] = {
     "vaults": (
@@ -38,16 +39,24 @@ GUIDANCE: dict[ServerKind, str] = {
 }
 
 
-def classify_server(name: str, instructions: str | None, tool_names: Sequence[str]) -> ServerKind:
-    """The server's kind, by evidence from its tools first, then its words."""
-    text = f"{name} {instructions or ''}"
-    vault_tools = sum(1 for t in tool_names if _VAULT_TOOLS.search(t))
-    file_tools = sum(1 for t in tool_names if _FILE_TOOLS.search(t))
-    vault_score = 2 * vault_tools + (2 if _VAULT_WORDS.search(text) else 0)
-    file_score = 2 * file_tools + (2 if _FILE_WORDS.search(text) else 0)
-    if vault_score >= 2 and vault_score >= file_score:
+def _words(tool_name: str) -> set[str]:
+    return {w.lower() for w in _WORD_SPLIT.split(tool_name) if w}
+
+
+def classify_server(tool_names: Sequence[str], declared: ServerKind | None = None) -> ServerKind:
+    """The server's kind: what its config declares, else a guess from its tools' names.
+
+    The guess reads tool names word by word and needs two tools of a kind; a server's own
+    instructions are never evidence, since the vault kind changes the prompt and the
+    server writes them.
+    """
+    if declared is not None:
+        return declared
+    vault = sum(1 for name in tool_names if _words(name) & _VAULT_WORDS)
+    files = sum(1 for name in tool_names if _words(name) & _FILE_WORDS)
+    if vault >= _EVIDENCE and vault >= files:
         return "vaults"
-    if file_score >= 2:
+    if files >= _EVIDENCE:
         return "filesystem"
     return "generic"
 

@@ -49,6 +49,8 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
         # over the caps): no retries, no half-open attempts until the config changes.
         "ALTER TABLE mcp_retry_state ADD COLUMN final INTEGER NOT NULL DEFAULT 0",
     ),
+    # What the server is, when its config says (albert.mcp.classify); NULL: guessed.
+    ("ALTER TABLE mcp_servers ADD COLUMN kind TEXT",),
 ]
 # The MCP namespace of the object's migrations, applied by the one runner.
 MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)
@@ -71,7 +73,10 @@ class McpConfigStore:
         from albert.mcp.configs import McpServerConfig
 
         return McpServerConfig(
-            name=self._settings.mcp_default_server_name, url=url, source="default"
+            name=self._settings.mcp_default_server_name,
+            url=url,
+            source="default",
+            kind=None if (kind := self._settings.mcp_default_server_kind) == "guess" else kind,
         )
 
     def has_any(self) -> bool:
@@ -83,7 +88,7 @@ class McpConfigStore:
     def client_configs(self) -> list[McpServerConfig]:
         """The client's own configs, by name."""
         rows = self._sql.execute(
-            "SELECT name, url, headers, secret_header, secret_ref, enabled "
+            "SELECT name, url, headers, secret_header, secret_ref, enabled, kind "
             "FROM mcp_servers ORDER BY name"
         )
         if not rows:
@@ -102,6 +107,7 @@ class McpConfigStore:
                     secret_header=header or "Authorization",
                     secret_prefix=prefix,
                     enabled=bool(row["enabled"]),
+                    kind=row["kind"],
                 )
             )
         return out
@@ -129,10 +135,10 @@ class McpConfigStore:
         # The prefix rides along in secret_header ("prefix|header") to keep one table shape.
         self._sql.execute(
             "INSERT INTO mcp_servers (name, url, headers, secret_header, secret_ref, enabled, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "created_at, updated_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(name) DO UPDATE SET url = excluded.url, headers = excluded.headers, "
             "secret_header = excluded.secret_header, secret_ref = excluded.secret_ref, "
-            "enabled = excluded.enabled, updated_at = excluded.updated_at",
+            "enabled = excluded.enabled, updated_at = excluded.updated_at, kind = excluded.kind",
             body.name,
             body.url,
             json.dumps(body.headers),
@@ -141,6 +147,7 @@ class McpConfigStore:
             1 if body.enabled else 0,
             now,
             now,
+            body.kind,
         )
         config = self.get(body.name)
         assert config is not None
@@ -160,7 +167,7 @@ class McpConfigStore:
         """The client's own configs as stored, by name (the default server is not theirs)."""
         rows = self._sql.execute(
             "SELECT name, url, headers, secret_header, secret_ref, enabled, created_at, "
-            "updated_at FROM mcp_servers ORDER BY name"
+            "updated_at, kind FROM mcp_servers ORDER BY name"
         )
         from albert.mcp.configs import McpServerRow
 
@@ -188,7 +195,7 @@ class McpConfigStore:
                 continue
             self._sql.execute(
                 "INSERT INTO mcp_servers (name, url, headers, secret_header, secret_ref, "
-                "enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "enabled, created_at, updated_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 name,
                 row.url,
                 row.headers,
@@ -197,6 +204,7 @@ class McpConfigStore:
                 row.enabled,
                 row.created_at,
                 row.updated_at,
+                row.kind,
             )
             return name
         raise ValueError(f"no free name for MCP server {row.name!r}")

@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from albert.mcp.classify import ServerKind
 from albert.mcp.secret_binding import SECRET_NAME_PATTERN, SecretRefused
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
@@ -85,6 +86,11 @@ class McpServerIn(BaseModel):
         "Bearer ", description="Put before the secret value in the header"
     )
     enabled: bool = True
+    kind: ServerKind | None = Field(
+        None,
+        description="What the server is (vaults: live DeFi vault and yield data, which "
+        "changes the prompt); unset: guessed from its tool names",
+    )
 
     @field_validator("headers")
     @classmethod
@@ -135,6 +141,7 @@ class McpServerConfig(BaseModel):
     secret_prefix: str = "Bearer "
     enabled: bool = True
     source: Literal["client", "default"] = "client"
+    kind: ServerKind | None = None
 
     def request_headers(self, secrets: SecretLookup) -> dict[str, str]:
         """Headers to send, with the referenced secret filled in (never stored).
@@ -161,6 +168,7 @@ class McpServerView(BaseModel):
     secret_ref: str | None
     enabled: bool
     source: Literal["client", "default"]
+    kind: ServerKind | None = None
 
     @classmethod
     def of(cls, config: McpServerConfig) -> McpServerView:
@@ -172,6 +180,7 @@ class McpServerView(BaseModel):
             secret_ref=config.secret_ref,
             enabled=config.enabled,
             source=config.source,
+            kind=config.kind,
         )
 
 
@@ -196,6 +205,7 @@ class McpServerRow(BaseModel):
     enabled: int
     created_at: int
     updated_at: int
+    kind: str | None = None
 
     def same_server(self, stored: dict[str, object]) -> bool:
         """True when a stored row configures the same server the same way."""

@@ -174,9 +174,7 @@ class ServerState:
         self.tools_stale = False
         self.checked_at = at
         # The tool set is the strongest evidence of what a server is; it can change.
-        self.kind = classify_server(
-            f"{self.name} {self.server_name}", self.instructions, [s.name for s in specs]
-        )
+        self.kind = classify_server([s.name for s in specs], self.config.kind)
 
     def _enter_by_retry(self, why: str) -> None:
         self._enter("failed" if self.retry.exhausted else "reconnecting", why)

@@ -66,9 +66,15 @@ async def test_list_add_replace_and_delete(api: McpApi) -> None:
         "secret_ref": "MCP_SECRET_FILES",
         "enabled": True,
         "source": "client",
+        "kind": None,
     }
-    replaced = await call(api, "POST", "/api/mcp/servers", {**body, "enabled": False})
+    replaced = await call(
+        api, "POST", "/api/mcp/servers", {**body, "enabled": False, "kind": "filesystem"}
+    )
     assert replaced.status == 200 and payload(replaced)["enabled"] is False
+    assert payload(replaced)["kind"] == "filesystem"
+    bad = await call(api, "POST", "/api/mcp/servers", {**body, "kind": "bank"})
+    assert bad.status == 422
     one = await call(api, "GET", "/api/mcp/servers/files")
     assert b"k-123" not in one.body and payload(one)["name"] == "files"
 

@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 from albert.mcp.classify import GUIDANCE, classify_server, guidance_for
-from data_server.mcp_server.server import INSTRUCTIONS, TOOL_NAMES
+from data_server.mcp_server.server import TOOL_NAMES
 
 
 def test_the_projects_own_vault_server_is_a_vault_server() -> None:
-    assert classify_server("albert-vaults", INSTRUCTIONS, list(TOOL_NAMES)) == "vaults"
+    assert classify_server(list(TOOL_NAMES)) == "vaults"
 
 
-def test_vault_tools_alone_are_enough() -> None:
-    assert classify_server("data", None, ["search_vaults", "top_yields"]) == "vaults"
+def test_a_declared_kind_decides() -> None:
+    assert classify_server(["search_vaults", "top_yields"], "generic") == "generic"
+    assert classify_server(["echo"], "vaults") == "vaults"
+
+
+def test_two_tools_with_vault_words_are_a_vault_server() -> None:
+    assert classify_server(["search_vaults", "topYields", "echo"]) == "vaults"
+    assert classify_server(["vault.apy", "get-tvl"]) == "vaults"
 
 
 def test_a_filesystem_server() -> None:
-    kind = classify_server(
-        "fs", "Read files in a sandboxed directory.", ["read_file", "list_directory"]
-    )
-    assert kind == "filesystem"
+    assert classify_server(["read_file", "list_directory"]) == "filesystem"
 
 
-def test_anything_else_is_generic() -> None:
-    assert classify_server("utils", "Assorted utilities.", ["echo", "now"]) == "generic"
-    assert classify_server("x", None, []) == "generic"
+def test_substrings_and_a_single_tool_are_no_evidence() -> None:
+    # "pool" in a thread pool, "apy" inside a word, "file" in "profile": no vault, no files.
+    assert classify_server(["thread_pool_size", "happy_path", "get_profile"]) == "generic"
+    assert classify_server(["search_vaults", "echo"]) == "generic"
+    assert classify_server(["utils", "now"]) == "generic"
+    assert classify_server([]) == "generic"
 
 
 def test_guidance_quotes_the_servers_instructions_capped() -> None:

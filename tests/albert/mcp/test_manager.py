@@ -123,7 +123,9 @@ async def test_remote_tools_are_merged_over_local_ones_with_the_schema_untouched
     sql: WorkersSql, harness_factory: list[Harness]
 ) -> None:
     with InProcessMcpServer("generic") as generic:
-        h = await harness(sql, harness_factory, generic.url, name="utils")
+        h = await harness(
+            sql, harness_factory, generic.url, name="utils", MCP_DEFAULT_SERVER_KIND="guess"
+        )
         turn = await h.manager.tools_for_turn()
         names = turn.registry.names()
         assert names[:2] == ["echo", "local_only"]  # echo kept its place, now remote
@@ -291,7 +293,14 @@ async def test_a_tool_the_server_no_longer_offers_gives_a_clear_error(
 ) -> None:
     server = InProcessMcpServer("vaults").start()
     try:
-        h = await harness(sql, harness_factory, server.url, MCP_RETRY_ATTEMPTS="20")
+        # The kind is guessed from the tools (the default server's is declared otherwise).
+        h = await harness(
+            sql,
+            harness_factory,
+            server.url,
+            MCP_RETRY_ATTEMPTS="20",
+            MCP_DEFAULT_SERVER_KIND="guess",
+        )
         turn = await h.manager.tools_for_turn()
         old = turn.registry.get("search_vaults")
         server.stop()

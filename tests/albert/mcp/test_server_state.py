@@ -31,7 +31,9 @@ class Broadcasts:
 
 def make(enabled: bool = True) -> tuple[ServerState, Broadcasts]:
     sent = Broadcasts()
-    config = McpServerConfig(name="vaults", url="http://127.0.0.1:1/mcp", enabled=enabled)
+    config = McpServerConfig(
+        name="vaults", url="http://127.0.0.1:1/mcp", enabled=enabled, kind="vaults"
+    )
     return ServerState.for_config(config, sent), sent
 
 
