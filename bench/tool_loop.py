@@ -104,6 +104,16 @@ class NullObserver:
     ) -> None:
         return None
 
+    def on_tool_progress(
+        self,
+        step: int,
+        call: ChatToolCall,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        return None
+
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:

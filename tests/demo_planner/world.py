@@ -93,6 +93,16 @@ class _Recorder:
     ) -> None:
         self.turn.calls.append(call)
 
+    def on_tool_progress(
+        self,
+        step: int,
+        call: ChatToolCall,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        return None
+
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None:

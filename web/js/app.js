@@ -316,6 +316,11 @@ function formatDuration(ms) {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
+function formatProgress(progress) {
+  const count = progress.total ? `${progress.done}/${progress.total}` : `${progress.done}`;
+  return progress.message ? `${count} ${progress.message}` : count;
+}
+
 function renderTool(part) {
   const details = el("details", "tool");
   details.dataset.status = part.status;
@@ -326,7 +331,8 @@ function renderTool(part) {
     else state.openTools.delete(part.callId);
   });
   const summary = el("summary");
-  const meta = [formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
+  const running = part.status === "running" && part.progress ? formatProgress(part.progress) : "";
+  const meta = [running, formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
   summary.append(
     el("span", "tool-name", part.name),
     ...(part.server ? [el("span", "tool-server", `on ${part.server}`)] : []),

@@ -185,6 +185,13 @@ export class Conversation {
         part.confirm = { ...part.confirm, decision: frame.decision };
         return turn;
       }
+      case "tool_progress": {
+        const turn = this.turn(frame.turn_id);
+        const part = this.tool(turn, frame.call_id);
+        if (!part || part.status !== "running") return null;
+        part.progress = { done: frame.progress, total: frame.total ?? null, message: frame.message || "" };
+        return turn;
+      }
       case "tool_result": {
         const turn = this.turn(frame.turn_id);
         let part = this.tool(turn, frame.call_id);

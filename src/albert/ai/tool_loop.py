@@ -17,6 +17,7 @@ import json
 import math
 import re
 import secrets
+from functools import partial
 from typing import Any, Literal, NamedTuple, Protocol
 
 from albert.ai.context_budget import budget_chars, fit_context
@@ -35,6 +36,7 @@ from albert.protocol.frames import ToolDecision, Usage
 from albert.tools.base import TextPart, ToolResult, asks_first
 from albert.tools.fence import for_model
 from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.progress import reporting
 from albert.tools.provenance import Carried, OutputLedger
 from albert.tools.read_tool_result import NAME as READ_TOOL
 from albert.tools.registry import ToolRegistry
@@ -77,6 +79,17 @@ class TurnObserver(Protocol):
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
     ) -> None: ...
+
+    def on_tool_progress(
+        self,
+        step: int,
+        call: ChatToolCall,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        """A running tool reported progress (remote tools: the server's notifications)."""
+        ...
 
 
 class ToolConfirmer(Protocol):
@@ -314,7 +327,8 @@ class ToolLoop:
                     else None
                 )
                 if refusal is None:
-                    outcome = await self._guard.run(tool, arguments)
+                    with reporting(partial(observer.on_tool_progress, step, call)):
+                        outcome = await self._guard.run(tool, arguments)
                 else:
                     outcome = _immediate(refusal)
             await observer.on_tool_result(step, call, outcome, source)

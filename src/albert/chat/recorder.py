@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ from albert.protocol.frames import (
     TextDeltaFrame,
     ToolCallFrame,
     ToolDecision,
+    ToolProgressFrame,
     ToolResultFrame,
     Usage,
 )
@@ -41,6 +43,8 @@ from albert.storage.turn_journal import TurnJournal
 from albert.tools.guard import GuardedResult
 
 TOOL_PREVIEW_CHARS = 4_000
+# At most one progress frame per call this often.
+PROGRESS_INTERVAL_SECONDS = 0.25
 # Each piece sent is one WebSocket frame and one journal write; 20 ms of text is still
 # far below what a reader notices, and a fast stream fills fewer, larger frames.
 DELTA_FLUSH_CHARS = 256
@@ -79,6 +83,7 @@ class TurnRecorder:
         self._live = live
         # The user's answers to calls that needed one (albert.chat.confirmations), by call id.
         self._decisions: Mapping[str, ToolDecision] = decisions if decisions is not None else {}
+        self._progress_sent: dict[str, float] = {}
         self._thread_id = live.thread_id
         self._turn_id = live.turn_id
         self._last_answer_id: str | None = None
@@ -180,6 +185,28 @@ class TurnRecorder:
             name=call.name,
             arguments=arguments,
             server=_server_of(source),
+        )
+
+    def on_tool_progress(
+        self,
+        step: int,
+        call: ChatToolCall,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        # A server may report as often as it likes; the browser needs a few a second.
+        now = time.monotonic()
+        if now - self._progress_sent.get(call.id, float("-inf")) < PROGRESS_INTERVAL_SECONDS:
+            return
+        self._progress_sent[call.id] = now
+        self._live.emit(
+            ToolProgressFrame,
+            step=step,
+            call_id=call.id,
+            progress=progress,
+            total=total,
+            message=None if message is None else message[:200],
         )
 
     async def on_tool_result(

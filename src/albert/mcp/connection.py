@@ -41,6 +41,7 @@ from albert.mcp.response_guard import (
     ResponseGuard,
 )
 from albert.mcp.ssrf import ConnectCheck, UrlRefused
+from albert.tools.progress import Reporter, current_reporter
 
 log = logging.getLogger(__name__)
 server_log = logging.getLogger("albert.mcp.server")
@@ -322,8 +323,12 @@ class McpConnection:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> RemoteCallResult:
         """Run one tool; connection failures raise, tool failures come back as results."""
         client = self._require()
+        # The server's progress notifications arrive on the session's own task: take the
+        # reporter of this call along (albert.tools.progress).
+        reporter = current_reporter()
+        progress = None if reporter is None else _progress_to(reporter)
         try:
-            return _result(await client.call_tool(name, arguments))
+            return _result(await client.call_tool(name, arguments, progress_callback=progress))
         except MCPError as exc:
             raise self._explained(exc) from exc
 
@@ -364,6 +369,13 @@ class McpConnection:
         level = _LOG_LEVELS.get(params.level, logging.ERROR)
         data = params.data if isinstance(params.data, str) else json.dumps(params.data)
         server_log.log(level, "MCP server %s [%s]: %s", self.name, params.level, data[:1000])
+
+
+def _progress_to(reporter: Reporter) -> Any:
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        reporter(progress, total, message)
+
+    return report
 
 
 def _spec(tool: mcp_types.Tool) -> RemoteToolSpec:

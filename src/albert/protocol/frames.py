@@ -136,6 +136,19 @@ class ToolResultFrame(_TurnFrame):
     content: str
 
 
+class ToolProgressFrame(_TurnFrame):
+    """A running tool reported progress (at most a few per second per call)."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    thread_id: str
+    turn_id: str
+    step: int
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = Field(None, max_length=200)
+
+
 class ConfirmToolFrame(_TurnFrame):
     """A remote tool its server marks destructive waits for the user's `confirm`.
 
@@ -292,6 +305,7 @@ ServerFrame = Annotated[
     | TextDeltaFrame
     | ToolCallFrame
     | ToolResultFrame
+    | ToolProgressFrame
     | ConfirmToolFrame
     | ToolDecisionFrame
     | DoneFrame

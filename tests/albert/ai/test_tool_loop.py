@@ -24,6 +24,7 @@ from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.fence import for_model
 from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.progress import current_reporter
 from albert.tools.registry import ToolRegistry
 
 
@@ -79,6 +80,9 @@ class Recorder:
 
     async def on_tool_call(self, step, call, arguments, source) -> None:
         self.events.append(("call", call.name))
+
+    def on_tool_progress(self, step, call, progress, total, message) -> None:
+        self.events.append(("progress", f"{progress}/{total} {message}"))
 
     async def on_tool_result(self, step, call, outcome: GuardedResult, source) -> None:
         self.events.append(("result", outcome.result.joined_text()))
@@ -423,3 +427,18 @@ async def test_an_id_an_earlier_turn_used_is_renamed_in_this_one() -> None:
     [_, now] = [c.id for m in history if m.role == "assistant" for c in m.tool_calls]
     assert now == "c0-2"
     assert [m.tool_call_id for m in history if m.role == "tool"] == ["c0", "c0-2"]
+
+
+async def test_progress_a_tool_reports_reaches_the_observer_with_its_call() -> None:
+    async def halfway(args: _Q) -> ToolResult:
+        reporter = current_reporter()
+        assert reporter is not None
+        reporter(1, 2, f"half of {args.q}")
+        return ToolResult.text("all")
+
+    recorder = Recorder()
+    model = ScriptModel([call("progressing", {"q": "it"}), answer("done")])
+    registry = ToolRegistry([LocalTool("progressing", "reports", _Q, halfway)])
+    await ToolLoop(model, GUARD, max_steps=5).run(USER, registry, recorder)
+    assert ("progress", "1/2 half of it") in recorder.events
+    assert current_reporter() is None  # only while the call runs

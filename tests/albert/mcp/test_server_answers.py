@@ -292,3 +292,22 @@ async def test_a_client_server_cannot_take_a_platform_tool_name(
     # The chat names the server: the status frame carries the renames.
     frame = h.hub.socket.frames[-1]
     assert frame["type"] == "mcp_status" and frame["servers"][0]["renamed"] == status.renamed
+
+
+@pytest.mark.parametrize("json_response", [False], ids=["sse"])
+async def test_progress_a_server_reports_reaches_the_running_call(json_response: bool) -> None:
+    from albert.tools.progress import reporting
+
+    # Progress rides on an event stream (a JSON answer has no room for it).
+    with UnrulyServer(json_response=json_response) as server:
+        conn = await connection(server.url)
+        reports: list[tuple[float, float | None, str | None]] = []
+        try:
+            with reporting(lambda done, total, message: reports.append((done, total, message))):
+                result = await conn.call_tool("progressive", {})
+            assert result.texts == ["done"]
+            assert reports == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+            # Outside a call nobody listens, and nothing breaks.
+            assert (await conn.call_tool("progressive", {})).texts == ["done"]
+        finally:
+            await conn.close()

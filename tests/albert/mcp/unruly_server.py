@@ -29,7 +29,16 @@ def _tools() -> list[Any]:
             name=name, description=name, input_schema={"type": "object", "properties": {}}
         )
 
-    names = ("text", "count", "structured_only", "resources", "huge_parts", "big", "slow")
+    names = (
+        "text",
+        "count",
+        "structured_only",
+        "resources",
+        "huge_parts",
+        "big",
+        "slow",
+        "progressive",
+    )
     # Names a platform owns already, one legal in MCP but not for model APIs, a task-only one.
     clashing = ("echo", "Local-Only", "vault.search")
     task_only = types.Tool(
@@ -72,6 +81,11 @@ def _sdk_app(state: dict[str, Any]) -> Any:
                     types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
                 ]
             )
+        if name == "progressive":
+            for done in (1, 2, 3):
+                await ctx.session.report_progress(done, 3, f"step {done}")
+                await anyio.sleep(0.3)
+            return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
         if name == "slow":
             state["slow_started"] += 1
             try:
