@@ -44,6 +44,16 @@ CHAIN_ALIASES: dict[str, str] = {
 }
 
 
+ECHO_CHARS = 40
+
+
+def echo(value: str) -> str:
+    """A caller's value as an error quotes it: at most ECHO_CHARS characters of it."""
+    if len(value) <= ECHO_CHARS:
+        return repr(value)
+    return repr(value[:ECHO_CHARS]) + f"… ({len(value):,} characters)"
+
+
 def normalize_chain(value: str) -> str:
     """Lowercase, trim, and resolve aliases ('ETH' → 'ethereum')."""
     slug = value.strip().lower()
@@ -81,4 +91,4 @@ class ChainRegistry:
         for chain in chains:
             if chain not in known:
                 listed = ", ".join(sorted(known))
-                raise ValueError(f"unknown chain {chain!r}; use one of: {listed}")
+                raise ValueError(f"unknown chain {echo(chain)}; use one of: {listed}")

@@ -38,9 +38,10 @@ class ToolFailure(Exception):
 
 
 class StrictInput(BaseModel):
-    """Base of every tool input: unknown parameters are refused so typos surface."""
+    """Base of every tool input: unknown parameters are refused so typos surface, and
+    Infinity/NaN (which raw JSON-RPC can carry) are refused as numbers."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from albert.search import filters as fx
-from data_server.mcp_server.chains import normalize_chain
+from data_server.mcp_server.chains import echo, normalize_chain
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import (
     StrictInput,
@@ -37,14 +37,14 @@ Usd = Annotated[float, Field(ge=0)]
 def _slug(value: str, what: str) -> str:
     slug = value.strip().lower()
     if not _SLUG.match(slug):
-        raise ValueError(f"{value!r} is not a {what} slug (lowercase letters, digits, - . _)")
+        raise ValueError(f"{echo(value)} is not a {what} slug (lowercase letters, digits, - . _)")
     return slug
 
 
 def _symbol(value: str) -> str:
     symbol = value.strip()
     if not _SYMBOL.match(symbol):
-        raise ValueError(f"{value!r} is not a token symbol")
+        raise ValueError(f"{echo(value)} is not a token symbol")
     return symbol.upper()
 
 

@@ -52,7 +52,10 @@ class WalletInput(StrictInput):
     @classmethod
     def _chains(cls, value: object) -> object:
         if isinstance(value, list):
-            return [normalize_chain(v) if isinstance(v, str) else v for v in value]
+            # Aliases of one chain ("eth", "mainnet") and repeats are one chain: read twice,
+            # a wallet's value would be counted twice.
+            named = [normalize_chain(v) if isinstance(v, str) else v for v in value]
+            return [v for i, v in enumerate(named) if v not in named[:i]]
         return value
 
 

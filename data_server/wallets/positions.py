@@ -206,7 +206,10 @@ class WalletReader:
     ) -> WalletReadout:
         """Validate the address and read every requested chain concurrently."""
         owner = validate_address(address)
-        wanted = self.chains if not chains else [c for c in chains if c in self._clients]
+        # Each chain once, whatever the caller repeated: a chain read twice counts twice.
+        wanted = (
+            self.chains if not chains else [c for c in dict.fromkeys(chains) if c in self._clients]
+        )
         outcomes = await asyncio.gather(
             *(self._read_chain(owner, chain) for chain in wanted), return_exceptions=True
         )

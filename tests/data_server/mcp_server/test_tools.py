@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from mcp.types import CallToolResult
@@ -384,3 +386,50 @@ async def test_search_protocols_matches_the_protocol_a_user_names(app_server: Ap
     assert {p["protocol"] for p in data["protocols"]} == {"curve-dex", "curve-llamalend"}
     data = ok(await call(app_server, "search_protocols", {"query": "aave"}))
     assert [p["protocol"] for p in data["protocols"]] == ["aave-v3"]
+
+
+async def raw_call(server: AppServer, body: bytes) -> dict[str, Any]:
+    """A `tools/call` POST as raw JSON-RPC (Python's json writes Infinity, as some clients do)."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "search_vaults",
+    }
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(server.mcp_url, content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def test_infinity_and_long_values_are_refused_briefly_without_a_traceback(
+    app_server: AppServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    for arguments in ({"min_tvl_usd": float("inf")}, {"min_apy": float("nan")}):
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "search_vaults",
+                    "arguments": arguments,
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            }
+        ).encode()
+        assert b"Infinity" in body or b"NaN" in body
+        answer = await raw_call(app_server, body)
+        result = answer["result"]
+        assert result["isError"], answer
+        [name] = arguments
+        assert f"{name}: Input should be a finite number" in result["content"][0]["text"]
+    # A chain of 100,000 characters is quoted by its first 40 only.
+    long = await call(app_server, "search_vaults", {"chain": "x" * 100_000})
+    (text,) = texts(long)
+    assert long.is_error and len(text) < 1_000 and "(100,000 characters)" in text
+    assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"

@@ -423,3 +423,31 @@ async def test_eth_is_read_at_the_same_block_as_the_tokens(local_chains: LocalCh
     tokens = {t.address.lower() for t in DEFAULT_TOKENS if t.chain == "ethereum"}
     assert tokens <= {target for target, sel in selectors if sel == "70a08231"}
     assert not any(r["method"] == "eth_getBalance" for r in relay.requests if isinstance(r, dict))
+
+
+ALIASES = ("ethereum", "eth", "mainnet", " Ethereum ", "ETH")
+
+
+async def test_any_list_of_one_chains_aliases_gives_the_same_total(
+    local_chains: LocalChains,
+) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    async with tools(local_chains) as client:
+        single = data(
+            await call(client, "wallet_portfolio", {"address": FARMER, "chains": ["ethereum"]})
+        )
+        assert single["total_value_usd"] > 0
+        seen: list[dict[str, Any]] = []
+
+        @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.lists(st.sampled_from(ALIASES), min_size=1, max_size=10))
+        def one_total(chains: list[str]) -> None:
+            seen.append({"chains": chains})
+
+        one_total()
+        for example in [*seen, {"chains": ["ethereum"] * 10}, {"chains": list(ALIASES[:3])}]:
+            body = data(await call(client, "wallet_portfolio", {"address": FARMER, **example}))
+            assert body["total_value_usd"] == single["total_value_usd"], example
+            assert body["positions"] == single["positions"], example
