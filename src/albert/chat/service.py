@@ -58,7 +58,10 @@ class ChatService:
         self._frames = FrameGate(settings.frames_per_minute, clock, settings.rate_window_seconds)
         self.store = ThreadStore(sql, clock)
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
-        self._threads = ThreadsApi(self.store, settings, self.analytics)
+        # Deleting a thread cancels its running turn first (the turns are made below).
+        self._threads = ThreadsApi(
+            self.store, settings, self.analytics, cancel_turn=self._cancel_thread_turn
+        )
         self._events = EventsApi(self.analytics, clock)
         self.outputs = ToolOutputs(sql, clock)
         journal = TurnJournal(sql, clock)
@@ -80,6 +83,9 @@ class ChatService:
             mcp.store if mcp is not None else None,
             mcp.manager.reload if mcp is not None else None,
         )
+
+    async def _cancel_thread_turn(self, thread_id: str) -> bool:
+        return await self.turns.cancel_thread(thread_id)
 
     def _chat_turns(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 
 from albert.analytics.service import AnalyticsService
 from albert.protocol.display_text import clean_label, has_visible_text
@@ -26,11 +27,16 @@ class ThreadsApi:
     """Routes /api/threads requests to the thread store."""
 
     def __init__(
-        self, store: ThreadStore, settings: Settings, analytics: AnalyticsService | None = None
+        self,
+        store: ThreadStore,
+        settings: Settings,
+        analytics: AnalyticsService | None = None,
+        cancel_turn: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self._store = store
         self._settings = settings
         self._analytics = analytics or AnalyticsService()
+        self._cancel_turn = cancel_turn
 
     def handles(self, path: str) -> bool:
         """True for the paths this API owns."""
@@ -39,6 +45,9 @@ class ThreadsApi:
     async def handle(self, request: HttpRequest) -> HttpResponse:
         """Answer one request; every failure is a JSON error with a clear detail."""
         try:
+            match = _THREAD_PATH.match(request.path)
+            if match and request.method == "DELETE":
+                return await self._delete(match["id"])
             return self._route(request)
         except BadRequest as exc:
             return HttpResponse.error(exc.status, exc.error, exc.detail)
@@ -107,10 +116,15 @@ class ThreadsApi:
         if request.method == "PATCH":
             body = parse_body(request, ThreadUpdate, MAX_BODY_BYTES)
             return HttpResponse.json(self._store.rename_thread(thread_id, self._title(body.title)))
-        if request.method == "DELETE":
-            self._store.delete_thread(thread_id)
-            return HttpResponse(status=204)
         return HttpResponse.error(405, "method_not_allowed", "use GET, PATCH or DELETE")
+
+    async def _delete(self, thread_id: str) -> HttpResponse:
+        """Delete a thread; a turn running in it is cancelled first (stored as cancelled,
+        its `done` sent), so nothing writes into the thread after it is gone."""
+        if self._cancel_turn is not None:
+            await self._cancel_turn(thread_id)
+        self._store.delete_thread(thread_id)
+        return HttpResponse(status=204)
 
     def _title(self, title: str) -> str:
         # Control, bidi and other invisible characters are dropped before the checks.

@@ -87,6 +87,16 @@ class ChatTurns:
             await asyncio.wait(tasks, timeout=wait_seconds)
         return len(tasks)
 
+    async def cancel_thread(self, thread_id: str, wait_seconds: float = 5.0) -> bool:
+        """Cancel the turn running in a thread, if any, and wait (within a bound) until it
+        has stored its `cancelled` ending and sent its `done`; True if one ran."""
+        task = self._running.get(thread_id)
+        if task is None or task is asyncio.current_task():
+            return False
+        task.cancel()
+        await asyncio.wait([task], timeout=wait_seconds)
+        return True
+
     def _send_all(self, frame: BaseModel, text: str) -> None:
         self.events.on_frame(frame)
         for socket in self._hub.sockets():
