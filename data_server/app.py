@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -206,11 +207,6 @@ def mount_platform(app: Starlette) -> None:
     app.mount("/platform", platform_app())
 
 
-# uvicorn's HTTP/1.1 protocol for the data server: httptools (C) parses a request in a
-# fraction of h11's time (~10% of the server's CPU per tool call).
-DATA_SERVER_HTTP = "httptools"
-
-
 def serve(settings: DataServerSettings) -> int:
     """Run the data server with uvicorn until interrupted (`albert-data serve`)."""
     import uvicorn
@@ -222,13 +218,27 @@ def serve(settings: DataServerSettings) -> int:
         "platform at /platform)",
         flush=True,
     )
-    uvicorn.run(
+    from data_server.http_limits import bounded_httptools, rate_limited_loop_errors
+
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        http=DATA_SERVER_HTTP,
+        # httptools, with a deadline for request heads and a per-address connection cap.
+        http=bounded_httptools(),
+        # Behind a proxy, the proxy's address is the client's: forwarded headers are not
+        # trusted (docs/security.md says what the proxy must add).
+        proxy_headers=False,
         log_level="info",
         # A line per request was ~2% of a tool call's CPU; operators turn it on when needed.
         access_log=settings.access_log,
     )
+
+    async def run() -> None:
+        rate_limited_loop_errors(asyncio.get_running_loop())
+        await uvicorn.Server(config).serve()
+
+    # uvicorn hands the stop signal back once it has shut down (as `uvicorn.run` does).
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
     return 0

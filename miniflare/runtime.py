@@ -246,12 +246,18 @@ class LocalRuntime:
         return Request(url, method=scope.get("method", "GET"), headers=headers, body=body)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = _refused_head(scope)
         body = bytearray()
-        while True:
+        while refusal is None:
             message = await receive()
             body += message.get("body", b"")
-            if not message.get("more_body"):
+            if len(body) > MAX_REQUEST_BODY_BYTES:
+                refusal = _too_large()  # the rest is never read: the connection closes
+            elif not message.get("more_body"):
                 break
+        if refusal is not None:
+            await _answer(send, refusal)
+            return
         asset = self._asset(scope)
         if asset is not None:
             response = asset
@@ -261,9 +267,7 @@ class LocalRuntime:
             except Exception:
                 log.exception("worker raised")
                 response = Response("Internal Server Error", status=500)
-        headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        await send({"type": "http.response.body", "body": response.body})
+        await _answer(send, response)
 
     def _asset(self, scope: Scope) -> Response | None:
         """Static assets are served before the worker runs, as Workers assets are, except
@@ -417,3 +421,40 @@ async def _close_object(instance: Any) -> None:
         await close()
     except Exception:
         log.exception("an object failed to shut down")
+
+
+# The largest request body the runtime reads: every route of the worker takes far less
+# (32 kB at most); a bigger body is refused with 413 before more of it is read.
+MAX_REQUEST_BODY_BYTES = 1024 * 1024
+
+
+def _too_large() -> Response:
+    return Response(
+        "Payload Too Large",
+        status=413,
+        headers={"content-type": "text/plain", "connection": "close"},
+    )
+
+
+def _refused_head(scope: Scope) -> Response | None:
+    """413 for a declared body over the bound; 400 for a head that frames its body twice
+    (Content-Length and Transfer-Encoding: request smuggling's shape)."""
+    headers = [(k.lower(), v) for k, v in scope.get("headers", [])]
+    lengths = [v for k, v in headers if k == b"content-length"]
+    chunked = any(k == b"transfer-encoding" for k, _ in headers)
+    if lengths and chunked:
+        return Response(
+            "Bad Request: Content-Length with Transfer-Encoding",
+            status=400,
+            headers={"content-type": "text/plain", "connection": "close"},
+        )
+    for value in lengths:
+        if value.strip().isdigit() and int(value) > MAX_REQUEST_BODY_BYTES:
+            return _too_large()
+    return None
+
+
+async def _answer(send: Send, response: Response) -> None:
+    headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})

@@ -23,6 +23,7 @@ from types import FrameType
 
 import uvicorn
 
+from data_server.http_limits import BoundedH11Protocol, bounded_websockets, rate_limited_loop_errors
 from miniflare.config import load_config
 from miniflare.gc_policy import FreezeSurvivors
 from miniflare.runtime import LocalRuntime
@@ -40,6 +41,8 @@ DUPLICATE_SIGNAL_SECONDS = 0.5
 # stays open; only a message over this ceiling ends the socket (1009, "message too big",
 # as the platform does over its own). It stays at least 4 × MAX_FRAME_BYTES.
 WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# uvicorn answers 503 past this many connections and requests in flight at once.
+CONCURRENCY_LIMIT = 4096
 
 
 class QuietServer(uvicorn.Server):
@@ -94,9 +97,17 @@ def uvicorn_server(runtime: LocalRuntime, host: str, sock: socket.socket) -> Qui
         host=host,
         port=port,
         # h11 stays the runtime's HTTP parser even though httptools is installed (for the
-        # data server): uvicorn's "auto" would switch to it.
-        http="h11",
-        ws="websockets-sansio",
+        # data server): uvicorn's "auto" would switch to it. Bounded: a request head is due
+        # within seconds, and one address holds a bounded number of connections.
+        http=BoundedH11Protocol,
+        # The runtime sets CF-Connecting-IP from the socket, as Cloudflare does; an
+        # X-Forwarded-For a client sends must not become the address limits count by.
+        proxy_headers=False,
+        limit_concurrency=CONCURRENCY_LIMIT,
+        ws=bounded_websockets(),
+        # Compression off: a 16 MiB deflate bomb per message cost seconds of CPU before the
+        # size limit saw it. Chat frames are small.
+        ws_per_message_deflate=False,
         interface="asgi3",
         lifespan="on",
         log_level="warning",
@@ -120,6 +131,7 @@ async def serve_until_stopped(
     workerd) only the servers stop.
     """
     loop = asyncio.get_running_loop()
+    rate_limited_loop_errors(loop)
     stop = asyncio.Event()
     first_signal: list[float] = []
 

@@ -113,7 +113,8 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
 def _data_server(
     typesense_url: str, db_path: Path, sock: socket.socket, rpc_urls: dict[str, str]
 ) -> QuietServer:
-    from data_server.app import DATA_SERVER_HTTP, create_app
+    from data_server.app import create_app
+    from data_server.http_limits import bounded_httptools
     from data_server.settings import DataServerSettings
 
     port = int(sock.getsockname()[1])
@@ -130,7 +131,8 @@ def _data_server(
         create_app(settings),
         host="127.0.0.1",
         port=port,
-        http=DATA_SERVER_HTTP,
+        http=bounded_httptools(),
+        proxy_headers=False,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,

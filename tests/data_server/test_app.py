@@ -189,19 +189,17 @@ def test_settings_from_environment_names() -> None:
         DataServerSettings.from_env({"DATA_SERVER_MCP_PATH": "mcp"})
 
 
-def test_serve_parses_http_with_httptools_while_the_runtime_keeps_h11(tmp_path: Path) -> None:
-    import uvicorn
+def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bounded() -> None:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from data_server.app import DATA_SERVER_HTTP
+    from data_server.http_limits import BoundedH11Protocol, bounded_httptools
     from miniflare.process import listening_socket
     from miniflare.server import uvicorn_server
 
-    with VaultStore(tmp_path / "store.sqlite3") as store:
-        config = uvicorn.Config(
-            create_app(DataServerSettings(), store=store), http=DATA_SERVER_HTTP
-        )
-        config.load()
-    assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
+    assert issubclass(bounded_httptools(), HttpToolsProtocol)
     runtime = SimpleNamespace(env=SimpleNamespace())
     with listening_socket("127.0.0.1", 0) as sock:
-        assert uvicorn_server(runtime, "127.0.0.1", sock).config.http == "h11"  # type: ignore[arg-type]
+        config = uvicorn_server(runtime, "127.0.0.1", sock).config  # type: ignore[arg-type]
+    assert config.http is BoundedH11Protocol and issubclass(BoundedH11Protocol, H11Protocol)
+    assert config.proxy_headers is False and config.ws_per_message_deflate is False

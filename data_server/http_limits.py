@@ -1,0 +1,201 @@
+"""Bounds on what a slow or greedy client can hold of a uvicorn server.
+
+uvicorn closes an idle keep-alive connection, but a connection that sends part of a
+request head and then nothing is kept for ever: enough of them exhaust the process's
+descriptors and every other client waits. These HTTP protocol classes (uvicorn's `http=`
+setting takes a class) add two bounds, for the data server (httptools) and the local
+runtime (h11):
+
+- a request head must arrive within `HEAD_SECONDS` of the connection opening, or of the
+  previous response on a kept-alive connection; otherwise the connection is closed;
+- one client address holds at most `CONNECTIONS_PER_ADDRESS` connections; another is
+  closed as it opens.
+
+`bounded_websockets` bounds the frames of one WebSocket message (the local runtime turns
+permessage-deflate off, so a message's size is the bytes that came).
+
+`rate_limited_loop_errors` keeps a flood of failing accepts (descriptors exhausted) from
+writing a traceback per attempt into the log. What a production proxy in front must still
+add (TLS, request rate limits per client) is in docs/security.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger(__name__)
+
+HEAD_SECONDS = 10.0
+CONNECTIONS_PER_ADDRESS = 256
+# At most one line per this many seconds for each kind of loop error; the rest are counted.
+LOOP_ERROR_SECONDS = 10.0
+
+
+class _Bounds:
+    """The head deadline and the per-address count, shared by both protocol classes."""
+
+    head_seconds = HEAD_SECONDS
+    per_address = CONNECTIONS_PER_ADDRESS
+    # Per protocol class, across its servers in this process (they share descriptors).
+    open_by_address: Counter[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.open_by_address = Counter()
+
+    def bounds_opened(self, transport: asyncio.Transport) -> bool:
+        """Count the connection in; False (and closed) when its address holds too many."""
+        self.head_deadline: asyncio.TimerHandle | None = None
+        peer = transport.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        counts = type(self).open_by_address
+        if counts[self.address] >= self.per_address:
+            log.warning(
+                "connection from %s refused: %d open already", self.address, counts[self.address]
+            )
+            self.address = ""
+            transport.close()
+            return False
+        counts[self.address] += 1
+        self.await_head(transport)
+        return True
+
+    def await_head(self, transport: asyncio.Transport) -> None:
+        """A request head is due now: close the connection if it has not come in time."""
+        self.head_late()
+        loop = asyncio.get_running_loop()
+        self.head_deadline = loop.call_later(self.head_seconds, self.head_timed_out, transport)
+
+    def head_arrived(self) -> None:
+        """The head is in: the request's own timeouts apply from here."""
+        self.head_late()
+
+    def head_late(self) -> None:
+        deadline = getattr(self, "head_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self.head_deadline = None
+
+    def head_timed_out(self, transport: asyncio.Transport) -> None:
+        self.head_deadline = None
+        log.debug(
+            "closing a connection from %s: no request head within %g s",
+            self.address,
+            self.head_seconds,
+        )
+        transport.close()
+
+    def bounds_closed(self) -> None:
+        self.head_late()
+        address = getattr(self, "address", "")
+        counts = type(self).open_by_address
+        if address and counts[address] > 0:
+            counts[address] -= 1
+            if counts[address] == 0:
+                del counts[address]
+
+
+class BoundedH11Protocol(_Bounds, H11Protocol):
+    """uvicorn's h11 protocol with the head deadline and the per-address cap."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.bounds_opened(transport)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self.head_arrived()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self.await_head(self.transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.bounds_closed()
+        super().connection_lost(exc)
+
+
+def bounded_httptools() -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with the same bounds (httptools is imported here)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHttpToolsProtocol(_Bounds, HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.bounds_opened(transport)
+
+        def on_headers_complete(self) -> None:
+            self.head_arrived()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self.await_head(self.transport)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.bounds_closed()
+            super().connection_lost(exc)
+
+    return BoundedHttpToolsProtocol
+
+
+# One WebSocket message may come in at most this many frames (a chat frame is one).
+WS_FRAGMENTS_PER_MESSAGE = 64
+CLOSE_GRACE_SECONDS = 1.0
+
+
+def bounded_websockets() -> type[asyncio.Protocol]:
+    """uvicorn's sans-io WebSocket protocol that closes a socket (1009) sending one message in
+    more than WS_FRAGMENTS_PER_MESSAGE frames: a million one-byte fragments cost the process
+    seconds before any size limit applied."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    class BoundedWebSocketsProtocol(WebSocketsSansIOProtocol):
+        def handle_cont(self, event: Any) -> None:
+            if self.close_sent:
+                return  # frames already read past the close are dropped
+            if len(self.frames) >= WS_FRAGMENTS_PER_MESSAGE:
+                self.frames = []
+                self.close_sent = True
+                self.conn.send_close(1009, "message in too many fragments")
+                self.transport.write(b"".join(self.conn.data_to_send()))
+                # Nothing more is read; the peer gets a moment to read the close frame.
+                self.transport.pause_reading()
+                self.loop.call_later(CLOSE_GRACE_SECONDS, self.transport.close)
+                return
+            super().handle_cont(event)
+
+    return BoundedWebSocketsProtocol
+
+
+def rate_limited_loop_errors(
+    loop: asyncio.AbstractEventLoop, clock: Callable[[], float] = time.monotonic
+) -> None:
+    """Log the loop's unhandled errors at most once per LOOP_ERROR_SECONDS per message."""
+    last: dict[str, float] = {}
+    dropped: Counter[str] = Counter()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", "unhandled error"))
+        now = clock()
+        if now - last.get(message, float("-inf")) < LOOP_ERROR_SECONDS:
+            dropped[message] += 1
+            return
+        last[message] = now
+        more = dropped.pop(message, 0)
+        if more:
+            context = {**context, "message": f"{message} (and {more} more since the last line)"}
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)

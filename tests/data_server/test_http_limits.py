@@ -1,0 +1,119 @@
+"""The data server's HTTP bounds (httptools): late request heads are closed, one address
+holds a bounded number of connections, and a flood of loop errors is a few log lines."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from data_server.http_limits import bounded_httptools, rate_limited_loop_errors
+from tests.support.ports import reserve
+
+
+def _app() -> Starlette:
+    async def ok(_: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    return Starlette(routes=[Route("/healthz", ok)])
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, type[asyncio.Protocol]]]:
+    protocol: Any = bounded_httptools()
+    protocol.head_seconds = 1.0
+    protocol.per_address = 40
+    sock = reserve()
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(_app(), host="127.0.0.1", port=port, http=protocol, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    try:
+        yield f"http://127.0.0.1:{port}", protocol
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    sock.settimeout(3)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_late_head_is_closed_and_a_keep_alive_connection_waits_for_its_next(
+    served: tuple[str, type[asyncio.Protocol]],
+) -> None:
+    url, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    late = socket.create_connection(("127.0.0.1", port), timeout=5)
+    late.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    kept = socket.create_connection(("127.0.0.1", port), timeout=5)
+    kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+    kept.sendall(b"GET /healthz HTTP/1.1\r\n")  # the next head, never finished
+    try:
+        assert httpx.get(f"{url}/healthz", timeout=5).text == "ok"
+        time.sleep(1.5)
+        assert closed_by_server(late) and closed_by_server(kept)
+    finally:
+        late.close()
+        kept.close()
+
+
+def test_one_address_holds_at_most_its_share(served: tuple[str, Any]) -> None:
+    url, protocol = served
+    port = int(url.rsplit(":", 1)[1])
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(50)]
+    try:
+        refused = sum(closed_by_server(sock) for sock in held[40:])
+        assert refused == 10
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + 5
+    while protocol.open_by_address and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not protocol.open_by_address, "every connection was counted out again"
+    assert httpx.get(f"{url}/healthz", timeout=5).text == "ok"
+
+
+async def test_a_flood_of_loop_errors_is_a_few_lines(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    loop = asyncio.get_running_loop()
+    before = loop.get_exception_handler()
+    rate_limited_loop_errors(loop, clock=lambda: now[0])
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            for _ in range(1000):
+                loop.call_exception_handler({"message": "socket.accept() out of system resource"})
+            now[0] = 11.0
+            loop.call_exception_handler({"message": "socket.accept() out of system resource"})
+    finally:
+        loop.set_exception_handler(before)
+    lines = [r.getMessage() for r in caplog.records if "accept" in r.getMessage()]
+    assert lines == [
+        "socket.accept() out of system resource",
+        "socket.accept() out of system resource (and 999 more since the last line)",
+    ]
