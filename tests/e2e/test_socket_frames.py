@@ -3,8 +3,8 @@
 - A new socket's first frame is `mcp_status` with every server's current state
   (not only changes after it opened).
 - Oversized frames get a `too_large` error frame and the socket stays usable, up to
-  the transport's ceiling (16 MiB locally; no permessage-deflate) far above MAX_FRAME_BYTES; only beyond it
-  is the socket closed with 1009.
+  the transport's ceiling (16 MiB locally; no permessage-deflate) far above
+  MAX_FRAME_BYTES; only beyond it is the socket closed with 1009.
 - Resume of an unknown thread is `unknown_thread`, cancel with nothing running is
   `nothing_running`, and malformed frames are worded as frame errors.
 """
