@@ -12,6 +12,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -73,15 +74,31 @@ def test_a_body_over_the_bound_is_refused_by_its_length_before_it_is_read(
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
-def test_a_body_that_grows_past_the_bound_is_cut_off(runtime: RuntimeProcess) -> None:
+def test_bodies_that_grow_past_the_bound_are_cut_off(runtime: RuntimeProcess) -> None:
     chunk = b"x" * 65536
-    pieces = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(40))  # 2.5 MiB
+    pieces = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(128))  # 8 MiB
     head = b"POST /api/threads HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        answer = raw(runtime, head, pieces)
-        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
-    assert 40 * len(chunk) > MAX_REQUEST_BODY_BYTES
+    before = rss_bytes(runtime)
+
+    def one() -> bytes:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            return raw(runtime, head, pieces)
+        return b"HTTP/1.1 413 (cut while sending)"
+
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda _: one(), range(3)))
+    assert all(a.startswith(b"HTTP/1.1 413") for a in answers), [a[:40] for a in answers]
+    assert 128 * len(chunk) > MAX_REQUEST_BODY_BYTES
     assert healthz_seconds(runtime) < BYSTANDER_SECONDS
+    # Three 8 MiB bodies at once: the process read about 1 MiB of each, no more.
+    assert rss_bytes(runtime) - before < 32 * 1024 * 1024
+
+
+def rss_bytes(runtime: RuntimeProcess) -> int:
+    """The runtime process's resident memory, from /proc."""
+    status = Path(f"/proc/{runtime.pid}/status").read_text()
+    [line] = [x for x in status.splitlines() if x.startswith("VmRSS:")]
+    return int(line.split()[1]) * 1024
 
 
 def test_a_body_framed_twice_is_refused_and_the_connection_closed(

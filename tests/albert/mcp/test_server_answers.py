@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -74,6 +75,19 @@ class Ticker:
         self._task.cancel()
 
 
+class PeakMemory:
+    """The most memory Python objects took at once in the block, above where it began."""
+
+    def __enter__(self) -> PeakMemory:
+        tracemalloc.start()
+        self._base = tracemalloc.get_traced_memory()[0]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.peak_bytes = tracemalloc.get_traced_memory()[1] - self._base
+        tracemalloc.stop()
+
+
 def list_calls(server: UnrulyServer) -> int:
     return sum(1 for e in server.state["sent_encoding"] if e)
 
@@ -107,13 +121,15 @@ async def test_a_result_of_two_million_parts_is_refused_before_it_is_parsed(
 
     conn = await connection(unruly.url)
     try:
-        with Ticker() as other:
+        with Ticker() as other, PeakMemory() as memory:
             started = time.monotonic()
             with pytest.raises(AnswerRefused, match="over 2048 KiB"):
                 await asyncio.wait_for(conn.call_tool("huge_parts", {}), 20)
             took = time.monotonic() - started
-        # Refused after 2 MiB of ~54 MB, never turned into objects: the loop stayed free.
+        # Refused after 2 MiB of ~54 MB, never turned into objects: the loop stayed free,
+        # and this side held a few MiB for it (the server's own copy is not counted).
         assert took < 10 and other.longest < 2.0, (took, other.longest)
+        assert memory.peak_bytes < 32 * 1024 * 1024, memory.peak_bytes
         with pytest.raises(AnswerRefused):
             await conn.call_tool("big", {})
         # The session is fine: the next call is answered.

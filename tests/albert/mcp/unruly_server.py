@@ -112,10 +112,13 @@ def _sdk_app(state: dict[str, Any]) -> Any:
     )
 
 
-def _huge_parts_body(request_id: Any) -> bytes:
-    part = b'{"type":"text","text":"x"},'
+# Made once, before any test measures: the server's copy is not what a test bounds.
+HUGE_PARTS_TAIL = b'{"type":"text","text":"x"},' * (PARTS - 1) + b'{"type":"text","text":"x"}]}}'
+
+
+def _huge_parts_body(request_id: Any) -> list[bytes]:
     head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"result":{"content":['
-    return head + part * (PARTS - 1) + b'{"type":"text","text":"x"}]}}'
+    return [head, HUGE_PARTS_TAIL]
 
 
 def _list_body(request_id: Any, padding: int) -> bytes:
@@ -204,7 +207,7 @@ class UnrulyServer:
 
     def _canned(
         self, method: Any, request_id: Any, request: dict[str, Any]
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes | list[bytes]] | None:
         json_kind = [(b"content-type", b"application/json")]
         if method == "server/discover" and self.legacy_only:
             error = {"code": -32601, "message": "Method not found"}
@@ -221,10 +224,14 @@ class UnrulyServer:
         return None
 
 
-async def _answer(send: Any, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+async def _answer(
+    send: Any, status: int, headers: list[tuple[bytes, bytes]], body: bytes | list[bytes]
+) -> None:
     await send({"type": "http.response.start", "status": status, "headers": headers})
     step = 256 * 1024
-    for start in range(0, len(body), step):
-        chunk = body[start : start + step]
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    for piece in [body] if isinstance(body, bytes) else body:
+        view = memoryview(piece)
+        for start in range(0, len(piece), step):
+            chunk = bytes(view[start : start + step])
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
