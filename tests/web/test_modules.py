@@ -1,9 +1,9 @@
-"""The chat's pure modules (markdown, conversation model) run under node, without a browser."""
+"""The chat's pure modules (the conversation model, storage, host messages) run under node,
+without a browser. The markdown renderer needs a DOM: tests/web/test_markdown_browser.py."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,51 +33,6 @@ def run_module(tmp_path: Path, module: str, body: str) -> Any:
         check=True,
     )
     return json.loads(out.stdout)
-
-
-def render(tmp_path: Path, texts: list[str]) -> list[str]:
-    return run_module(
-        tmp_path,
-        "markdown",
-        f"console.log(JSON.stringify({json.dumps(texts)}.map(m.renderMarkdown)));",
-    )
-
-
-def test_markdown_escapes_first_and_adds_only_fixed_tags(tmp_path: Path) -> None:
-    html = render(
-        tmp_path,
-        [
-            "<img src=x onerror=alert(1)> <script>alert(2)</script>",
-            "**bold** *it* `<b>` and __strong__",
-            "# Title\n- one\n- two\n\n1. a\n2. b",
-            "```\n<b>not bold</b>\n```",
-            "[doc](https://example.org/a?b=1&c=2) [bad](javascript:alert(1))",
-            'see https://app.albert.example/token/ethereum/0xAbC. and "https://x.org/a"',
-            '[x](https://a.b/"onmouseover=alert(1))',
-            "window.__xss=1 and snake_case_name",
-        ],
-    )
-    assert html[0] == (
-        "<p>&lt;img src=x onerror=alert(1)&gt; &lt;script&gt;alert(2)&lt;/script&gt;</p>"
-    )
-    assert html[1] == (
-        "<p><strong>bold</strong> <em>it</em> <code>&lt;b&gt;</code> and "
-        "<strong>strong</strong></p>"
-    )
-    assert html[2] == "<h3>Title</h3><ul><li>one</li><li>two</li></ul><ol><li>a</li><li>b</li></ol>"
-    assert html[3] == "<pre><code>&lt;b&gt;not bold&lt;/b&gt;</code></pre>"
-    assert '<a href="https://example.org/a?b=1&amp;c=2" target="_blank" rel="noopener' in html[4]
-    assert "javascript" not in html[4].split("</a>", 1)[1].split("[bad]")[0]
-    assert 'href="javascript' not in html[4]
-    assert 'href="https://app.albert.example/token/ethereum/0xAbC"' in html[5]
-    assert 'href="https://x.org/a"' in html[5]
-    assert "onmouseover" not in html[6].split("</a>")[0]
-    assert html[7] == "<p>window.__xss=1 and snake_case_name</p>"
-    for fragment in html:
-        tags = set(re.findall(r"</?([A-Za-z][A-Za-z0-9]*)", fragment))
-        assert tags <= {"p", "strong", "em", "code", "pre", "ul", "ol", "li", "h3", "a", "br"}
-        # Every attribute is one the renderer wrote itself.
-        assert set(re.findall(r"\s([a-z-]+)=\"", fragment)) <= {"href", "target", "rel"}
 
 
 def test_conversation_never_shows_anything_twice(tmp_path: Path) -> None:

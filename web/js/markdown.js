@@ -1,9 +1,14 @@
-// A small, safe markdown renderer for answers.
+// Answers as GitHub-flavoured markdown (tables, fenced code, lists, links, strikethrough):
+// marked parses, DOMPurify sanitises what marked made (both vendored in /vendor, pinned).
 //
-// Safety rule: the input is HTML-escaped FIRST; only then are a fixed set of tags
-// added (strong, em, code, pre, ul/ol/li, h3-h6, p, br, a). Link targets must be
-// http(s) URLs and get rel="noopener noreferrer" target="_blank". Nothing from the
-// input can become a tag or an attribute of its own.
+// Safety: raw HTML in the text is shown as text, never parsed; the sanitiser then keeps
+// only a fixed set of tags and the attributes href/title/align, links only to http(s) and
+// mailto (opened in a new tab, without a referrer), no images (a markdown image could
+// carry data out in its URL). Headings start at h3: the page owns h1 and h2. Tables
+// scroll sideways in a wrapper, numeric cells align right.
+
+import { Marked } from "../vendor/marked/marked.js";
+import DOMPurify from "../vendor/dompurify/dompurify.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -12,100 +17,72 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-// Works on already-escaped text, so `&amp;` may appear inside a URL; quotes are escaped
-// (&quot; &#39;) and stop a URL, as do spaces and the escaped angle brackets.
-const URL_RE = /\bhttps?:\/\/(?:(?!&quot;|&#39;|&lt;|&gt;)[^\s<>"'`])+/g;
 const TRAILING = /[.,;:!?)\]]+$/;
 
-function link(url, label) {
-  return `<a href="${url}" target="_blank" rel="noopener noreferrer">${label}</a>`;
-}
+const markdown = new Marked({ gfm: true, breaks: true, async: false });
+markdown.use({
+  renderer: {
+    heading({ tokens, depth }) {
+      const level = Math.min(6, depth + 2);
+      return `<h${level}>${this.parser.parseInline(tokens)}</h${level}>\n`;
+    },
+    html({ text }) {
+      return escapeHtml(text);
+    },
+    image({ text }) {
+      return escapeHtml(text);
+    },
+  },
+});
 
-/** Inline markup on one escaped line: code spans, links, bare URLs, bold, italics. */
-function inline(escaped) {
-  const slots = [];
-  const keep = (html) => {
-    slots.push(html);
-    return `\u0000${slots.length - 1}\u0000`;
-  };
-  let s = escaped.replace(/\u0000/g, "");
-  s = s.replace(/`([^`]+)`/g, (_, code) => keep(`<code>${code}</code>`));
-  s = s.replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g, (whole, label, url) =>
-    /&quot;|&#39;/.test(url) ? whole : keep(link(url, label)),
-  );
-  s = s.replace(URL_RE, (match) => {
-    const tail = (match.match(TRAILING) || [""])[0];
-    const url = tail ? match.slice(0, -tail.length) : match;
-    return keep(link(url, url)) + tail;
-  });
-  s = s.replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>");
-  // Underscores inside words (snake_case, __dunder__ names) are never emphasis.
-  s = s.replace(/(^|[^\w])__([^_\n]+)__(?!\w)/g, "$1<strong>$2</strong>");
-  s = s.replace(/(^|[^*\w])\*([^*\s][^*\n]*?)\*(?!\w)/g, "$1<em>$2</em>");
-  s = s.replace(/(^|[^_\w])_([^_\s][^_\n]*?)_(?!\w)/g, "$1<em>$2</em>");
-  return s.replace(/\u0000(\d+)\u0000/g, (_, i) => slots[Number(i)]);
-}
+const ALLOWED_TAGS = [
+  "p", "br", "strong", "em", "del", "s", "code", "pre", "blockquote", "hr",
+  "ul", "ol", "li", "h3", "h4", "h5", "h6", "a",
+  "table", "thead", "tbody", "tr", "th", "td",
+];
+const PURIFY = {
+  ALLOWED_TAGS,
+  ALLOWED_ATTR: ["href", "title", "align", "start"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+};
+let hooked = false;
 
-function renderBlocks(escapedText) {
-  const out = [];
-  let para = [];
-  let list = null; // { tag, items }
-  const flushPara = () => {
-    if (para.length) out.push(`<p>${para.map(inline).join("<br>")}</p>`);
-    para = [];
-  };
-  const flushList = () => {
-    if (list) {
-      out.push(`<${list.tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${list.tag}>`);
-    }
-    list = null;
-  };
-  for (const line of escapedText.split("\n")) {
-    const heading = line.match(/^(#{1,6})\s+(.*)$/);
-    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-    const numbered = line.match(/^\s*\d{1,3}[.)]\s+(.*)$/);
-    if (!line.trim()) {
-      flushPara();
-      flushList();
-    } else if (heading) {
-      flushPara();
-      flushList();
-      // Headings in answers start at h3: the page owns h1/h2.
-      const level = Math.min(6, heading[1].length + 2);
-      out.push(`<h${level}>${inline(heading[2])}</h${level}>`);
-    } else if (bullet || numbered) {
-      flushPara();
-      const tag = bullet ? "ul" : "ol";
-      if (!list || list.tag !== tag) {
-        flushList();
-        list = { tag, items: [] };
+function purify(html) {
+  if (!hooked) {
+    DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+      if (node.tagName === "A" && node.hasAttribute("href")) {
+        node.setAttribute("target", "_blank");
+        node.setAttribute("rel", "noopener noreferrer");
       }
-      list.items.push((bullet || numbered)[1]);
-    } else if (list && /^\s{2,}\S/.test(line)) {
-      list.items[list.items.length - 1] += " " + line.trim();
-    } else {
-      flushList();
-      para.push(line);
+    });
+    hooked = true;
+  }
+  return DOMPurify.sanitize(html, { ...PURIFY, ADD_ATTR: ["target", "rel"] });
+}
+
+// A cell that is a figure: amounts, percentages, "$1.2M", "4.5%", "-3", "12 bps".
+const NUMERIC = /^[\s(]*[-+−]?[$€£¥]?\s?\d[\d,. ]*(?:[kKmMbB]|bn|%|bps|x|×)?\)?\s*$/;
+
+function shapeTables(html) {
+  if (!html.includes("<table")) return html;
+  const box = document.createElement("template");
+  box.innerHTML = html;
+  for (const table of box.content.querySelectorAll("table")) {
+    const wrap = document.createElement("div");
+    wrap.className = "table-scroll";
+    table.replaceWith(wrap);
+    wrap.append(table);
+    for (const cell of table.querySelectorAll("td")) {
+      if (NUMERIC.test(cell.textContent)) cell.classList.add("num");
     }
   }
-  flushPara();
-  flushList();
-  return out.join("");
+  return box.innerHTML;
 }
 
 /** Markdown to safe HTML. */
 export function renderMarkdown(text) {
   const source = String(text ?? "").replace(/\r\n?/g, "\n");
-  const parts = source.split(/^```[^\n]*\n?/m);
-  // Even parts are prose, odd parts are fenced code (an unclosed fence runs to the end,
-  // which is what a streaming answer looks like mid-block).
-  return parts
-    .map((part, i) =>
-      i % 2 === 1
-        ? `<pre><code>${escapeHtml(part.replace(/\n$/, ""))}</code></pre>`
-        : renderBlocks(escapeHtml(part)),
-    )
-    .join("");
+  return shapeTables(purify(markdown.parse(source).trimEnd()));
 }
 
 /** Append text to an element, turning http(s) URLs into links (DOM nodes, no HTML parsing). */
