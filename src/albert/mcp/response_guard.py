@@ -14,7 +14,8 @@ front of the real one (fetch on Cloudflare, httpx2's own under CPython):
 - An event stream's single event is bounded too (the legacy SSE transport reads every
   answer from one long stream).
 - What the HTTP layer said and the SDK does not keep is recorded: a 404 to a request that
-  carried a session id (the server forgot our session) and the status of the last refused
+  carried a session id (the server forgot our session; servers of the TypeScript SDK say
+  so with a 400 naming the session) and the status of the last refused
   request (401 with its `WWW-Authenticate`, 404, 405), for `albert.mcp.connection` to
   tell a lost session, a server that needs authorization and a URL that is no MCP
   endpoint apart.
@@ -37,6 +38,8 @@ ANSWER_REFUSED = -32050
 REFUSED_PREFIX = "answer refused by the client"
 
 _SESSION_HEADER = "mcp-session-id"
+# What is kept of a refusal's body (an error message; the rest is not read).
+REFUSAL_BODY_BYTES = 16 * 1024
 _EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
 
 
@@ -163,15 +166,16 @@ class ResponseGuard(httpx2.AsyncBaseTransport):
         method, request_id = _request_of(request) if request.method == "POST" else ("", None)
         response = await self._inner.handle_async_request(request)
         label = method or request.method
-        if response.status_code >= 400:
-            self._note_refusal(request, response, label)
-        elif response.status_code < 300:
-            self.refusal = None  # e.g. a probe refused before a fallback was accepted
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             await response.aclose()
             why = f"{REFUSED_PREFIX}: it came compressed ({encoding}) though identity was asked"
             return self._refused(request, request_id, why)
+        if response.status_code >= 400:
+            # Its body is an error message: read here (bounded), and handed on as it came.
+            return await self._note_refusal(request, response, label)
+        if response.status_code < 300:
+            self.refusal = None  # e.g. a probe refused before a fallback was accepted
         if request.method != "POST":
             return self._capped_stream(request, response, None, None, "")
         cap = self.cap_for(method)
@@ -181,13 +185,34 @@ class ResponseGuard(httpx2.AsyncBaseTransport):
             return self._capped_stream(request, response, cap, request_id, message)
         return await self._capped_body(request, response, cap, request_id, message)
 
-    def _note_refusal(self, request: httpx2.Request, response: httpx2.Response, label: str) -> None:
-        if response.status_code == 404 and _SESSION_HEADER in request.headers:
+    async def _note_refusal(
+        self, request: httpx2.Request, response: httpx2.Response, label: str
+    ) -> httpx2.Response:
+        """Record a refusal; the response comes back whole (its short body read here)."""
+        body = b""
+        async for piece in response.aiter_raw():
+            body += piece
+            if len(body) > REFUSAL_BODY_BYTES:
+                break
+        await response.aclose()
+        if _SESSION_HEADER in request.headers and (
+            # The spec's answer to an unknown session is 404; the TypeScript SDK's servers
+            # answer 400 "No valid session ID provided".
+            response.status_code == 404
+            or (response.status_code == 400 and b"session" in body.lower())
+        ):
             self.session_lost = True
         self.refusal = HttpRefusal(
             status=response.status_code,
             method=label,
             www_authenticate=response.headers.get("www-authenticate"),
+        )
+        return httpx2.Response(
+            response.status_code,
+            headers=[(k, v) for k, v in response.headers.multi_items() if k != "content-length"],
+            content=body[:REFUSAL_BODY_BYTES],
+            extensions=response.extensions,
+            request=request,
         )
 
     def _refused(self, request: httpx2.Request, request_id: Any, message: str) -> httpx2.Response:

@@ -1,0 +1,88 @@
+"""MCP implementations other people wrote, started by the tests from registry packages.
+
+- `@modelcontextprotocol/server-everything` (the TypeScript SDK's reference server; npm,
+  pinned in package.json), in streamable HTTP and legacy SSE modes, as a child process on
+  a free loopback port;
+- FastMCP (PyPI `fastmcp`, pinned in the dev group) servers, in-process on loopback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from miniflare.process import PROJECT_DIR, ChildProcess, free_port
+from tests.albert.mcp.conftest import sql  # noqa: F401  (the object's SQLite, a fixture)
+
+EVERYTHING = PROJECT_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything"
+
+
+def node() -> Path:
+    """The Node.js that package.json brings (or skip: scripts/bootstrap installs it)."""
+    found = PROJECT_DIR / "node_modules" / ".bin" / "node"
+    if not found.exists() or not (EVERYTHING / "dist" / "index.js").exists():
+        pytest.skip("node_modules is not installed (scripts/bootstrap installs it)")
+    return found
+
+
+class Everything:
+    """server-everything in one transport mode on a port of its own; restartable."""
+
+    def __init__(self, mode: str, log_dir: Path, port: int | None = None) -> None:
+        self.mode = mode
+        self.port = port or free_port()
+        path = "/mcp" if mode == "streamableHttp" else "/sse"
+        self.url = f"http://127.0.0.1:{self.port}{path}"
+        self._log = log_dir / f"everything-{mode}.log"
+        self._child: ChildProcess | None = None
+
+    def start(self) -> Everything:
+        self._child = ChildProcess(
+            [str(node()), str(EVERYTHING / "dist" / "index.js"), self.mode],
+            name=f"server-everything-{self.mode}",
+            env={"PORT": str(self.port)},
+            log_path=self._log,
+        ).start()
+        self._child.wait_ready(self._listening, timeout=30, port=self.port)
+        return self
+
+    def _listening(self) -> bool:
+        try:
+            # Any answer means the server is up (the MCP route answers a bare GET with 4xx).
+            httpx.get(f"http://127.0.0.1:{self.port}/", timeout=1)
+            return True
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
+
+    def restart(self) -> None:
+        """A new server process on the same port: it knows none of the old sessions."""
+        self.stop()
+        time.sleep(0.2)
+        self.start()
+
+
+@pytest.fixture(scope="module")
+def everything_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Everything]:
+    server = Everything("streamableHttp", tmp_path_factory.mktemp("everything")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def everything_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Everything]:
+    server = Everything("sse", tmp_path_factory.mktemp("everything")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
