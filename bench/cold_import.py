@@ -157,7 +157,7 @@ STEPS: list[tuple[str, str]] = [
     (
         "albert.settings, auth, admission",
         "import albert.settings, albert.auth.tokens, albert.auth.bearer, albert.auth.gateway, "
-        "albert.admission",
+        "albert.session_admission",
     ),
     (
         "albert.analytics: service, endpoint (the catalog loads with the first event)",
@@ -165,12 +165,12 @@ STEPS: list[tuple[str, str]] = [
     ),
     (
         "albert.ai, albert.tools",
-        "import albert.ai.budget, albert.ai.factory, albert.ai.tool_loop, albert.tools.catalog",
+        "import albert.ai.budget, albert.ai.factory, albert.ai.tool_loop, albert.tools.local_tools",
     ),
     ("albert.mcp: config store", "import albert.mcp.config_store"),
     (
         "albert.mcp: manager, status (no per-server machinery, no API, no SDK)",
-        "import albert.mcp.access, albert.mcp.manager, albert.mcp.alarms, albert.mcp.retry_log",
+        "import albert.mcp.access, albert.mcp.manager, albert.mcp.alarm_port, albert.mcp.retry_log",
     ),
     ("albert.chat, albert.storage", "import albert.chat.service"),
     ("entry, durable_objects, platform glue", "import entry, durable_objects.chat"),

@@ -21,12 +21,11 @@ from albert.auth.tokens import TokenError
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketMeta
 from albert.cloudflare.ai import platform_model
-from albert.cloudflare.alarms import WorkersAlarm
 from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
-from albert.cloudflare.limiter import shared_limiter
+from albert.cloudflare.shared_limiter import shared_limiter
 from albert.cloudflare.sockets import (
     WorkersSocket,
     WorkersSocketHub,
@@ -34,6 +33,7 @@ from albert.cloudflare.sockets import (
     message_payload,
 )
 from albert.cloudflare.sql import WorkersSql
+from albert.cloudflare.storage_alarm import WorkersAlarm
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
 

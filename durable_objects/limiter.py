@@ -1,7 +1,7 @@
 """LimiterDurableObject: one per rate-limit key; holds that key's token bucket.
 
-Thin glue around albert.limiter_object.LimiterCore (why an object per key:
-albert.cloudflare.limiter).
+Thin glue around albert.limiter_bucket.LimiterCore (why an object per key:
+albert.cloudflare.shared_limiter).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from workers import DurableObject
 from albert.clock import SystemClock
 from albert.cloudflare.http import to_core_request, to_response
 from albert.cloudflare.sql import WorkersSql
-from albert.limiter_object import LimiterCore
+from albert.limiter_bucket import LimiterCore
 
 
 class LimiterDurableObject(DurableObject):

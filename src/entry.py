@@ -8,15 +8,15 @@ from typing import Any
 import httpx
 from workers import WorkerEntrypoint
 
-from albert.admission import admit_new_session
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
 from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
-from albert.cloudflare.limiter import shared_limiter
 from albert.cloudflare.objects import NamespaceChatObjects
+from albert.cloudflare.shared_limiter import shared_limiter
 from albert.router import Forward
+from albert.session_admission import admit_new_session
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
 from durable_objects.limiter import LimiterDurableObject

@@ -81,7 +81,7 @@ LOADED_ON_FIRST_USE = {
     "albert.auth.jwks": "a request with a host JWT, through albert.auth.host_jwt",
     "albert.auth.sign_in": "POST /api/session with a host JWT (albert.auth.gateway)",
     "albert.auth.claim": "a sign-in that claims anonymous work, through albert.auth.sign_in",
-    "albert.analytics.catalog": "the first event with analytics on; POST /api/events",
+    "albert.analytics.event_catalog": "the first event with analytics on; POST /api/events",
     "albert.analytics.sinks": "the first event with analytics on (albert.analytics.service)",
     "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
     "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",

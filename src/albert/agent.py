@@ -15,17 +15,17 @@ from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
-from albert.limits import InMemoryLimiter, SharedLimiter
 from albert.mcp.access import McpAccess
-from albert.mcp.alarms import AlarmPort, LoopAlarm
+from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.mcp.retry_log import RetryLog
 from albert.ports import SocketHub
+from albert.rate_limits import InMemoryLimiter, SharedLimiter
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
-from albert.tools.catalog import build_local_tools
+from albert.tools.local_tools import build_local_tools
 
 if TYPE_CHECKING:
     from albert.mcp.api import McpApi

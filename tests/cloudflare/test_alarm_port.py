@@ -1,4 +1,4 @@
-"""The alarm port (albert.mcp.alarms.AlarmPort) and waitUntil on both runtimes.
+"""The alarm port (albert.mcp.alarm_port.AlarmPort) and waitUntil on both runtimes.
 
 Contract: one alarm per object, in Unix milliseconds as an int; unset reads as
 None; setting again replaces it; deleting cancels it; at the time set the
@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from albert.cloudflare.alarms import WorkersAlarm
 from albert.cloudflare.context import WaitUntil
+from albert.cloudflare.storage_alarm import WorkersAlarm
 from tests.cloudflare.platform import Platform
 
 WAIT_SECONDS = 3.0

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from albert.settings import Settings
 from albert.tools.base import ToolSpec, spec_of
-from albert.tools.catalog import build_local_tools
+from albert.tools.local_tools import build_local_tools
 from data_server.mcp_server.server import _SPECS as VAULT_SERVER_TOOLS
 from tests.data_server.mcp_server.servers import AppServer
 from tests.demo_planner.world import World, running_services, world

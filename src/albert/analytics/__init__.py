@@ -1,5 +1,5 @@
 """Product analytics: one typed event catalog, batched delivery after the response.
 
 Nothing is re-exported here: with analytics off (no key, no log file) a chat object
-imports the service alone, never the catalog (albert.analytics.catalog) or the sinks.
+imports the service alone, never the catalog (albert.analytics.event_catalog) or the sinks.
 """

@@ -17,7 +17,7 @@ from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame, ToolDecisio
 from albert.tools.guard import GuardedResult
 
 if TYPE_CHECKING:
-    from albert.analytics.catalog import ToolOutcome, ToolSource
+    from albert.analytics.event_catalog import ToolOutcome, ToolSource
 
 
 class TurnEvents:
@@ -34,7 +34,7 @@ class TurnEvents:
         """A user message was stored (or retried) and its turn is about to run."""
         if not self.analytics.enabled:
             return
-        from albert.analytics.catalog import MessageSent
+        from albert.analytics.event_catalog import MessageSent
 
         self.analytics.track(
             MessageSent(thread_id=frame.thread_id, chars=len(frame.text), retry=retry)
@@ -47,7 +47,7 @@ class TurnEvents:
         if isinstance(frame, StartFrame):
             self._started[frame.turn_id] = (self._monotonic(), frame.model)
         elif isinstance(frame, DoneFrame):
-            from albert.analytics.catalog import AiResponseGenerated
+            from albert.analytics.event_catalog import AiResponseGenerated
 
             started, model = self._started.pop(frame.turn_id, (self._monotonic(), ""))
             self.analytics.track(
@@ -74,7 +74,7 @@ class TurnEvents:
         """
         if not self.analytics.enabled:
             return
-        from albert.analytics.catalog import ToolInvoked
+        from albert.analytics.event_catalog import ToolInvoked
 
         kind: ToolSource = source if source in ("local", "unknown") else "remote"  # type: ignore[assignment]
         self.analytics.track(

@@ -11,7 +11,7 @@ from albert.validation import validation_message
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 if TYPE_CHECKING:
-    from albert.analytics.catalog import CatalogEvent
+    from albert.analytics.event_catalog import CatalogEvent
 
 EVENTS_PATH = "/api/events"
 MAX_BODY_BYTES = 32_000
@@ -50,7 +50,7 @@ class EventsAccepted(BaseModel):
 def validate_client_event(item: ClientEvent) -> "CatalogEvent":
     """The catalog event for a browser event, or BadRequest naming what is wrong."""
     # The catalog loads with the first POST /api/events, not with the object.
-    from albert.analytics.catalog import CLIENT_EVENTS
+    from albert.analytics.event_catalog import CLIENT_EVENTS
 
     model = CLIENT_EVENTS.get(item.event)
     if model is None:

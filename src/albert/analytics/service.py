@@ -27,7 +27,7 @@ from albert.storage.migrations import Migrations, migrate
 from albert.storage.ports import SqlStorage
 
 if TYPE_CHECKING:
-    from albert.analytics.catalog import CatalogEvent
+    from albert.analytics.event_catalog import CatalogEvent
     from albert.analytics.sinks import Sink, TrackedEvent
 
 log = logging.getLogger(__name__)

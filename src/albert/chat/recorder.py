@@ -7,7 +7,7 @@ partial text, marked incomplete. Every turn ends in exactly one recorded outcome
 stored on its last message and sent in the `done` frame. The turn journal
 (`albert.storage.turn_journal`) holds the turn while it runs, with the text the
 user has seen of the current step, so a restart that cuts the turn off can still
-end it (`albert.chat.recovery`). A call the user was asked about keeps the answer
+end it (`albert.chat.interrupted_turns`). A call the user was asked about keeps the answer
 (`meta.confirmation`) with its tool message.
 """
 
@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 from albert.ai.model import ChatToolCall
 from albert.ai.tool_loop import PartialTurn, TurnResult
 from albert.analytics.chat_events import TurnEvents
+from albert.chat.interrupted_turns import end_message_id, step_message_id
 from albert.chat.live import LiveTurn
-from albert.chat.recovery import end_message_id, step_message_id
 from albert.protocol.frames import (
     DoneFrame,
     ErrorCode,

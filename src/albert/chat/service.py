@@ -9,18 +9,18 @@ from albert.ai.model import ModelClient
 from albert.analytics.chat_events import TurnEvents
 from albert.analytics.endpoint import EventsApi
 from albert.analytics.service import AnalyticsService
-from albert.chat.admission import Admission
 from albert.chat.claims import ClaimsApi
 from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
-from albert.chat.recovery import recover_interrupted_turns
+from albert.chat.frame_admission import Admission
+from albert.chat.interrupted_turns import recover_interrupted_turns
 from albert.chat.sessions import SessionRevocations
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
-from albert.limits import RateLimiter
 from albert.ports import ChatSocket, SocketHub, ToolProvider
+from albert.rate_limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.ports import SqlStorage

@@ -85,7 +85,7 @@ class ThreadsApi:
             title = self._title(body.title) if body.title is not None else None
             thread = self._store.create_thread(new_thread_id(), title)
             if self._analytics.enabled:
-                from albert.analytics.catalog import ThreadCreated
+                from albert.analytics.event_catalog import ThreadCreated
 
                 self._analytics.track(ThreadCreated(thread_id=thread.id))
             return HttpResponse.json(thread, status=201)
@@ -100,7 +100,7 @@ class ThreadsApi:
                 thread_id, limit, request.query.get("cursor")
             )
             if self._analytics.enabled:
-                from albert.analytics.catalog import ThreadLoaded
+                from albert.analytics.event_catalog import ThreadLoaded
 
                 self._analytics.track(ThreadLoaded(thread_id=thread_id, messages=count))
             # The ThreadDetail shape; its messages are the JSON each one stored when written.

@@ -1,10 +1,10 @@
 """Chat over the socket: each frame to its handler, and the turns running in each thread.
 
-Admission (`albert.chat.admission`) decides whether a message starts a turn and
+Admission (`albert.chat.frame_admission`) decides whether a message starts a turn and
 stores it first: the user's message is kept before the model is called. The
 driver (`albert.chat.driver`) runs the turn; the recorder (`albert.chat.recorder`)
 streams and persists it, keeping the turn journal that lets a restart end a turn it cut
-off (`albert.chat.recovery`). Every frame of a running turn is numbered and kept
+off (`albert.chat.interrupted_turns`). Every frame of a running turn is numbered and kept
 (`LiveTurn`) so a reconnecting browser can resume. A `confirm` frame answers a tool call
 that waits for the user (`albert.chat.confirmations`), whichever socket sends it.
 """
@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from albert.analytics.chat_events import TurnEvents
-from albert.chat.admission import Admission, Admitted, ack, read_frame, refusal
 from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
+from albert.chat.frame_admission import Admission, Admitted, ack, read_frame, refusal
+from albert.chat.interrupted_turns import RESTART_MESSAGE
 from albert.chat.live import LiveTurn
-from albert.chat.recovery import RESTART_MESSAGE
 from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import (
     CancelFrame,

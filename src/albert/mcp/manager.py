@@ -27,7 +27,7 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from albert.clock import Clock, SystemClock
-from albert.mcp.alarms import AlarmPort
+from albert.mcp.alarm_port import AlarmPort
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.retry_log import RetryLog
 from albert.mcp.status import StatusBroadcast
@@ -38,14 +38,14 @@ from albert.tools.base import Tool
 from albert.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from albert.mcp.catalogue import ToolCatalogue
     from albert.mcp.configs import McpServerConfig, SecretLookup
     from albert.mcp.connection import McpConnection
     from albert.mcp.connector import Connector
     from albert.mcp.health import HealthCheck
-    from albert.mcp.recovery import RecoveryScheduler
+    from albert.mcp.retry_scheduler import RecoveryScheduler
     from albert.mcp.server_state import ServerState
     from albert.mcp.ssrf import Resolver
+    from albert.mcp.turn_tools import ToolCatalogue
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +103,13 @@ class McpManager:
     def _remote(self) -> _Remote:
         """The per-server machinery, made on first use (no await here: made once)."""
         if self._built is None:
-            from albert.mcp.catalogue import ToolCatalogue
             from albert.mcp.connector import Connector
             from albert.mcp.health import HealthCheck
             from albert.mcp.invoker import RemoteInvoker
-            from albert.mcp.reconnect import ReconnectPolicy
-            from albert.mcp.recovery import RecoveryScheduler
+            from albert.mcp.retry_policy import ReconnectPolicy
+            from albert.mcp.retry_scheduler import RecoveryScheduler
             from albert.mcp.ssrf import system_resolver
+            from albert.mcp.turn_tools import ToolCatalogue
 
             settings, clock = self._settings, self._clock
             policy = ReconnectPolicy.from_settings(settings)
@@ -254,7 +254,7 @@ class McpManager:
             exc_info=(type(exc), exc, exc.__traceback__),
         )
         if server is not None and server.current and not self._closed:
-            from albert.mcp.recovery import internal_error
+            from albert.mcp.retry_scheduler import internal_error
 
             server.connect_failed(internal_error(exc))
             self._spawn(self.recovery.crashed(server))

@@ -4,7 +4,7 @@ An evicted or restarted object would otherwise begin every cycle anew: a server
 that failed its 4th retry would be tried at once and then 1, 2, 4 … s later again,
 and a `failed` server past its retries would be hammered with a fresh cycle on
 every wake-up. With the attempt count, the next retry time and the time the cycle
-was spent on disk, the recovery scheduler (albert.mcp.recovery) carries on where it
+was spent on disk, the recovery scheduler (albert.mcp.retry_scheduler) carries on where it
 was: the alarm (which the platform keeps across eviction) runs the retry that is
 due, and a `failed` server waits out its half-open cool-down.
 
@@ -23,7 +23,7 @@ from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
 
 if TYPE_CHECKING:
-    from albert.mcp.reconnect import RetryState
+    from albert.mcp.retry_policy import RetryState
 
 MAX_ERROR_CHARS = 500
 
@@ -66,7 +66,7 @@ class RetryLog:
         if not rows or rows[0]["url"] != url:
             return None
         # Loaded with the recovery machinery (albert.mcp.manager), never at start.
-        from albert.mcp.reconnect import RetryState
+        from albert.mcp.retry_policy import RetryState
 
         row = rows[0]
         retry = RetryState(

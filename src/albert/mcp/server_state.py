@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from albert.mcp.classify import ServerKind, classify_server
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnect import RetryState
 from albert.mcp.remote_tool import RemoteToolSpec
+from albert.mcp.retry_policy import RetryState
 from albert.protocol.frames import McpState
 
 if TYPE_CHECKING:

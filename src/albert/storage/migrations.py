@@ -100,7 +100,8 @@ MIGRATIONS: list[Migration] = [
     ),
     (
         # Turns that started and have not stored their outcome yet, with the text of the
-        # running step: what a restart needs to end a turn it cut off (albert.chat.recovery).
+        # running step: what a restart needs to end a turn it cut off
+        # (albert.chat.interrupted_turns).
         """CREATE TABLE IF NOT EXISTS turn_journal (
             turn_id TEXT PRIMARY KEY,
             thread_id TEXT NOT NULL,

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from albert.analytics.catalog import BY_NAME, ThemeToggled, ThreadCreated, ToolInvoked
+from albert.analytics.event_catalog import BY_NAME, ThemeToggled, ThreadCreated, ToolInvoked
 from albert.analytics.service import MAX_BATCH, AnalyticsService
 from albert.analytics.sinks import AMPLITUDE_URL
 from albert.cloudflare.sql import WorkersSql

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.alarms import LoopAlarm
+from albert.mcp.alarm_port import LoopAlarm
 from albert.mcp.api import McpApi
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager

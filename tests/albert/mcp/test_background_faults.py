@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.alarms import LoopAlarm
+from albert.mcp.alarm_port import LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import SecretBinding

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.alarms import LoopAlarm
+from albert.mcp.alarm_port import LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerIn
 from albert.mcp.connector import connection_module

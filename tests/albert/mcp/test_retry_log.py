@@ -7,12 +7,12 @@ from pathlib import Path
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnect import RetryState
-from albert.mcp.recovery import RecoveryScheduler
 from albert.mcp.retry_log import RetryLog
+from albert.mcp.retry_policy import RetryState
+from albert.mcp.retry_scheduler import RecoveryScheduler
 from albert.mcp.server_state import ServerState
 from miniflare.storage import SqlStorage
-from tests.albert.mcp.test_recovery import (
+from tests.albert.mcp.test_retry_scheduler import (
     POLICY,
     START_MS,
     Connect,

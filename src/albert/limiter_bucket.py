@@ -11,7 +11,7 @@ Wire: POST with a TakeRequest body; the answer is a TakeResult.
 from __future__ import annotations
 
 from albert.clock import Clock
-from albert.limits import TakeRequest, TakeResult, TokenBucket
+from albert.rate_limits import TakeRequest, TakeResult, TokenBucket
 from albert.storage.ports import SqlStorage
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 

@@ -8,7 +8,7 @@ from albert.cloudflare.ffi import py_value
 
 
 class WorkersAlarm:
-    """`ctx.storage.setAlarm/getAlarm/deleteAlarm` behind albert.mcp.alarms.AlarmPort."""
+    """`ctx.storage.setAlarm/getAlarm/deleteAlarm` behind albert.mcp.alarm_port.AlarmPort."""
 
     def __init__(self, storage: Any) -> None:
         self._storage = storage

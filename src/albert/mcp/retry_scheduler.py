@@ -1,6 +1,6 @@
 """The recovery scheduler: when a dropped or unreachable server is tried again.
 
-Retries follow the ReconnectPolicy schedule (`albert.mcp.reconnect`) and ride
+Retries follow the ReconnectPolicy schedule (`albert.mcp.retry_policy`) and ride
 the object's single alarm (`AlarmPort`), never a sleeping request: the platform
 wakes the object at the earliest planned retry and `on_alarm` runs every retry
 that is due. When a cycle's retries are spent the server is `failed` until,
@@ -22,9 +22,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from albert.clock import Clock
-from albert.mcp.alarms import AlarmPort
-from albert.mcp.reconnect import ReconnectPolicy
+from albert.mcp.alarm_port import AlarmPort
 from albert.mcp.retry_log import RetryLog
+from albert.mcp.retry_policy import ReconnectPolicy
 from albert.mcp.server_state import ServerState
 
 log = logging.getLogger(__name__)

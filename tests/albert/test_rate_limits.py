@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from albert.admission import address_key
-from albert.limits import InMemoryLimiter, TokenBucket
+from albert.rate_limits import InMemoryLimiter, TokenBucket
+from albert.session_admission import address_key
 from albert.web import HttpRequest
 from tests.support.clock import ManualClock
 

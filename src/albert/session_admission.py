@@ -16,7 +16,7 @@ import math
 
 from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tokens import TokenError
-from albert.limits import SharedLimiter
+from albert.rate_limits import SharedLimiter
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 

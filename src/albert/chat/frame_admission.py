@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from albert.limits import RateLimiter
 from albert.protocol.frames import (
     AckFrame,
     ChatFrame,
@@ -23,6 +22,7 @@ from albert.protocol.frames import (
     ErrorFrame,
     client_frame_adapter,
 )
+from albert.rate_limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from albert.validation import frame_error_message

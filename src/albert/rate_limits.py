@@ -5,7 +5,7 @@
 - SharedLimiter: the port for limits across objects and requests (new sessions per
   address, model calls per tenant). Its buckets live where every worker instance
   sees the same count: on Cloudflare one limiter Durable Object per key
-  (albert.cloudflare.limiter), elsewhere InMemoryLimiter in the process.
+  (albert.cloudflare.shared_limiter), elsewhere InMemoryLimiter in the process.
 - TokenBucket: the bucket arithmetic both use, on wall-clock milliseconds so a
   persisted bucket refills across restarts.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from albert.analytics.catalog import BY_NAME, CLIENT_EVENTS, EVENTS, field_specs
+from albert.analytics.event_catalog import BY_NAME, CLIENT_EVENTS, EVENTS, field_specs
 from scripts.gen_event_catalog import OUTPUT, render
 
 PROJECT_DIR = Path(__file__).resolve().parents[3]

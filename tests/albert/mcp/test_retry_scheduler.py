@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnect import ReconnectPolicy
-from albert.mcp.recovery import RecoveryScheduler
+from albert.mcp.retry_policy import ReconnectPolicy
+from albert.mcp.retry_scheduler import RecoveryScheduler
 from albert.mcp.server_state import ServerState
 from tests.support.clock import ManualClock
 
