@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from albert.search import TypesenseClient, TypesenseError
+from data_server.access import AccessGuard
 from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
@@ -165,6 +166,12 @@ def create_app(
         streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
     )
     mount_platform(app)
+    app.add_middleware(
+        AccessGuard,
+        guarded=(settings.mcp_path, "/platform"),
+        api_key=settings.api_key.get_secret_value(),
+        per_minute=settings.requests_per_minute,
+    )
 
     session_lifespan = app.router.lifespan_context
 

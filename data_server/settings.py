@@ -42,6 +42,10 @@ class DataServerSettings(BaseModel):
     # One log line per HTTP request (uvicorn's access log); off by default: it costs on
     # every tool call, and failures are logged by the tools themselves.
     access_log: bool = Field(False, alias="DATA_SERVER_ACCESS_LOG")
+    # Off unless set (data_server/access.py): the bearer key /mcp and /platform require,
+    # and requests per client address per minute to them.
+    api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
+    requests_per_minute: int = Field(0, alias="DATA_SERVER_REQUESTS_PER_MINUTE", ge=0)
 
     # Pipeline schedule (cron expression, UTC) and how old a publish may get before
     # /healthz reports the index as stale.

@@ -55,6 +55,9 @@ class Settings(BaseModel):
 
     # Platform services (token/address analysis, feed search) and the token index.
     platform_api_url: str = Field("http://127.0.0.1:8788/platform", alias="PLATFORM_API_URL")
+    # The data server's key, when it requires one (data_server/access.py): sent as the bearer
+    # to the platform services and to the default MCP server (both are the data server).
+    data_server_api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
     typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
     typesense_api_key: SecretStr = Field(SecretStr(""), alias="TYPESENSE_API_KEY")
     deep_link_base_url: str = Field("https://app.albert.example", alias="DEEP_LINK_BASE_URL")

@@ -72,9 +72,12 @@ class McpConfigStore:
             return None
         from albert.mcp.configs import McpServerConfig
 
+        key = self._settings.data_server_api_key.get_secret_value()
         return McpServerConfig(
             name=self._settings.mcp_default_server_name,
             url=url,
+            # The deployment's own server: its key comes from the deployment's secret.
+            headers={"Authorization": f"Bearer {key}"} if key else {},
             source="default",
             kind=None if (kind := self._settings.mcp_default_server_kind) == "guess" else kind,
         )

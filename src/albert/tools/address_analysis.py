@@ -44,7 +44,12 @@ class AddressAnalysisInput(ToolInput):
 
 def address_analysis_tool(settings: Settings, http: httpx.AsyncClient) -> LocalTool:
     """The analyze_address tool over the platform's address analysis service."""
-    client = PlatformClient(settings.platform_api_url, http, timeout=settings.tool_timeout_seconds)
+    client = PlatformClient(
+        settings.platform_api_url,
+        http,
+        timeout=settings.tool_timeout_seconds,
+        api_key=settings.data_server_api_key.get_secret_value(),
+    )
 
     async def run(args: AddressAnalysisInput) -> ToolResult:
         try:

@@ -44,7 +44,12 @@ class FeedSearchInput(ToolInput):
 
 def feed_search_tool(settings: Settings, http: httpx.AsyncClient) -> LocalTool:
     """The search_feed tool over the platform's feed search service."""
-    client = PlatformClient(settings.platform_api_url, http, timeout=settings.tool_timeout_seconds)
+    client = PlatformClient(
+        settings.platform_api_url,
+        http,
+        timeout=settings.tool_timeout_seconds,
+        api_key=settings.data_server_api_key.get_secret_value(),
+    )
 
     async def run(args: FeedSearchInput) -> ToolResult:
         try:

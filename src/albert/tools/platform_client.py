@@ -245,10 +245,13 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 class PlatformClient:
     """Calls the token analysis, address analysis and feed search services."""
 
-    def __init__(self, base_url: str, http: httpx.AsyncClient, *, timeout: float) -> None:
+    def __init__(
+        self, base_url: str, http: httpx.AsyncClient, *, timeout: float, api_key: str = ""
+    ) -> None:
         self._base = base_url.rstrip("/")
         self._http = http
         self._timeout = timeout
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else None
 
     async def token_by_symbol(self, symbol: str) -> TokenSearchResult:
         """Analyses of every token on record with this symbol."""
@@ -280,7 +283,9 @@ class PlatformClient:
             # httpx times each phase separately; the outer bound caps the whole call,
             # so a server that trickles bytes cannot hold the tool past its budget.
             async with asyncio.timeout(self._timeout):
-                response = await self._http.get(url, params=params, timeout=self._timeout)
+                response = await self._http.get(
+                    url, params=params, headers=self._headers, timeout=self._timeout
+                )
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise PlatformError(f"platform service timed out after {self._timeout:g}s") from exc
         except httpx.HTTPError as exc:

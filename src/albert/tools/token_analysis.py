@@ -89,7 +89,12 @@ class TokenAnalysisInput(ToolInput):
 
 def token_analysis_tool(settings: Settings, http: httpx.AsyncClient) -> LocalTool:
     """The analyze_token tool over the platform's token analysis service."""
-    client = PlatformClient(settings.platform_api_url, http, timeout=settings.tool_timeout_seconds)
+    client = PlatformClient(
+        settings.platform_api_url,
+        http,
+        timeout=settings.tool_timeout_seconds,
+        api_key=settings.data_server_api_key.get_secret_value(),
+    )
 
     async def run(args: TokenAnalysisInput) -> ToolResult:
         try:
