@@ -451,10 +451,12 @@ function renderTurnInto(item, turn) {
       // renderMarkdown escapes the text before adding its fixed set of tags.
       answer.innerHTML = renderMarkdown(part.text);
       if (turn.state === "running" && part === lastText) answer.classList.add("typing");
+      else addCodeCopyButtons(answer);
       item.append(answer);
     }
   }
   if (turn.state === "running" && !lastText) item.append(el("div", "answer typing"));
+  if (texts.length && turn.state !== "running") item.append(turnActions(texts));
   if (turn.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
   const retryable = turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
   if (turn.error || turn.state === "unanswered" || turn.state === "partial") {
@@ -473,6 +475,65 @@ function renderTurnInto(item, turn) {
     }
     item.append(box);
   }
+}
+
+function copyButton(label, className, text) {
+  const button = el("button", `btn btn-small ${className}`, label);
+  button.type = "button";
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text());
+      button.textContent = "Copied";
+    } catch (e) {
+      button.textContent = "Copy failed";
+    }
+    setTimeout(() => { button.textContent = label; }, 1500);
+  });
+  return button;
+}
+
+/** A copy button on each code block of a finished answer (the code as text). */
+function addCodeCopyButtons(answer) {
+  for (const pre of answer.querySelectorAll("pre")) {
+    const code = pre.textContent;
+    const wrap = el("div", "code-block");
+    pre.replaceWith(wrap);
+    wrap.append(copyButton("Copy code", "copy-code", () => code), pre);
+  }
+}
+
+/** Actions under a finished answer: copy it as markdown. */
+function turnActions(texts) {
+  const bar = el("div", "turn-actions");
+  const markdown = texts.map((p) => p.text).join("\n\n");
+  bar.append(copyButton("Copy", "copy-answer", () => markdown));
+  return bar;
+}
+
+async function exportCurrent(format) {
+  if (!state.currentId) return;
+  try {
+    const { blob, name } = await state.api.exportThread(state.currentId, format);
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = name;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  } catch (e) {
+    showBanner(`Could not export the conversation: ${e.message}`);
+  }
+}
+
+/** The text of the last message the user sent in the open conversation, if any. */
+function lastUserText() {
+  const conv = state.currentId ? state.convs.get(state.currentId) : null;
+  const turns = conv ? [...conv.turns.values()] : [];
+  for (let i = turns.length - 1; i >= 0; i -= 1) {
+    if (turns[i].user?.text) return turns[i].user.text;
+  }
+  return "";
 }
 
 function nearBottom() {
@@ -531,6 +592,7 @@ function updateComposer() {
   const running = Boolean(conv && conv.runningTurn);
   $("stop").hidden = !running;
   $("send").disabled = Boolean(conv && conv.busy);
+  $("exports").hidden = !state.currentId;
 }
 
 // --- chat ------------------------------------------------------------------------------------
@@ -771,6 +833,15 @@ function bindUi() {
     }
   });
   $("stop").addEventListener("click", stopTurn);
+  $("export-markdown").addEventListener("click", () => exportCurrent("markdown"));
+  $("export-json").addEventListener("click", () => exportCurrent("json"));
+  // Esc stops a running answer, wherever the focus is.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !$("stop").hidden) {
+      event.preventDefault();
+      stopTurn();
+    }
+  });
   $("banner").addEventListener("click", () => showBanner(""));
   const input = $("input");
   const grow = () => {
@@ -782,6 +853,15 @@ function bindUi() {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
+    } else if (event.key === "ArrowUp" && !input.value) {
+      // ↑ in an empty box: the last message back, to edit and send again.
+      const last = lastUserText();
+      if (last) {
+        event.preventDefault();
+        input.value = last;
+        grow();
+        input.setSelectionRange(last.length, last.length);
+      }
     }
   });
   $("composer").addEventListener("submit", (event) => {
