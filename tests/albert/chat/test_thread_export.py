@@ -47,9 +47,7 @@ async def test_a_thread_exports_as_markdown_and_json(tmp_path: Path) -> None:
 
             status, headers, body = await export("markdown")
             assert status == 200 and headers["content-type"].startswith("text/markdown")
-            assert headers["content-disposition"] == (
-                'attachment; filename="yields-on-base-x.md"'
-            )
+            assert headers["content-disposition"] == ('attachment; filename="yields-on-base-x.md"')
             text = body.decode()
             assert text.startswith("# Yields on Base: ```x```\n\n## You\n\nBest?\n")
             assert "*Tool call `read_tool_result`:*" in text
