@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = tomllib.loads((ROOT / "wrangler.toml").read_text())
 SECRETS = {"MODEL_API_KEY", "MODEL_BASE_URL", "TYPESENSE_API_KEY", "ANALYTICS_API_KEY"}
 SECRETS |= {"AUTH_SIGNING_KEY", "AUTH_PREVIOUS_SIGNING_KEY", "AUTH_JWT_SECRET"}
+SECRETS |= {"DATA_SERVER_API_KEY"}
 
 
 def test_python_worker_with_its_entry_and_a_recent_compatibility_date() -> None:
