@@ -112,3 +112,41 @@ def test_axe_core_finds_no_serious_violation(
             assert serious == [], (width, serious)
         finally:
             context.close()
+
+
+def test_conversations_are_searched_by_content_and_pinned_first(
+    tab: Page, model: ScriptedModelServer
+) -> None:
+    page = tab.page
+    for question, answer in (
+        ("Best USDC vaults?", "Morpho's USDC Prime yields 6%."),
+        ("What is PEPE?", "A meme token."),
+    ):
+        page.click("#new-thread")
+        model.script(Reply(text=[answer]))
+        tab.ask(question)
+        tab.wait_turn(1)
+    titles = lambda: page.eval_on_selector_all(  # noqa: E731
+        "#thread-list .thread-open", "els => els.map(e => e.textContent)"
+    )
+    page.wait_for_function(  # the first question becomes a thread's title
+        "() => [...document.querySelectorAll('#thread-list .thread-open')]"
+        ".map(e => e.textContent).join('|') === 'What is PEPE?|Best USDC vaults?'"
+    )
+    # Pinned: first in the list, and still after a reload.
+    page.click('#thread-list .thread:has-text("Best USDC vaults?") .thread-pin')
+    page.wait_for_function(
+        "() => document.querySelector('#thread-list .thread').textContent.includes('Best USDC')"
+    )
+    tab.open()
+    assert titles()[0] == "Best USDC vaults?"
+    # Searched on the server, by a word of an answer (a prefix, as typed).
+    page.fill("#thread-search", "Morph")
+    page.wait_for_function("() => document.querySelectorAll('#thread-list .thread').length === 1")
+    assert titles() == ["Best USDC vaults?"]
+    assert "USDC Prime" in page.inner_text(".thread-snippet")
+    page.fill("#thread-search", "zebra")
+    page.wait_for_selector("#thread-empty:not([hidden])")
+    assert page.inner_text("#thread-empty") == "No conversation matches."
+    page.fill("#thread-search", "")
+    page.wait_for_function("() => document.querySelectorAll('#thread-list .thread').length >= 2")

@@ -247,6 +247,14 @@ export class Api {
     return { blob: await response.blob(), name };
   }
 
+  searchThreads(query) {
+    return this.request("GET", `/api/threads/search?q=${encodeURIComponent(query)}&limit=50`);
+  }
+
+  pinThread(id, pinned) {
+    return this.request("PATCH", `/api/threads/${encodeURIComponent(id)}`, { pinned });
+  }
+
   deleteThread(id) {
     return this.request("DELETE", `/api/threads/${encodeURIComponent(id)}`);
   }

@@ -41,6 +41,7 @@ const state = {
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
   renaming: null, // id of the thread whose title is being edited
+  search: null, // {query, hits} while the search box holds a query
   loadSeq: new Map(), // thread id -> number of its latest load
   turnEnds: new Map(), // thread id -> done frames seen
 };
@@ -143,8 +144,11 @@ function renderThreads() {
   if (state.renaming) return;
   const list = $("thread-list");
   list.replaceChildren();
-  for (const thread of state.threads) {
+  const hits = state.search ? state.search.hits : null;
+  const shown = hits ? hits.map((h) => h.thread) : pinnedFirst(state.threads);
+  for (const thread of shown) {
     const item = el("li", "thread");
+    if (thread.pinned) item.classList.add("pinned");
     item.dataset.threadId = thread.id;
     if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
     const open = el("button", "thread-open", thread.title);
@@ -163,12 +167,58 @@ function renderThreads() {
     remove.type = "button";
     remove.setAttribute("aria-label", `Delete ${thread.title}`);
     remove.addEventListener("click", () => deleteThread(thread));
-    item.append(open, rename, remove);
+    const pin = el("button", "icon-btn thread-pin", "📌");
+    pin.type = "button";
+    pin.setAttribute("aria-label", `${thread.pinned ? "Unpin" : "Pin"} ${thread.title}`);
+    pin.setAttribute("aria-pressed", String(Boolean(thread.pinned)));
+    pin.addEventListener("click", () => pinThread(thread));
+    item.append(open, pin, rename, remove);
+    const snippet = hits ? hits.find((h) => h.thread.id === thread.id)?.snippet : null;
+    if (snippet) item.append(el("p", "thread-snippet", snippet));
     list.append(item);
   }
-  $("thread-empty").hidden = state.threads.length > 0;
+  $("thread-empty").hidden = shown.length > 0;
+  $("thread-empty").textContent = hits ? "No conversation matches." : "No conversations yet.";
   const current = state.threads.find((t) => t.id === state.currentId);
   $("thread-title").textContent = current ? current.title : "New chat";
+}
+
+function pinnedFirst(threads) {
+  return [...threads.filter((t) => t.pinned), ...threads.filter((t) => !t.pinned)];
+}
+
+async function pinThread(thread) {
+  try {
+    const updated = await state.api.pinThread(thread.id, !thread.pinned);
+    threadsSeq += 1;
+    for (const t of [...state.threads, ...(state.search ? state.search.hits.map((h) => h.thread) : [])]) {
+      if (t.id === thread.id) t.pinned = updated.pinned;
+    }
+  } catch (e) {
+    showBanner(`Could not pin: ${e.message}`);
+  }
+  renderThreads();
+}
+
+let searchSeq = 0;
+
+/** Search the conversations as the user types (server-side); an empty box shows them all. */
+async function searchThreads(query) {
+  const seq = ++searchSeq;
+  if (!query.trim()) {
+    state.search = null;
+    renderThreads();
+    return;
+  }
+  try {
+    const result = await state.api.searchThreads(query.slice(0, 200));
+    if (seq !== searchSeq) return;
+    state.search = { query, hits: result.threads };
+  } catch (e) {
+    if (seq !== searchSeq) return;
+    showBanner(`Could not search: ${e.message}`);
+  }
+  renderThreads();
 }
 
 function startRename(item, thread) {
@@ -835,8 +885,14 @@ function bindUi() {
   $("stop").addEventListener("click", stopTurn);
   $("export-markdown").addEventListener("click", () => exportCurrent("markdown"));
   $("export-json").addEventListener("click", () => exportCurrent("json"));
-  // Esc stops a running answer, wherever the focus is.
+  let searchTimer = null;
+  $("thread-search").addEventListener("input", (event) => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => searchThreads(event.target.value), 200);
+  });
+  // Esc stops a running answer, wherever the focus is (but a title being edited).
   document.addEventListener("keydown", (event) => {
+    if (event.target.classList?.contains("thread-rename-input")) return;
     if (event.key === "Escape" && !$("stop").hidden) {
       event.preventDefault();
       stopTurn();
