@@ -151,7 +151,7 @@ def test_chat_streams_tools_threads_history_and_theme(
         assert link.get_attribute("href").startswith("https://cryptopanic.com/news/")
         assert link.get_attribute("rel") == "noopener noreferrer"
 
-    answer = page.eval_on_selector_all(".answer", "els => els[els.length - 1].innerHTML")
+    answer = page.inner_html(".answer:last-of-type")
     assert "<strong>PEPE</strong>" in answer
     link = page.wait_for_selector(f'.answer a[href="{DEEP_LINK}"]')
     assert link.get_attribute("rel") == "noopener noreferrer"

@@ -236,25 +236,6 @@ export class Api {
   renameThread(id, title) {
     return this.request("PATCH", `/api/threads/${encodeURIComponent(id)}`, { title });
   }
-  /** The whole thread as a file: `{blob, name}` (`format`: "markdown" or "json"). */
-  async exportThread(id, format) {
-    const session = await this.ensureSession();
-    const path = `/api/threads/${encodeURIComponent(id)}/export?format=${encodeURIComponent(format)}`;
-    const response = await fetch(path, { headers: authHeaders(session) });
-    if (!response.ok) throw new ApiError(response.status, await errorCode(response), "the export failed");
-    const disposition = response.headers.get("content-disposition") || "";
-    const name = (disposition.match(/filename="([^"]+)"/) || [])[1] || `conversation.${format === "json" ? "json" : "md"}`;
-    return { blob: await response.blob(), name };
-  }
-
-  searchThreads(query) {
-    return this.request("GET", `/api/threads/search?q=${encodeURIComponent(query)}&limit=50`);
-  }
-
-  pinThread(id, pinned) {
-    return this.request("PATCH", `/api/threads/${encodeURIComponent(id)}`, { pinned });
-  }
-
   deleteThread(id) {
     return this.request("DELETE", `/api/threads/${encodeURIComponent(id)}`);
   }

@@ -41,7 +41,6 @@ const state = {
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
   renaming: null, // id of the thread whose title is being edited
-  search: null, // {query, hits} while the search box holds a query
   loadSeq: new Map(), // thread id -> number of its latest load
   turnEnds: new Map(), // thread id -> done frames seen
 };
@@ -144,11 +143,8 @@ function renderThreads() {
   if (state.renaming) return;
   const list = $("thread-list");
   list.replaceChildren();
-  const hits = state.search ? state.search.hits : null;
-  const shown = hits ? hits.map((h) => h.thread) : pinnedFirst(state.threads);
-  for (const thread of shown) {
+  for (const thread of state.threads) {
     const item = el("li", "thread");
-    if (thread.pinned) item.classList.add("pinned");
     item.dataset.threadId = thread.id;
     if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
     const open = el("button", "thread-open", thread.title);
@@ -167,58 +163,12 @@ function renderThreads() {
     remove.type = "button";
     remove.setAttribute("aria-label", `Delete ${thread.title}`);
     remove.addEventListener("click", () => deleteThread(thread));
-    const pin = el("button", "icon-btn thread-pin", "📌");
-    pin.type = "button";
-    pin.setAttribute("aria-label", `${thread.pinned ? "Unpin" : "Pin"} ${thread.title}`);
-    pin.setAttribute("aria-pressed", String(Boolean(thread.pinned)));
-    pin.addEventListener("click", () => pinThread(thread));
-    item.append(open, pin, rename, remove);
-    const snippet = hits ? hits.find((h) => h.thread.id === thread.id)?.snippet : null;
-    if (snippet) item.append(el("p", "thread-snippet", snippet));
+    item.append(open, rename, remove);
     list.append(item);
   }
-  $("thread-empty").hidden = shown.length > 0;
-  $("thread-empty").textContent = hits ? "No conversation matches." : "No conversations yet.";
+  $("thread-empty").hidden = state.threads.length > 0;
   const current = state.threads.find((t) => t.id === state.currentId);
   $("thread-title").textContent = current ? current.title : "New chat";
-}
-
-function pinnedFirst(threads) {
-  return [...threads.filter((t) => t.pinned), ...threads.filter((t) => !t.pinned)];
-}
-
-async function pinThread(thread) {
-  try {
-    const updated = await state.api.pinThread(thread.id, !thread.pinned);
-    threadsSeq += 1;
-    for (const t of [...state.threads, ...(state.search ? state.search.hits.map((h) => h.thread) : [])]) {
-      if (t.id === thread.id) t.pinned = updated.pinned;
-    }
-  } catch (e) {
-    showBanner(`Could not pin: ${e.message}`);
-  }
-  renderThreads();
-}
-
-let searchSeq = 0;
-
-/** Search the conversations as the user types (server-side); an empty box shows them all. */
-async function searchThreads(query) {
-  const seq = ++searchSeq;
-  if (!query.trim()) {
-    state.search = null;
-    renderThreads();
-    return;
-  }
-  try {
-    const result = await state.api.searchThreads(query.slice(0, 200));
-    if (seq !== searchSeq) return;
-    state.search = { query, hits: result.threads };
-  } catch (e) {
-    if (seq !== searchSeq) return;
-    showBanner(`Could not search: ${e.message}`);
-  }
-  renderThreads();
 }
 
 function startRename(item, thread) {
@@ -501,12 +451,10 @@ function renderTurnInto(item, turn) {
       // renderMarkdown escapes the text before adding its fixed set of tags.
       answer.innerHTML = renderMarkdown(part.text);
       if (turn.state === "running" && part === lastText) answer.classList.add("typing");
-      else addCodeCopyButtons(answer);
       item.append(answer);
     }
   }
   if (turn.state === "running" && !lastText) item.append(el("div", "answer typing"));
-  if (texts.length && turn.state !== "running") item.append(turnActions(texts));
   if (turn.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
   const retryable = turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
   if (turn.error || turn.state === "unanswered" || turn.state === "partial") {
@@ -525,65 +473,6 @@ function renderTurnInto(item, turn) {
     }
     item.append(box);
   }
-}
-
-function copyButton(label, className, text) {
-  const button = el("button", `btn btn-small ${className}`, label);
-  button.type = "button";
-  button.addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(text());
-      button.textContent = "Copied";
-    } catch (e) {
-      button.textContent = "Copy failed";
-    }
-    setTimeout(() => { button.textContent = label; }, 1500);
-  });
-  return button;
-}
-
-/** A copy button on each code block of a finished answer (the code as text). */
-function addCodeCopyButtons(answer) {
-  for (const pre of answer.querySelectorAll("pre")) {
-    const code = pre.textContent;
-    const wrap = el("div", "code-block");
-    pre.replaceWith(wrap);
-    wrap.append(copyButton("Copy code", "copy-code", () => code), pre);
-  }
-}
-
-/** Actions under a finished answer: copy it as markdown. */
-function turnActions(texts) {
-  const bar = el("div", "turn-actions");
-  const markdown = texts.map((p) => p.text).join("\n\n");
-  bar.append(copyButton("Copy", "copy-answer", () => markdown));
-  return bar;
-}
-
-async function exportCurrent(format) {
-  if (!state.currentId) return;
-  try {
-    const { blob, name } = await state.api.exportThread(state.currentId, format);
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(blob);
-    link.download = name;
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
-  } catch (e) {
-    showBanner(`Could not export the conversation: ${e.message}`);
-  }
-}
-
-/** The text of the last message the user sent in the open conversation, if any. */
-function lastUserText() {
-  const conv = state.currentId ? state.convs.get(state.currentId) : null;
-  const turns = conv ? [...conv.turns.values()] : [];
-  for (let i = turns.length - 1; i >= 0; i -= 1) {
-    if (turns[i].user?.text) return turns[i].user.text;
-  }
-  return "";
 }
 
 function nearBottom() {
@@ -642,7 +531,6 @@ function updateComposer() {
   const running = Boolean(conv && conv.runningTurn);
   $("stop").hidden = !running;
   $("send").disabled = Boolean(conv && conv.busy);
-  $("exports").hidden = !state.currentId;
 }
 
 // --- chat ------------------------------------------------------------------------------------
@@ -883,21 +771,6 @@ function bindUi() {
     }
   });
   $("stop").addEventListener("click", stopTurn);
-  $("export-markdown").addEventListener("click", () => exportCurrent("markdown"));
-  $("export-json").addEventListener("click", () => exportCurrent("json"));
-  let searchTimer = null;
-  $("thread-search").addEventListener("input", (event) => {
-    clearTimeout(searchTimer);
-    searchTimer = setTimeout(() => searchThreads(event.target.value), 200);
-  });
-  // Esc stops a running answer, wherever the focus is (but a title being edited).
-  document.addEventListener("keydown", (event) => {
-    if (event.target.classList?.contains("thread-rename-input")) return;
-    if (event.key === "Escape" && !$("stop").hidden) {
-      event.preventDefault();
-      stopTurn();
-    }
-  });
   $("banner").addEventListener("click", () => showBanner(""));
   const input = $("input");
   const grow = () => {
@@ -909,15 +782,6 @@ function bindUi() {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
-    } else if (event.key === "ArrowUp" && !input.value) {
-      // ↑ in an empty box: the last message back, to edit and send again.
-      const last = lastUserText();
-      if (last) {
-        event.preventDefault();
-        input.value = last;
-        grow();
-        input.setSelectionRange(last.length, last.length);
-      }
     }
   });
   $("composer").addEventListener("submit", (event) => {

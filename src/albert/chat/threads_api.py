@@ -1,4 +1,4 @@
-"""The object's thread HTTP API: list, create, load, rename, delete, export."""
+"""The object's thread HTTP API: list, create, load, rename, delete."""
 
 from __future__ import annotations
 
@@ -15,10 +15,7 @@ from albert.storage.threads import InvalidCursor, NotFound, ThreadStore
 from albert.web import BadRequest, HttpRequest, HttpResponse, int_param, parse_body
 
 _THREAD_PATH = re.compile(r"^/api/threads/(?P<id>[A-Za-z0-9_-]{1,64})$")
-_EXPORT_PATH = re.compile(r"^/api/threads/(?P<id>[A-Za-z0-9_-]{1,64})/export$")
-EXPORT_FORMATS = {"markdown": ("md", "text/markdown; charset=utf-8"), "json": ("json", None)}
 MAX_BODY_BYTES = 16_000
-MAX_QUERY_CHARS = 200
 
 
 def new_thread_id() -> str:
@@ -62,11 +59,6 @@ class ThreadsApi:
     def _route(self, request: HttpRequest) -> HttpResponse:
         if request.path == "/api/threads":
             return self._threads(request)
-        if request.path == "/api/threads/search":
-            return self._search(request)
-        exported = _EXPORT_PATH.match(request.path)
-        if exported:
-            return self._export(request, exported["id"])
         match = _THREAD_PATH.match(request.path)
         if not match:
             return HttpResponse.error(404, "not_found", "no such route")
@@ -123,57 +115,8 @@ class ThreadsApi:
             )
         if request.method == "PATCH":
             body = parse_body(request, ThreadUpdate, MAX_BODY_BYTES)
-            if body.title is None and body.pinned is None:
-                raise BadRequest("give a title, pinned, or both", status=422, error="invalid_body")
-            if body.pinned is not None:
-                self._store.pin_thread(thread_id, body.pinned)
-            if body.title is not None:
-                return HttpResponse.json(
-                    self._store.rename_thread(thread_id, self._title(body.title))
-                )
-            return HttpResponse.json(self._store.get_thread(thread_id))
+            return HttpResponse.json(self._store.rename_thread(thread_id, self._title(body.title)))
         return HttpResponse.error(405, "method_not_allowed", "use GET, PATCH or DELETE")
-
-    def _search(self, request: HttpRequest) -> HttpResponse:
-        """/api/threads/search?q=…: threads by title and by their questions and answers."""
-        if request.method != "GET":
-            return HttpResponse.error(405, "method_not_allowed", "use GET")
-        query = request.query.get("q", "")
-        if not 1 <= len(query) <= MAX_QUERY_CHARS:
-            raise BadRequest(
-                f"q must be 1 to {MAX_QUERY_CHARS} characters", status=422, error="invalid_query"
-            )
-        limit = int_param(request, "limit", 20, low=1, high=self._settings.max_page_size)
-        from albert.protocol.http import ThreadSearchResult
-        from albert.storage.thread_search import search_threads
-
-        hits = search_threads(self._store.sql_storage, query, limit)
-        return HttpResponse.json(ThreadSearchResult(threads=hits))
-
-    def _export(self, request: HttpRequest, thread_id: str) -> HttpResponse:
-        """/api/threads/{id}/export?format=markdown|json: the whole thread as a download."""
-        if request.method != "GET":
-            return HttpResponse.error(405, "method_not_allowed", "use GET")
-        fmt = request.query.get("format", "markdown")
-        if fmt not in EXPORT_FORMATS:
-            raise BadRequest("format must be markdown or json", status=422, error="invalid_query")
-        from albert.chat import thread_export
-
-        thread = self._store.get_thread(thread_id)
-        messages = list(thread_export.all_messages(self._store, thread_id))
-        extension, kind = EXPORT_FORMATS[fmt]
-        name = thread_export.filename(thread, extension)
-        disposition = {"content-disposition": f'attachment; filename="{name}"'}
-        if fmt == "json":
-            body = thread_export.as_json(thread, messages).encode()
-            return HttpResponse(
-                status=200, body=body, headers={"content-type": "application/json", **disposition}
-            )
-        return HttpResponse(
-            status=200,
-            body=thread_export.as_markdown(thread, messages).encode(),
-            headers={"content-type": str(kind), **disposition},
-        )
 
     async def _delete(self, thread_id: str) -> HttpResponse:
         """Delete a thread; a turn running in it is cancelled first (stored as cancelled,

@@ -79,10 +79,9 @@ class ThreadCreate(_Body):
 
 
 class ThreadUpdate(_Body):
-    """Body of PATCH /api/threads/{id}: a new title, a pin, or both."""
+    """Body of PATCH /api/threads/{id}."""
 
-    title: str | None = Field(None, min_length=1)
-    pinned: bool | None = None
+    title: str = Field(min_length=1)
 
 
 class Thread(_Body):
@@ -92,20 +91,6 @@ class Thread(_Body):
     title: str
     created_at: int = Field(description="Unix milliseconds")
     updated_at: int = Field(description="Unix milliseconds")
-    pinned: bool = Field(False, description="Pinned by the user: listed first by the chat")
-
-
-class ThreadHit(_Body):
-    """A thread a search found, with the words around a match in its messages."""
-
-    thread: Thread
-    snippet: str | None = Field(None, description="Text around the match; None: the title")
-
-
-class ThreadSearchResult(_Body):
-    """GET /api/threads/search?q=…: pinned threads first, then the latest."""
-
-    threads: list[ThreadHit]
 
 
 class ThreadPage(_Body):

@@ -123,29 +123,6 @@ MIGRATIONS: list[Migration] = [
         f"INSERT INTO message_wire (seq, wire) SELECT seq, {MESSAGE_WIRE_BACKFILL} "
         "FROM messages WHERE seq NOT IN (SELECT seq FROM message_wire)",
     ),
-    (
-        # A thread the user pinned stays at the top of the list.
-        "ALTER TABLE threads ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
-        # Thread search (albert.storage.thread_search): the questions and answers of every
-        # thread in an FTS5 index over `messages` (external content: the text is not kept
-        # twice), kept current by triggers; tool results are not searched.
-        "CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
-        "content, content='messages', content_rowid='seq', tokenize='unicode61')",
-        "CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages "
-        "WHEN new.role IN ('user', 'assistant') BEGIN "
-        "INSERT INTO messages_fts (rowid, content) VALUES (new.seq, new.content); END",
-        "CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages "
-        "WHEN old.role IN ('user', 'assistant') BEGIN "
-        "INSERT INTO messages_fts (messages_fts, rowid, content) "
-        "VALUES ('delete', old.seq, old.content); END",
-        "CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF content ON messages "
-        "WHEN old.role IN ('user', 'assistant') BEGIN "
-        "INSERT INTO messages_fts (messages_fts, rowid, content) "
-        "VALUES ('delete', old.seq, old.content); "
-        "INSERT INTO messages_fts (rowid, content) VALUES (new.seq, new.content); END",
-        "INSERT INTO messages_fts (rowid, content) "
-        "SELECT seq, content FROM messages WHERE role IN ('user', 'assistant')",
-    ),
 ]
 
 THREADS = Migrations("threads", "schema_migrations", MIGRATIONS)

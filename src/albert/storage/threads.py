@@ -125,11 +125,6 @@ class ThreadStore:
 
     # --- threads -------------------------------------------------------------------
 
-    @property
-    def sql_storage(self) -> SqlStorage:
-        """The object's SQL storage this store reads and writes (for thread search)."""
-        return self._sql
-
     def create_thread(self, thread_id: str, title: str | None) -> Thread:
         """Create a thread; the id is made by the caller."""
         now = self._clock.now_ms()
@@ -146,8 +141,7 @@ class ThreadStore:
     def get_thread(self, thread_id: str) -> Thread:
         """One thread, or NotFound."""
         rows = self._sql.execute(
-            "SELECT id, title, created_at, updated_at, pinned FROM threads WHERE id = ?",
-            thread_id,
+            "SELECT id, title, created_at, updated_at FROM threads WHERE id = ?", thread_id
         )
         if not rows:
             raise NotFound(thread_id)
@@ -164,7 +158,7 @@ class ThreadStore:
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at, pinned FROM threads "
+                "SELECT id, title, created_at, updated_at FROM threads "
                 "WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
                 after.updated_at,
                 after.thread_id,
@@ -172,7 +166,7 @@ class ThreadStore:
             )
         else:
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at, pinned FROM threads "
+                "SELECT id, title, created_at, updated_at FROM threads "
                 "ORDER BY updated_at DESC, id DESC LIMIT ?",
                 limit + 1,
             )
@@ -200,11 +194,6 @@ class ThreadStore:
             self._clock.now_ms(),
             thread_id,
         )
-
-    def pin_thread(self, thread_id: str, pinned: bool) -> None:
-        """Pin or unpin a thread (its place by last update is kept)."""
-        self.get_thread(thread_id)
-        self._sql.execute("UPDATE threads SET pinned = ? WHERE id = ?", int(pinned), thread_id)
 
     def rename_thread(self, thread_id: str, title: str) -> Thread:
         """Change a thread's title (cleaned as on create)."""
@@ -547,7 +536,6 @@ _JSON_COLUMNS = {
     "tool_calls": "json(CASE WHEN {t}tool_calls IS NULL OR {t}tool_calls = '' THEN '[]' "
     "ELSE {t}tool_calls END)",
     "meta": "json(CASE WHEN {t}meta IS NULL OR {t}meta = '' THEN '{{}}' ELSE {t}meta END)",
-    "pinned": "json(CASE WHEN {t}pinned THEN 'true' ELSE 'false' END)",
 }
 
 
