@@ -82,6 +82,20 @@ function toggleSidebar() {
   safeTrack(EVENT.CONVERSATION_LIST_TOGGLED, { visible });
 }
 
+/** Say something to screen readers once (the polite live region under the conversation). */
+function announce(text) {
+  const box = $("announcer");
+  box.textContent = "";
+  // Set after a tick: the same text twice in a row is announced twice.
+  if (text) setTimeout(() => (box.textContent = text), 30);
+}
+
+const DONE_ANNOUNCEMENTS = {
+  done: "Albert's answer is complete.",
+  cancelled: "The answer was stopped.",
+  error: "The answer failed.",
+};
+
 function showBanner(text) {
   const banner = $("banner");
   banner.textContent = text;
@@ -321,9 +335,21 @@ function formatProgress(progress) {
   return progress.message ? `${count} ${progress.message}` : count;
 }
 
+const TOOL_STATUS = { running: "Running", ok: "Done", error: "Failed", declined: "Declined", waiting: "Waiting for you" };
+
+/** What became of a tool call: running, ok, error, or declined / waiting (asked first). */
+function toolOutcome(part) {
+  const decision = part.confirm?.decision;
+  if (decision === "declined" || decision === "timeout") return "declined";
+  if (part.status === "running" && part.confirm && !decision) return "waiting";
+  return part.status;
+}
+
 function renderTool(part) {
   const details = el("details", "tool");
+  const outcome = toolOutcome(part);
   details.dataset.status = part.status;
+  details.dataset.outcome = outcome;
   details.dataset.callId = part.callId;
   details.open = state.openTools.has(part.callId);
   details.addEventListener("toggle", () => {
@@ -331,23 +357,62 @@ function renderTool(part) {
     else state.openTools.delete(part.callId);
   });
   const summary = el("summary");
-  const running = part.status === "running" && part.progress ? formatProgress(part.progress) : "";
-  const meta = [running, formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
+  const label = TOOL_STATUS[outcome] || outcome;
+  const status = el("span", "tool-status", label);
+  const meta = el("span", "tool-meta");
+  if (part.status === "running") {
+    // Elapsed time ticks while it runs (tickRunningTools); progress as the server reports it.
+    if (part.startedAt) {
+      details.dataset.started = String(part.startedAt);
+      meta.append(el("span", "tool-elapsed", formatElapsed(Date.now() - part.startedAt)));
+    }
+    if (part.progress) {
+      const { done, total } = part.progress;
+      if (total) {
+        const bar = el("progress", "tool-progress");
+        bar.max = total;
+        bar.value = Math.min(done, total);
+        bar.setAttribute("aria-label", `${part.name} progress`);
+        meta.prepend(bar);
+      }
+      meta.append(el("span", "tool-progress-text", formatProgress(part.progress)));
+    }
+  } else {
+    const took = formatDuration(part.durationMs);
+    if (took) meta.append(el("span", "tool-took", took));
+    if (part.truncated) meta.append(el("span", "tool-cut", "cut to fit"));
+  }
   summary.append(
     el("span", "tool-name", part.name),
-    ...(part.server ? [el("span", "tool-server", `on ${part.server}`)] : []),
-    el("span", "tool-status", part.status),
-    el("span", "tool-meta", meta),
+    el("span", "tool-server", part.server ? `on ${part.server}` : "built in"),
+    status,
+    meta,
   );
   const body = el("div", "tool-body");
-  body.append(el("div", "label", "Arguments"), el("pre", "tool-args", JSON.stringify(part.args || {}, null, 2)));
+  const args = el("pre", "tool-args", JSON.stringify(part.args || {}, null, 2));
+  args.tabIndex = 0; // it may scroll: reachable by keyboard
+  body.append(el("div", "label", "Arguments"), args);
   if (part.content !== undefined) {
     const result = el("pre", "tool-result");
+    result.tabIndex = 0;
     appendLinkified(result, part.content);
-    body.append(el("div", "label", part.status === "error" ? "Error" : "Result"), result);
+    const heading = part.status === "error" ? "Error" : part.truncated ? "Result (cut to fit; the model saw this part)" : "Result";
+    body.append(el("div", "label", heading), result);
   }
   details.append(summary, body);
   return details;
+}
+
+function formatElapsed(ms) {
+  return `${Math.max(0, Math.floor(ms / 1000))} s`;
+}
+
+/** Once a second: the elapsed time of every running tool on screen. */
+function tickRunningTools() {
+  for (const details of document.querySelectorAll('details.tool[data-status="running"][data-started]')) {
+    const span = details.querySelector(".tool-elapsed");
+    if (span) span.textContent = formatElapsed(Date.now() - Number(details.dataset.started));
+  }
 }
 
 // Characters that would not show as themselves (controls, bidi and zero-width marks,
@@ -405,6 +470,7 @@ function renderConfirm(turn, part) {
     `The ${confirm.server} server marks this tool as destructive: it may change or delete data. It runs only if you say so.`,
   );
   const args = el("pre", "confirm-args", confirm.arguments ?? visibleJson(part.args));
+  args.tabIndex = 0;
   card.append(title, note, el("div", "label", confirm.cut ? "Arguments (cut to fit)" : "Arguments"), args);
   const actions = el("div", "confirm-actions");
   const answered = confirm.sent !== null && confirm.sent !== undefined;
@@ -435,6 +501,8 @@ function answerConfirm(turn, part, approved) {
 function renderTurnInto(item, turn) {
   item.replaceChildren();
   item.dataset.state = turn.state;
+  // Streaming text is not read out piece by piece: the live region says when it is done.
+  item.setAttribute("aria-busy", String(turn.state === "running" || turn.state === "pending"));
   if (turn.user) {
     const bubble = el("div", "msg-user", turn.user.text);
     if (turn.user.pending) bubble.classList.add("pending");
@@ -645,6 +713,8 @@ function onFrame(frame) {
   if (frame.type === "ack" && frame.duplicate) reloadThread(frame.thread_id);
   // Cut off by a restart: the stored copy holds what was written of it.
   if (frame.type === "turn_interrupted") reloadThread(frame.thread_id);
+  if (current && frame.type === "start") announce("Albert is answering…");
+  if (current && frame.type === "done" && turn) announce(DONE_ANNOUNCEMENTS[turn.state] || "");
   if (frame.type === "done") {
     state.turnEnds.set(frame.thread_id, (state.turnEnds.get(frame.thread_id) || 0) + 1);
     refreshThreadsSoon();
@@ -759,6 +829,7 @@ function followUnfinishedTurn(id) {
 // --- start ---------------------------------------------------------------------------------
 
 function bindUi() {
+  setInterval(tickRunningTools, 1000);
   $("toggle-theme").addEventListener("click", toggleTheme);
   $("toggle-sidebar").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", () => toggleSidebar());
@@ -782,6 +853,16 @@ function bindUi() {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
+    }
+  });
+  // Escape stops the running answer, wherever the focus is (a field's own Escape first).
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    if (event.target.closest?.(".thread")) return; // ends a rename
+    const conv = state.currentId ? state.convs.get(state.currentId) : null;
+    if (conv?.runningTurn) {
+      event.preventDefault();
+      stopTurn();
     }
   });
   $("composer").addEventListener("submit", (event) => {

@@ -156,7 +156,7 @@ export class Conversation {
       case "tool_call": {
         const turn = this.turn(frame.turn_id);
         if (!this.tool(turn, frame.call_id)) {
-          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, server: frame.server || null, args: frame.arguments || {}, status: "running" });
+          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, server: frame.server || null, args: frame.arguments || {}, status: "running", startedAt: Date.now() });
         }
         return turn;
       }
