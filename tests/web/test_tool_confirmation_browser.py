@@ -148,6 +148,10 @@ def test_dont_run_by_keyboard_never_calls_the_tool(
     # Focus stays on the card, not lost to the page.
     assert page.evaluate("document.activeElement.classList.contains('confirm')")
     assert page.get_attribute("details.tool[data-call-id]", "data-status") == "error"
+    # The chip says it was declined (not that the tool failed), with its server.
+    assert page.get_attribute("details.tool[data-call-id]", "data-outcome") == "declined"
+    assert page.inner_text("details.tool .tool-status").endswith("Declined")
+    assert page.inner_text("details.tool .tool-server") == "on files"
     assert "Left it in place." in tab.answers()
     time.sleep(0.3)
     assert files.served["delete_file"] == 0

@@ -236,6 +236,25 @@ export class Api {
   renameThread(id, title) {
     return this.request("PATCH", `/api/threads/${encodeURIComponent(id)}`, { title });
   }
+  searchThreads(q) {
+    return this.request("GET", `/api/threads?q=${encodeURIComponent(q)}&limit=50`);
+  }
+  pinThread(id, pinned) {
+    return this.request("PATCH", `/api/threads/${encodeURIComponent(id)}`, { pinned });
+  }
+  sendFeedback(threadId, turnId, rating, comment) {
+    const path = `/api/threads/${encodeURIComponent(threadId)}/turns/${encodeURIComponent(turnId)}/feedback`;
+    return this.request("PUT", path, { rating, comment: comment || null });
+  }
+  /** A thread's export (format "markdown" or "json") as a Blob to save. */
+  async exportThread(id, format) {
+    const session = await this.ensureSession();
+    const response = await fetch(`/api/threads/${encodeURIComponent(id)}/export?format=${format}`, {
+      headers: authHeaders(session),
+    });
+    if (!response.ok) throw new ApiError(response.status, await errorCode(response), "export failed");
+    return response.blob();
+  }
   deleteThread(id) {
     return this.request("DELETE", `/api/threads/${encodeURIComponent(id)}`);
   }

@@ -41,6 +41,8 @@ const state = {
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
   renaming: null, // id of the thread whose title is being edited
+  editing: null, // { threadId, turnId } of a sent question being edited
+  search: null, // the shown search results ({ query, results }), null: the thread list
   loadSeq: new Map(), // thread id -> number of its latest load
   turnEnds: new Map(), // thread id -> done frames seen
 };
@@ -81,6 +83,20 @@ function toggleSidebar() {
   setSidebar(visible);
   safeTrack(EVENT.CONVERSATION_LIST_TOGGLED, { visible });
 }
+
+/** Say something to screen readers once (the polite live region under the conversation). */
+function announce(text) {
+  const box = $("announcer");
+  box.textContent = "";
+  // Set after a tick: the same text twice in a row is announced twice.
+  if (text) setTimeout(() => (box.textContent = text), 30);
+}
+
+const DONE_ANNOUNCEMENTS = {
+  done: "Albert's answer is complete.",
+  cancelled: "The answer was stopped.",
+  error: "The answer failed.",
+};
 
 function showBanner(text) {
   const banner = $("banner");
@@ -141,11 +157,15 @@ function renderThreads() {
   // While a title is edited the list stays as it is (moving the input would blur it and
   // end the edit); finishing the edit renders the list again.
   if (state.renaming) return;
+  if (state.search) return renderSearchResults();
   const list = $("thread-list");
   list.replaceChildren();
-  for (const thread of state.threads) {
+  // Pinned threads first; each group newest first, as the server lists them.
+  const ordered = [...state.threads.filter((t) => t.pinned), ...state.threads.filter((t) => !t.pinned)];
+  for (const thread of ordered) {
     const item = el("li", "thread");
     item.dataset.threadId = thread.id;
+    item.dataset.pinned = String(Boolean(thread.pinned));
     if (thread.id === state.currentId) item.setAttribute("aria-current", "true");
     const open = el("button", "thread-open", thread.title);
     open.type = "button";
@@ -163,12 +183,106 @@ function renderThreads() {
     remove.type = "button";
     remove.setAttribute("aria-label", `Delete ${thread.title}`);
     remove.addEventListener("click", () => deleteThread(thread));
-    item.append(open, rename, remove);
+    const pin = el("button", "icon-btn thread-pin", "📌");
+    pin.type = "button";
+    pin.setAttribute("aria-label", `${thread.pinned ? "Unpin" : "Pin"} ${thread.title}`);
+    pin.setAttribute("aria-pressed", String(Boolean(thread.pinned)));
+    pin.addEventListener("click", () => pinThread(thread, !thread.pinned));
+    item.append(open, pin, rename, remove);
     list.append(item);
   }
   $("thread-empty").hidden = state.threads.length > 0;
+  $("thread-empty").textContent = "No conversations yet.";
   const current = state.threads.find((t) => t.id === state.currentId);
   $("thread-title").textContent = current ? current.title : "New chat";
+  $("export-menu").hidden = !current;
+}
+
+async function pinThread(thread, pinned) {
+  try {
+    const updated = await state.api.pinThread(thread.id, pinned);
+    threadsSeq += 1;
+    Object.assign(thread, updated);
+    safeTrack(EVENT.CHAT_ACTION_USED, { action: pinned ? "pin" : "unpin" });
+  } catch (e) {
+    showBanner(`Could not ${pinned ? "pin" : "unpin"}: ${e.message}`);
+  }
+  renderThreads();
+  $("thread-list").querySelector(`li[data-thread-id="${CSS.escape(thread.id)}"] .thread-pin`)?.focus();
+}
+
+// --- search -------------------------------------------------------------------------------
+
+let searchSeq = 0;
+let searchTimer = null;
+
+function onSearchInput() {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(runSearch, 200);
+}
+
+async function runSearch() {
+  const q = $("search").value.trim();
+  const seq = ++searchSeq;
+  if (!q) {
+    state.search = null;
+    renderThreads();
+    return;
+  }
+  try {
+    const found = await state.api.searchThreads(q);
+    if (seq !== searchSeq) return;
+    state.search = found;
+    safeTrack(EVENT.CHAT_ACTION_USED, { action: "search" });
+  } catch (e) {
+    showBanner(`Search failed: ${e.message}`);
+    return;
+  }
+  renderThreads();
+}
+
+function renderSearchResults() {
+  const list = $("thread-list");
+  list.replaceChildren();
+  for (const hit of state.search.results) {
+    const item = el("li", "thread search-hit");
+    item.dataset.threadId = hit.thread.id;
+    if (hit.thread.id === state.currentId) item.setAttribute("aria-current", "true");
+    const open = el("button", "thread-open");
+    open.type = "button";
+    open.append(el("span", "hit-title", hit.thread.title));
+    if (hit.snippet) open.append(el("span", "hit-snippet", hit.snippet));
+    open.addEventListener("click", () => {
+      selectThread(hit.thread.id);
+      if (PHONE.matches) setSidebar(false, { remember: false });
+    });
+    item.append(open);
+    list.append(item);
+  }
+  const empty = $("thread-empty");
+  empty.hidden = state.search.results.length > 0;
+  empty.textContent = `Nothing found for “${state.search.query}”.`;
+}
+
+// --- export -------------------------------------------------------------------------------
+
+async function exportCurrent(format) {
+  const id = state.currentId;
+  if (!id) return;
+  $("export-menu").open = false;
+  try {
+    const blob = await state.api.exportThread(id, format);
+    const link = el("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = `albert-${id}.${format === "json" ? "json" : "md"}`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+    safeTrack(EVENT.CHAT_ACTION_USED, { action: format === "json" ? "export_json" : "export_markdown" });
+  } catch (e) {
+    showBanner(`Could not export: ${e.message}`);
+  }
 }
 
 function startRename(item, thread) {
@@ -321,9 +435,21 @@ function formatProgress(progress) {
   return progress.message ? `${count} ${progress.message}` : count;
 }
 
+const TOOL_STATUS = { running: "Running", ok: "Done", error: "Failed", declined: "Declined", waiting: "Waiting for you" };
+
+/** What became of a tool call: running, ok, error, or declined / waiting (asked first). */
+function toolOutcome(part) {
+  const decision = part.confirm?.decision;
+  if (decision === "declined" || decision === "timeout") return "declined";
+  if (part.status === "running" && part.confirm && !decision) return "waiting";
+  return part.status;
+}
+
 function renderTool(part) {
   const details = el("details", "tool");
+  const outcome = toolOutcome(part);
   details.dataset.status = part.status;
+  details.dataset.outcome = outcome;
   details.dataset.callId = part.callId;
   details.open = state.openTools.has(part.callId);
   details.addEventListener("toggle", () => {
@@ -331,23 +457,62 @@ function renderTool(part) {
     else state.openTools.delete(part.callId);
   });
   const summary = el("summary");
-  const running = part.status === "running" && part.progress ? formatProgress(part.progress) : "";
-  const meta = [running, formatDuration(part.durationMs), part.truncated ? "cut to fit" : ""].filter(Boolean).join(" · ");
+  const label = TOOL_STATUS[outcome] || outcome;
+  const status = el("span", "tool-status", label);
+  const meta = el("span", "tool-meta");
+  if (part.status === "running") {
+    // Elapsed time ticks while it runs (tickRunningTools); progress as the server reports it.
+    if (part.startedAt) {
+      details.dataset.started = String(part.startedAt);
+      meta.append(el("span", "tool-elapsed", formatElapsed(Date.now() - part.startedAt)));
+    }
+    if (part.progress) {
+      const { done, total } = part.progress;
+      if (total) {
+        const bar = el("progress", "tool-progress");
+        bar.max = total;
+        bar.value = Math.min(done, total);
+        bar.setAttribute("aria-label", `${part.name} progress`);
+        meta.prepend(bar);
+      }
+      meta.append(el("span", "tool-progress-text", formatProgress(part.progress)));
+    }
+  } else {
+    const took = formatDuration(part.durationMs);
+    if (took) meta.append(el("span", "tool-took", took));
+    if (part.truncated) meta.append(el("span", "tool-cut", "cut to fit"));
+  }
   summary.append(
     el("span", "tool-name", part.name),
-    ...(part.server ? [el("span", "tool-server", `on ${part.server}`)] : []),
-    el("span", "tool-status", part.status),
-    el("span", "tool-meta", meta),
+    el("span", "tool-server", part.server ? `on ${part.server}` : "built in"),
+    status,
+    meta,
   );
   const body = el("div", "tool-body");
-  body.append(el("div", "label", "Arguments"), el("pre", "tool-args", JSON.stringify(part.args || {}, null, 2)));
+  const args = el("pre", "tool-args", JSON.stringify(part.args || {}, null, 2));
+  args.tabIndex = 0; // it may scroll: reachable by keyboard
+  body.append(el("div", "label", "Arguments"), args);
   if (part.content !== undefined) {
     const result = el("pre", "tool-result");
+    result.tabIndex = 0;
     appendLinkified(result, part.content);
-    body.append(el("div", "label", part.status === "error" ? "Error" : "Result"), result);
+    const heading = part.status === "error" ? "Error" : part.truncated ? "Result (cut to fit; the model saw this part)" : "Result";
+    body.append(el("div", "label", heading), result);
   }
   details.append(summary, body);
   return details;
+}
+
+function formatElapsed(ms) {
+  return `${Math.max(0, Math.floor(ms / 1000))} s`;
+}
+
+/** Once a second: the elapsed time of every running tool on screen. */
+function tickRunningTools() {
+  for (const details of document.querySelectorAll('details.tool[data-status="running"][data-started]')) {
+    const span = details.querySelector(".tool-elapsed");
+    if (span) span.textContent = formatElapsed(Date.now() - Number(details.dataset.started));
+  }
 }
 
 // Characters that would not show as themselves (controls, bidi and zero-width marks,
@@ -405,6 +570,7 @@ function renderConfirm(turn, part) {
     `The ${confirm.server} server marks this tool as destructive: it may change or delete data. It runs only if you say so.`,
   );
   const args = el("pre", "confirm-args", confirm.arguments ?? visibleJson(part.args));
+  args.tabIndex = 0;
   card.append(title, note, el("div", "label", confirm.cut ? "Arguments (cut to fit)" : "Arguments"), args);
   const actions = el("div", "confirm-actions");
   const answered = confirm.sent !== null && confirm.sent !== undefined;
@@ -432,36 +598,190 @@ function answerConfirm(turn, part, approved) {
   renderTurn(turn);
 }
 
+/** The answer's text as the model wrote it (markdown), every text part in order. */
+function answerMarkdown(parts) {
+  return parts.filter((p) => p.type === "text" && p.text).map((p) => p.text).join("\n\n");
+}
+
+async function copyText(text, what) {
+  try {
+    await navigator.clipboard.writeText(text);
+    announce(`${what} copied.`);
+    return true;
+  } catch (e) {
+    showBanner(`Could not copy: ${e.message}`);
+    return false;
+  }
+}
+
+function iconButton(className, text, label, onClick) {
+  const button = el("button", `btn btn-small ${className}`, text);
+  button.type = "button";
+  button.setAttribute("aria-label", label);
+  button.title = label;
+  button.addEventListener("click", onClick);
+  return button;
+}
+
+/** A rendered answer: every code block gets a copy button, every scrolling box focus. */
+function renderAnswer(text) {
+  const answer = el("div", "answer");
+  // renderMarkdown sanitises marked's output (DOMPurify, a fixed set of tags).
+  answer.innerHTML = renderMarkdown(text);
+  for (const pre of answer.querySelectorAll("pre")) {
+    const block = el("div", "code-block");
+    pre.replaceWith(block);
+    pre.tabIndex = 0;
+    const copy = iconButton("code-copy", "Copy", "Copy code", async () => {
+      if (await copyText(pre.textContent, "Code")) {
+        copy.textContent = "Copied";
+        setTimeout(() => (copy.textContent = "Copy"), 1500);
+      }
+      safeTrack(EVENT.CHAT_ACTION_USED, { action: "copy_code" });
+    });
+    block.append(pre, copy);
+  }
+  for (const box of answer.querySelectorAll(".table-scroll")) {
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Table");
+  }
+  return answer;
+}
+
+function renderActions(turn, shown) {
+  // Not a div: `.answer:last-of-type` stays the last answer of a turn.
+  const bar = el("footer", "msg-actions");
+  bar.setAttribute("role", "toolbar");
+  bar.setAttribute("aria-label", "Answer actions");
+  const text = answerMarkdown(shown.parts);
+  if (text) {
+    bar.append(
+      iconButton("copy-answer", "Copy", "Copy answer as Markdown", async (event) => {
+        const button = event.currentTarget;
+        if (await copyText(text, "Answer")) {
+          button.textContent = "Copied";
+          setTimeout(() => (button.textContent = "Copy"), 1500);
+        }
+        safeTrack(EVENT.CHAT_ACTION_USED, { action: "copy_answer" });
+      }),
+    );
+  }
+  if (turn.user && shown === turn) {
+    bar.append(iconButton("regenerate needs-idle", "↻ Regenerate", "Regenerate this answer", () => regenerate(turn)));
+  }
+  const versions = (turn.versions || []).filter(Boolean);
+  if (versions.length) {
+    const count = versions.length + 1;
+    const index = turn.showing === null || turn.showing === undefined ? count - 1 : turn.showing;
+    const pager = el("span", "versions");
+    const go = (to) => {
+      turn.showing = to >= count - 1 ? null : to;
+      safeTrack(EVENT.CHAT_ACTION_USED, { action: "show_version" });
+      renderTurn(turn);
+      $("turns").querySelector(`li[data-turn-id="${CSS.escape(turn.id)}"] .versions button:not(:disabled)`)?.focus();
+    };
+    const prev = iconButton("version-prev", "‹", "Previous answer", () => go(index - 1));
+    prev.disabled = index === 0;
+    const next = iconButton("version-next", "›", "Next answer", () => go(index + 1));
+    next.disabled = index === count - 1;
+    const label = el("span", "version-label", `${index + 1} / ${count}`);
+    label.setAttribute("aria-label", `Answer ${index + 1} of ${count}`);
+    pager.append(prev, label, next);
+    bar.append(pager);
+  }
+  if (shown === turn && turn.user) bar.append(renderFeedback(turn));
+  return bar;
+}
+
+/** Thumbs up / down on an answer; choosing one offers an optional comment. */
+function renderFeedback(turn) {
+  const box = el("span", "feedback");
+  const current = turn.feedback?.rating || null;
+  for (const [rating, text, label] of [["up", "👍", "Good answer"], ["down", "👎", "Bad answer"]]) {
+    const button = iconButton(`feedback-${rating}`, text, label, () => {
+      const next = current === rating ? null : rating;
+      sendFeedback(turn, next, null, { ask: next !== null });
+    });
+    button.setAttribute("aria-pressed", String(current === rating));
+    box.append(button);
+  }
+  if (turn.feedbackOpen && current) {
+    const form = el("form", "feedback-form");
+    const input = el("input", "feedback-comment");
+    input.maxLength = 2000;
+    input.placeholder = current === "up" ? "What was good? (optional)" : "What was wrong? (optional)";
+    input.setAttribute("aria-label", "Feedback comment");
+    input.value = turn.feedback?.comment || "";
+    const send = el("button", "btn btn-small feedback-send", "Send");
+    send.type = "submit";
+    form.append(input, send);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      sendFeedback(turn, current, input.value.trim(), { ask: false });
+    });
+    box.append(form);
+  }
+  if (turn.feedbackSaved) box.append(el("span", "feedback-thanks", "Thanks for the feedback."));
+  return box;
+}
+
+async function sendFeedback(turn, rating, comment, { ask }) {
+  const threadId = state.currentId;
+  try {
+    const stored = await state.api.sendFeedback(threadId, turn.id, rating, comment);
+    turn.feedback = stored.feedback;
+    turn.feedbackOpen = ask;
+    turn.feedbackSaved = !ask && rating !== null;
+    if (rating) safeTrack(EVENT.FEEDBACK_GIVEN, { rating, with_comment: Boolean(comment) });
+  } catch (e) {
+    showBanner(`Could not save feedback: ${e.message}`);
+    return;
+  }
+  if (state.currentId === threadId) {
+    renderTurn(turn);
+    if (ask) $("turns").querySelector(`li[data-turn-id="${CSS.escape(turn.id)}"] .feedback-comment`)?.focus();
+  }
+}
+
 function renderTurnInto(item, turn) {
   item.replaceChildren();
   item.dataset.state = turn.state;
+  // Streaming text is not read out piece by piece: the live region says when it is done.
+  item.setAttribute("aria-busy", String(turn.state === "running" || turn.state === "pending"));
   if (turn.user) {
+    const wrap = el("div", "msg-user-wrap");
     const bubble = el("div", "msg-user", turn.user.text);
     if (turn.user.pending) bubble.classList.add("pending");
-    item.append(bubble);
+    wrap.append(bubble);
+    if (!turn.user.pending) {
+      wrap.append(iconButton("edit-message needs-idle", "✎ Edit", "Edit this message and resend", () => startEdit(turn)));
+    }
+    item.append(wrap);
   }
-  const texts = turn.parts.filter((p) => p.type === "text");
+  // An earlier answer the user flipped back to is shown as it was, read-only.
+  const shown = turn.showing !== null && turn.showing !== undefined && turn.versions?.[turn.showing] ? turn.versions[turn.showing] : turn;
+  item.dataset.version = shown === turn ? "current" : String(turn.showing + 1);
+  const texts = shown.parts.filter((p) => p.type === "text");
   const lastText = texts[texts.length - 1];
-  for (const part of turn.parts) {
+  for (const part of shown.parts) {
     if (part.type === "tool") {
       item.append(renderTool(part));
-      if (part.confirm) item.append(renderConfirm(turn, part));
+      if (part.confirm && shown === turn) item.append(renderConfirm(turn, part));
     } else if (part.text) {
-      const answer = el("div", "answer");
-      // renderMarkdown escapes the text before adding its fixed set of tags.
-      answer.innerHTML = renderMarkdown(part.text);
-      if (turn.state === "running" && part === lastText) answer.classList.add("typing");
+      const answer = renderAnswer(part.text);
+      if (shown.state === "running" && part === lastText) answer.classList.add("typing");
       item.append(answer);
     }
   }
-  if (turn.state === "running" && !lastText) item.append(el("div", "answer typing"));
-  if (turn.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
-  const retryable = turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
-  if (turn.error || turn.state === "unanswered" || turn.state === "partial") {
+  if (shown.state === "running" && !lastText) item.append(el("div", "answer typing"));
+  if (shown.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
+  const retryable = shown === turn && turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
+  if (shown.error || shown.state === "unanswered" || shown.state === "partial") {
     const box = el("div", "turn-error");
     box.setAttribute("role", "alert");
-    if (turn.error) {
-      box.append(el("code", "", turn.error.code), el("span", "", turn.error.message));
+    if (shown.error) {
+      box.append(el("code", "", shown.error.code), el("span", "", shown.error.message));
     } else {
       box.append(el("span", "", "This answer was interrupted."));
     }
@@ -472,6 +792,9 @@ function renderTurnInto(item, turn) {
       box.append(retry);
     }
     item.append(box);
+  }
+  if (!["running", "pending", "loading"].includes(turn.state) && (shown.parts.length || turn.versions?.length)) {
+    item.append(renderActions(turn, shown));
   }
 }
 
@@ -531,6 +854,8 @@ function updateComposer() {
   const running = Boolean(conv && conv.runningTurn);
   $("stop").hidden = !running;
   $("send").disabled = Boolean(conv && conv.busy);
+  // Edit and regenerate wait until the thread is idle (hidden by CSS meanwhile).
+  $("turns").dataset.busy = String(Boolean(conv && conv.busy));
 }
 
 // --- chat ------------------------------------------------------------------------------------
@@ -540,7 +865,7 @@ function dispatch(frame) {
   state.conn.send(frame);
 }
 
-async function sendMessage(text) {
+async function sendMessage(text, { replaces = null } = {}) {
   showBanner("");
   if (!state.currentId) {
     try {
@@ -554,11 +879,23 @@ async function sendMessage(text) {
   const conv = state.convs.get(threadId) || new Conversation(threadId);
   state.convs.set(threadId, conv);
   const messageId = randomId("m_");
+  if (replaces) {
+    // Edit and resend replaces: the edited question and what followed it are gone.
+    conv.removeFrom(replaces);
+    renderConversation();
+  }
   const turn = conv.addPending(messageId, text);
+  turn.replaces = replaces;
   renderTurn(turn);
   scrollToBottom();
   safeTrack(EVENT.MESSAGE_SUBMITTED, { chars: text.length, retry: false });
-  dispatch({ type: "chat", thread_id: threadId, message_id: messageId, text });
+  dispatch(chatFrame(threadId, turn));
+}
+
+function chatFrame(threadId, turn) {
+  const frame = { type: "chat", thread_id: threadId, message_id: turn.id, text: turn.user.text };
+  if (turn.replaces) frame.replaces = turn.replaces;
+  return frame;
 }
 
 /** Send the same message id again: the server retries the failed turn, never stores it twice. */
@@ -569,7 +906,41 @@ function retryTurn(turn) {
   conv.addPending(turn.id, turn.user.text);
   renderTurn(turn);
   safeTrack(EVENT.MESSAGE_SUBMITTED, { chars: turn.user.text.length, retry: true });
-  dispatch({ type: "chat", thread_id: threadId, message_id: turn.id, text: turn.user.text });
+  dispatch(chatFrame(threadId, turn));
+}
+
+/** Answer the last question again; the answer on screen is kept as a previous version. */
+function regenerate(turn) {
+  const threadId = state.currentId;
+  const conv = state.convs.get(threadId);
+  if (!conv || conv.busy || conv.lastTurn !== turn) return;
+  if (!state.conn.send({ type: "regenerate", thread_id: threadId, turn_id: turn.id })) {
+    showBanner("Not connected, so nothing was sent. Try again once the connection is back.");
+    return;
+  }
+  conv.keepAsVersion(turn);
+  safeTrack(EVENT.CHAT_ACTION_USED, { action: "regenerate" });
+  renderTurn(turn);
+}
+
+/** Put a sent question back into the composer; sending it replaces it and what followed. */
+function startEdit(turn) {
+  const conv = state.convs.get(state.currentId);
+  if (!conv || conv.busy || !turn.user) return;
+  state.editing = { threadId: state.currentId, turnId: turn.id };
+  const input = $("input");
+  input.value = turn.user.text;
+  input.dispatchEvent(new Event("input"));
+  $("editing").hidden = false;
+  $("send").textContent = "Resend";
+  input.focus();
+  input.setSelectionRange(input.value.length, input.value.length);
+}
+
+function endEdit() {
+  state.editing = null;
+  $("editing").hidden = true;
+  $("send").textContent = "Send";
 }
 
 function stopTurn() {
@@ -635,6 +1006,8 @@ function onFrame(frame) {
       if (frame.thread_id === state.currentId) renderTurn(conv.turn(waiting.message_id));
     } else {
       showBanner(`${frame.code}: ${frame.message}`);
+      // A refused regenerate: show what the server has.
+      if (conv) reloadThread(frame.thread_id);
     }
     return;
   }
@@ -645,6 +1018,8 @@ function onFrame(frame) {
   if (frame.type === "ack" && frame.duplicate) reloadThread(frame.thread_id);
   // Cut off by a restart: the stored copy holds what was written of it.
   if (frame.type === "turn_interrupted") reloadThread(frame.thread_id);
+  if (current && frame.type === "start") announce("Albert is answering…");
+  if (current && frame.type === "done" && turn) announce(DONE_ANNOUNCEMENTS[turn.state] || "");
   if (frame.type === "done") {
     state.turnEnds.set(frame.thread_id, (state.turnEnds.get(frame.thread_id) || 0) + 1);
     refreshThreadsSoon();
@@ -759,6 +1134,7 @@ function followUnfinishedTurn(id) {
 // --- start ---------------------------------------------------------------------------------
 
 function bindUi() {
+  setInterval(tickRunningTools, 1000);
   $("toggle-theme").addEventListener("click", toggleTheme);
   $("toggle-sidebar").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", () => toggleSidebar());
@@ -771,6 +1147,13 @@ function bindUi() {
     }
   });
   $("stop").addEventListener("click", stopTurn);
+  $("search").addEventListener("input", onSearchInput);
+  $("thread-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    runSearch();
+  });
+  $("export-md").addEventListener("click", () => exportCurrent("markdown"));
+  $("export-json").addEventListener("click", () => exportCurrent("json"));
   $("banner").addEventListener("click", () => showBanner(""));
   const input = $("input");
   const grow = () => {
@@ -782,6 +1165,35 @@ function bindUi() {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
+    } else if (event.key === "ArrowUp" && !input.value && !event.isComposing) {
+      // Up in an empty box: edit the last question (as in most chat apps).
+      const conv = state.currentId ? state.convs.get(state.currentId) : null;
+      const last = conv ? [...conv.turns.values()].reverse().find((t) => t.user && !t.user.pending) : null;
+      if (last && !conv.busy) {
+        event.preventDefault();
+        startEdit(last);
+      }
+    } else if (event.key === "Escape" && state.editing) {
+      event.preventDefault(); // cancels the edit, does not stop an answer
+      endEdit();
+      input.value = "";
+      grow();
+    }
+  });
+  $("cancel-edit").addEventListener("click", () => {
+    endEdit();
+    input.value = "";
+    grow();
+    input.focus();
+  });
+  // Escape stops the running answer, wherever the focus is (a field's own Escape first).
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    if (event.target.closest?.(".thread")) return; // ends a rename
+    const conv = state.currentId ? state.convs.get(state.currentId) : null;
+    if (conv?.runningTurn) {
+      event.preventDefault();
+      stopTurn();
     }
   });
   $("composer").addEventListener("submit", (event) => {
@@ -790,7 +1202,10 @@ function bindUi() {
     if (!text || $("send").disabled) return;
     input.value = "";
     grow();
-    sendMessage(text);
+    const editing = state.editing?.threadId === state.currentId ? state.editing.turnId : null;
+    endEdit();
+    if (editing) safeTrack(EVENT.CHAT_ACTION_USED, { action: "edit" });
+    sendMessage(text, { replaces: editing });
   });
 }
 

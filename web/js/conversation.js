@@ -59,6 +59,24 @@ export class Conversation {
       turn.user = { text: m.content, pending: false };
       return;
     }
+    // An earlier answer of a regenerated question: kept apart, shown on request.
+    const version = m.meta?.version;
+    if (Number.isInteger(version) && version > 0) {
+      turn.versions = turn.versions || [];
+      let old = turn.versions[version - 1];
+      if (!old) {
+        old = { id: `${turn.id}#${version}`, parts: [], state: "loading", error: null, finishReason: null };
+        turn.versions[version - 1] = old;
+      }
+      this._applyAnswer(old, m);
+      if (old.state === "loading") old.state = "partial";
+      return;
+    }
+    if (m.role === "assistant" && m.meta?.feedback) turn.feedback = m.meta.feedback;
+    this._applyAnswer(turn, m);
+  }
+
+  _applyAnswer(turn, m) {
     if (m.role === "tool") {
       let part = this.tool(turn, m.tool_call_id);
       if (!part) {
@@ -101,6 +119,31 @@ export class Conversation {
       turn.state = "partial";
     }
     turn.finishReason = reason;
+  }
+
+  /** Regenerating: the answer on screen becomes the newest previous version. */
+  keepAsVersion(turn) {
+    const { parts, state, error, finishReason } = turn;
+    turn.versions = [...(turn.versions || []).filter(Boolean), { id: `${turn.id}#${(turn.versions || []).length + 1}`, parts, state, error, finishReason }];
+    turn.parts = [];
+    turn.showing = null;
+    turn.feedback = null;
+    turn.state = "pending";
+    turn.error = null;
+    turn.lastSeq = 0;
+  }
+
+  /** Edit and resend: this turn and every later one go (the server deletes them too). */
+  removeFrom(turnId) {
+    let found = false;
+    for (const id of [...this.turns.keys()]) {
+      if (id === turnId) found = true;
+      if (found) this.turns.delete(id);
+    }
+  }
+
+  get lastTurn() {
+    return [...this.turns.values()].pop() || null;
   }
 
   /** A question typed here, before the server has acknowledged it. */
@@ -156,7 +199,7 @@ export class Conversation {
       case "tool_call": {
         const turn = this.turn(frame.turn_id);
         if (!this.tool(turn, frame.call_id)) {
-          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, server: frame.server || null, args: frame.arguments || {}, status: "running" });
+          turn.parts.push({ type: "tool", callId: frame.call_id, name: frame.name, server: frame.server || null, args: frame.arguments || {}, status: "running", startedAt: Date.now() });
         }
         return turn;
       }

@@ -22,6 +22,55 @@ export const EVENTS = {
         "name": "retry",
         "type": "boolean",
         "required": false
+      },
+      {
+        "name": "edited",
+        "type": "boolean",
+        "required": false
+      }
+    ]
+  },
+  "answer_regenerated": {
+    "side": "server",
+    "description": "The last answer was regenerated (the old one kept as a version)",
+    "fields": [
+      {
+        "name": "thread_id",
+        "type": "string",
+        "required": true
+      },
+      {
+        "name": "version",
+        "type": "integer",
+        "required": true,
+        "minimum": 0.0
+      }
+    ]
+  },
+  "answer_feedback_stored": {
+    "side": "server",
+    "description": "Feedback on an answer was stored with the message",
+    "fields": [
+      {
+        "name": "thread_id",
+        "type": "string",
+        "required": true
+      },
+      {
+        "name": "rating",
+        "type": "string",
+        "required": true,
+        "nullable": true,
+        "values": [
+          "up",
+          "down"
+        ]
+      },
+      {
+        "name": "comment_chars",
+        "type": "integer",
+        "required": false,
+        "minimum": 0.0
       }
     ]
   },
@@ -234,6 +283,49 @@ export const EVENTS = {
         "required": true
       }
     ]
+  },
+  "feedback_given": {
+    "side": "client",
+    "description": "The user gave feedback on an answer",
+    "fields": [
+      {
+        "name": "rating",
+        "type": "string",
+        "required": true,
+        "values": [
+          "up",
+          "down"
+        ]
+      },
+      {
+        "name": "with_comment",
+        "type": "boolean",
+        "required": false
+      }
+    ]
+  },
+  "chat_action_used": {
+    "side": "client",
+    "description": "The user used a message or thread action",
+    "fields": [
+      {
+        "name": "action",
+        "type": "string",
+        "required": true,
+        "values": [
+          "copy_answer",
+          "copy_code",
+          "regenerate",
+          "edit",
+          "show_version",
+          "search",
+          "export_markdown",
+          "export_json",
+          "pin",
+          "unpin"
+        ]
+      }
+    ]
   }
 };
 
@@ -244,7 +336,9 @@ export const EVENT = Object.freeze({
   "MESSAGE_SUBMITTED": "message_submitted",
   "THREAD_SWITCHED": "thread_switched",
   "THEME_TOGGLED": "theme_toggled",
-  "CONVERSATION_LIST_TOGGLED": "conversation_list_toggled"
+  "CONVERSATION_LIST_TOGGLED": "conversation_list_toggled",
+  "FEEDBACK_GIVEN": "feedback_given",
+  "CHAT_ACTION_USED": "chat_action_used"
 });
 
 /** Thrown by validate()/track() for an event the catalog does not allow. */

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from albert.analytics.service import AnalyticsService
-from albert.protocol.frames import ChatFrame, DoneFrame, StartFrame, ToolDecision
+from albert.protocol.frames import ChatFrame, DoneFrame, RegenerateFrame, StartFrame, ToolDecision
 from albert.tools.guard import GuardedResult
 
 if TYPE_CHECKING:
@@ -37,8 +37,21 @@ class TurnEvents:
         from albert.analytics.event_catalog import MessageSent
 
         self.analytics.track(
-            MessageSent(thread_id=frame.thread_id, chars=len(frame.text), retry=retry)
+            MessageSent(
+                thread_id=frame.thread_id,
+                chars=len(frame.text),
+                retry=retry,
+                edited=frame.replaces is not None and not retry,
+            )
         )
+
+    def answer_regenerated(self, frame: RegenerateFrame, version: int) -> None:
+        """The last question is answered again; `version` earlier answers are kept."""
+        if not self.analytics.enabled:
+            return
+        from albert.analytics.catalog import AnswerRegenerated
+
+        self.analytics.track(AnswerRegenerated(thread_id=frame.thread_id, version=version))
 
     def on_frame(self, frame: BaseModel) -> None:
         """Watch broadcast frames: a start opens a turn, a done closes it with its numbers."""

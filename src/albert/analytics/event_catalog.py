@@ -45,6 +45,35 @@ class MessageSent(CatalogEvent):
     thread_id: str
     chars: int = Field(ge=0)
     retry: bool = Field(False, description="A resend of a message whose turn failed")
+    edited: bool = Field(
+        False, description="Edit and resend: it replaced an earlier question and what followed"
+    )
+
+
+class AnswerRegenerated(CatalogEvent):
+    """The user asked for another answer to the thread's last question."""
+
+    name = "answer_regenerated"
+    side = "server"
+    description = "The last answer was regenerated (the old one kept as a version)"
+
+    thread_id: str
+    version: int = Field(ge=0, description="How many earlier answers the question has now")
+
+
+FeedbackRating = Literal["up", "down"]
+
+
+class AnswerFeedbackStored(CatalogEvent):
+    """A thumbs up or down on an answer was stored with its message."""
+
+    name = "answer_feedback_stored"
+    side = "server"
+    description = "Feedback on an answer was stored with the message"
+
+    thread_id: str
+    rating: FeedbackRating | None = Field(description="None: the feedback was taken back")
+    comment_chars: int = Field(0, ge=0, description="Length of the comment (its text stays)")
 
 
 class AiResponseGenerated(CatalogEvent):
@@ -137,6 +166,41 @@ class MessageSubmitted(CatalogEvent):
     retry: bool = False
 
 
+class FeedbackGiven(CatalogEvent):
+    """The user rated an answer (thumbs up or down, maybe with a comment)."""
+
+    name = "feedback_given"
+    side = "client"
+    description = "The user gave feedback on an answer"
+
+    rating: FeedbackRating
+    with_comment: bool = False
+
+
+ChatAction = Literal[
+    "copy_answer",
+    "copy_code",
+    "regenerate",
+    "edit",
+    "show_version",
+    "search",
+    "export_markdown",
+    "export_json",
+    "pin",
+    "unpin",
+]
+
+
+class ChatActionUsed(CatalogEvent):
+    """The user used one of the chat's actions on a message or a thread."""
+
+    name = "chat_action_used"
+    side = "client"
+    description = "The user used a message or thread action"
+
+    action: ChatAction
+
+
 class ThreadSwitched(CatalogEvent):
     """The user opened another thread."""
 
@@ -169,6 +233,8 @@ class ConversationListToggled(CatalogEvent):
 
 EVENTS: tuple[type[CatalogEvent], ...] = (
     MessageSent,
+    AnswerRegenerated,
+    AnswerFeedbackStored,
     AiResponseGenerated,
     ToolInvoked,
     ThreadCreated,
@@ -179,6 +245,8 @@ EVENTS: tuple[type[CatalogEvent], ...] = (
     ThreadSwitched,
     ThemeToggled,
     ConversationListToggled,
+    FeedbackGiven,
+    ChatActionUsed,
 )
 BY_NAME: dict[str, type[CatalogEvent]] = {event.name: event for event in EVENTS}
 CLIENT_EVENTS: dict[str, type[CatalogEvent]] = {

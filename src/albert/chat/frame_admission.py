@@ -20,6 +20,7 @@ from albert.protocol.frames import (
     ClientFrames,
     ErrorCode,
     ErrorFrame,
+    RegenerateFrame,
     client_frame_adapter,
 )
 from albert.rate_limits import RateLimiter
@@ -35,6 +36,8 @@ class Admitted(NamedTuple):
     """The message starts a turn; `retry` when it was stored by an earlier, failed turn."""
 
     retry: bool
+    # A regenerated answer: how many earlier answers its question has kept.
+    version: int = 0
 
 
 Verdict = Admitted | AckFrame | ErrorFrame
@@ -95,17 +98,55 @@ class Admission:
         repeated = self._repeat(frame, stored=stored_in is not None, busy=busy)
         if repeated is not None:
             return repeated
-        wait = self._limit.take()
-        if wait is not None:
+        replaces = frame.replaces if stored_in is None else None
+        if replaces is not None and not self._store.is_question(frame.thread_id, replaces):
             return refusal(
-                "rate_limited",
-                f"too many messages; try again in {wait:g} s",
+                "unknown_turn",
+                f"no question {replaces!r} in this thread to replace",
                 thread_id=frame.thread_id,
-                retry_after=wait,
             )
+        limited = self._rate_limited(frame.thread_id)
+        if limited is not None:
+            return limited
         if stored_in is None:
             self._store_user_message(frame, title)
         return Admitted(retry=stored_in is not None)
+
+    def regenerate(self, frame: RegenerateFrame, *, busy: bool) -> Admitted | ErrorFrame:
+        """Answer the thread's last question again, its current answer kept as a version."""
+        if not self._store.has_thread(frame.thread_id):
+            return refusal("unknown_thread", "no such thread", thread_id=frame.thread_id)
+        if busy:
+            return refusal(
+                "busy",
+                "a turn is still running in this thread; wait for it or cancel it",
+                thread_id=frame.thread_id,
+                retryable=True,
+            )
+        if self._store.last_question(frame.thread_id) != frame.turn_id:
+            return refusal(
+                "unknown_turn",
+                "only the last question of a thread can be answered again",
+                thread_id=frame.thread_id,
+            )
+        limited = self._rate_limited(frame.thread_id)
+        if limited is not None:
+            return limited
+        version = self._store.transaction(
+            lambda: self._store.supersede_answer(frame.thread_id, frame.turn_id)
+        )
+        return Admitted(retry=True, version=version)
+
+    def _rate_limited(self, thread_id: str) -> ErrorFrame | None:
+        wait = self._limit.take()
+        if wait is None:
+            return None
+        return refusal(
+            "rate_limited",
+            f"too many messages; try again in {wait:g} s",
+            thread_id=thread_id,
+            retry_after=wait,
+        )
 
     def _locate(self, frame: ChatFrame) -> tuple[str, str | None] | ErrorFrame:
         """The title of the message's thread, and where its id was stored before (if it was)."""
@@ -150,6 +191,9 @@ class Admission:
         self._store.transaction(lambda: self._write_user_message(frame, title))
 
     def _write_user_message(self, frame: ChatFrame, title: str) -> None:
+        if frame.replaces is not None:
+            # Edit and resend: the edited question and all that followed are replaced.
+            self._store.delete_from(frame.thread_id, frame.replaces)
         first = title == DEFAULT_TITLE
         self._store.add_message(
             message_id=frame.message_id,

@@ -60,7 +60,11 @@ class ChatService:
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
         # Deleting a thread cancels its running turn first (the turns are made below).
         self._threads = ThreadsApi(
-            self.store, settings, self.analytics, cancel_turn=self._cancel_thread_turn
+            self.store,
+            settings,
+            self.analytics,
+            cancel_turn=self._cancel_thread_turn,
+            clock=clock,
         )
         self._events = EventsApi(self.analytics, clock)
         self.outputs = ToolOutputs(sql, clock)

@@ -30,6 +30,7 @@ from albert.protocol.frames import (
     ErrorFrame,
     PingFrame,
     PongFrame,
+    RegenerateFrame,
     ResumeFrame,
     ResyncFrame,
     TurnInterruptedFrame,
@@ -74,6 +75,8 @@ class ChatTurns:
             self._resume(socket, frame)
         elif isinstance(frame, ConfirmFrame):
             self._confirm(socket, frame)
+        elif isinstance(frame, RegenerateFrame):
+            await self._regenerate(socket, frame)
         else:
             await self._chat(socket, frame)
 
@@ -182,6 +185,21 @@ class ChatTurns:
             self._running[frame.thread_id] = task
         try:
             await self._run_turn(frame.thread_id, frame.message_id)
+        finally:
+            self._running.pop(frame.thread_id, None)
+
+    async def _regenerate(self, socket: ChatSocket, frame: RegenerateFrame) -> None:
+        # No ack: the turn's start frame (or an error frame) answers it.
+        verdict = self._admission.regenerate(frame, busy=frame.thread_id in self._running)
+        if not isinstance(verdict, Admitted):
+            _send(socket, verdict)
+            return
+        self.events.answer_regenerated(frame, verdict.version)
+        task = asyncio.current_task()
+        if task is not None:
+            self._running[frame.thread_id] = task
+        try:
+            await self._run_turn(frame.thread_id, frame.turn_id)
         finally:
             self._running.pop(frame.thread_id, None)
 

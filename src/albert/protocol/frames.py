@@ -34,6 +34,20 @@ class ChatFrame(_Frame):
     thread_id: Id
     message_id: Id = Field(description="Made by the client; makes resending idempotent")
     text: str = Field(min_length=1)
+    replaces: Id | None = Field(
+        None,
+        description="Edit and resend: the message_id of an earlier question of this thread; "
+        "it and everything after it are deleted, and the thread goes on from this message",
+    )
+
+
+class RegenerateFrame(_Frame):
+    """Answer the thread's last question again; the answer it had is kept as a previous
+    version (its messages get `meta.version`: 1 for the first answer, 2 for the next …)."""
+
+    type: Literal["regenerate"] = "regenerate"
+    thread_id: Id
+    turn_id: Id = Field(description="The last question's message_id")
 
 
 class CancelFrame(_Frame):
@@ -69,7 +83,7 @@ class ConfirmFrame(_Frame):
     approved: bool
 
 
-ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame | ConfirmFrame
+ClientFrames = ChatFrame | CancelFrame | PingFrame | ResumeFrame | ConfirmFrame | RegenerateFrame
 ClientFrame = Annotated[ClientFrames, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[ClientFrames] = TypeAdapter(
     ClientFrame, config=ConfigDict(defer_build=True)
@@ -206,6 +220,7 @@ ErrorCode = Literal[
     "unknown_thread",
     "nothing_running",
     "nothing_to_confirm",
+    "unknown_turn",
     "busy",
     "duplicate_id",
     "model_error",

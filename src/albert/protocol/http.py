@@ -79,9 +79,10 @@ class ThreadCreate(_Body):
 
 
 class ThreadUpdate(_Body):
-    """Body of PATCH /api/threads/{id}."""
+    """Body of PATCH /api/threads/{id}: a new title, pinned or not, or both."""
 
-    title: str = Field(min_length=1)
+    title: str | None = Field(None, min_length=1)
+    pinned: bool | None = Field(None, description="Pinned threads are listed first")
 
 
 class Thread(_Body):
@@ -91,6 +92,48 @@ class Thread(_Body):
     title: str
     created_at: int = Field(description="Unix milliseconds")
     updated_at: int = Field(description="Unix milliseconds")
+    pinned: bool = False
+
+
+class ThreadSearchHit(_Body):
+    """A thread whose title or messages match a search, with the best matching words."""
+
+    thread: Thread
+    snippet: str | None = Field(
+        None, description="Words of a matching message, the matches between [ and ]"
+    )
+
+
+class ThreadSearchResults(_Body):
+    """Answer of GET /api/threads?q=…: matching threads, pinned first, then newest first."""
+
+    query: str
+    results: list[ThreadSearchHit]
+
+
+FeedbackRating = Literal["up", "down"]
+
+
+class FeedbackBody(_Body):
+    """Body of PUT /api/threads/{id}/turns/{turn_id}/feedback."""
+
+    rating: FeedbackRating | None = Field(description="None takes the feedback back")
+    comment: str | None = Field(None, max_length=2_000)
+
+
+class Feedback(_Body):
+    """Feedback on an answer, stored in its last message's `meta.feedback`."""
+
+    rating: FeedbackRating
+    comment: str | None = None
+    at: int = Field(description="Unix milliseconds")
+
+
+class FeedbackStored(_Body):
+    """Answer of the feedback PUT: the message it was stored with."""
+
+    message_id: str
+    feedback: Feedback | None
 
 
 class ThreadPage(_Body):
@@ -135,6 +178,16 @@ class ThreadDetail(_Body):
     thread: Thread
     messages: list[Message]
     next_cursor: str | None = None
+
+
+class ThreadExport(_Body):
+    """GET /api/threads/{id}/export?format=json: the whole thread, every message (with
+    earlier versions of regenerated answers and tool results) oldest first."""
+
+    format: Literal["albert.thread.v1"] = "albert.thread.v1"
+    exported_at: int = Field(description="Unix milliseconds")
+    thread: Thread
+    messages: list[Message]
 
 
 class ErrorBody(_Body):

@@ -52,6 +52,10 @@ MESSAGE_WIRE_BACKFILL = (
     "OR NOT json_valid(meta) THEN '{}' ELSE meta END), 'created_at', created_at)"
 )
 
+# Words of titles and messages for search: Unicode-aware, accents folded, English stems
+# (a search for "vault" finds "vaults").
+SEARCH_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
 # The threads namespace: threads, messages, tool outputs and the object's own facts.
 MIGRATIONS: list[Migration] = [
     (
@@ -122,6 +126,42 @@ MIGRATIONS: list[Migration] = [
         )""",
         f"INSERT INTO message_wire (seq, wire) SELECT seq, {MESSAGE_WIRE_BACKFILL} "
         "FROM messages WHERE seq NOT IN (SELECT seq FROM message_wire)",
+    ),
+    (
+        # Pinned threads (the list shows them first), and full-text search over thread
+        # titles and the words of questions and answers (not tool results): two FTS5
+        # tables over the rows themselves (external content), kept by triggers, so every
+        # write path (including a claim's import) indexes what it writes.
+        "ALTER TABLE threads ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS thread_fts USING fts5(title, content='threads', "
+        f"tokenize='{SEARCH_TOKENIZER}')",
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS message_fts USING fts5(content, "
+        f"content='messages', content_rowid='seq', tokenize='{SEARCH_TOKENIZER}')",
+        "CREATE TRIGGER IF NOT EXISTS threads_fts_insert AFTER INSERT ON threads BEGIN "
+        "INSERT INTO thread_fts (rowid, title) VALUES (new.rowid, new.title); END",
+        "CREATE TRIGGER IF NOT EXISTS threads_fts_delete AFTER DELETE ON threads BEGIN "
+        "INSERT INTO thread_fts (thread_fts, rowid, title) "
+        "VALUES ('delete', old.rowid, old.title); "
+        "END",
+        "CREATE TRIGGER IF NOT EXISTS threads_fts_update AFTER UPDATE OF title ON threads BEGIN "
+        "INSERT INTO thread_fts (thread_fts, rowid, title) "
+        "VALUES ('delete', old.rowid, old.title); "
+        "INSERT INTO thread_fts (rowid, title) VALUES (new.rowid, new.title); END",
+        "CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages "
+        "WHEN new.role <> 'tool' BEGIN "
+        "INSERT INTO message_fts (rowid, content) VALUES (new.seq, new.content); END",
+        "CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages "
+        "WHEN old.role <> 'tool' BEGIN "
+        "INSERT INTO message_fts (message_fts, rowid, content) "
+        "VALUES ('delete', old.seq, old.content); END",
+        "CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF content ON messages "
+        "WHEN old.role <> 'tool' BEGIN "
+        "INSERT INTO message_fts (message_fts, rowid, content) "
+        "VALUES ('delete', old.seq, old.content); "
+        "INSERT INTO message_fts (rowid, content) VALUES (new.seq, new.content); END",
+        "INSERT INTO thread_fts (rowid, title) SELECT rowid, title FROM threads",
+        "INSERT INTO message_fts (rowid, content) SELECT seq, content FROM messages "
+        "WHERE role <> 'tool'",
     ),
 ]
 

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from albert.clock import Clock
 from albert.protocol.display_text import clean_label, has_visible_text
 from albert.protocol.frames import ID_PATTERN
-from albert.protocol.http import Message, MessageStatus, Thread, ToolCallRecord
+from albert.protocol.http import (
+    Feedback,
+    Message,
+    MessageStatus,
+    Thread,
+    ThreadSearchHit,
+    ToolCallRecord,
+)
 from albert.storage.ports import Row, SqlStorage
 
 DEFAULT_TITLE = "New chat"
@@ -136,12 +143,12 @@ class ThreadStore:
             now,
             now,
         )
-        return Thread(id=thread_id, title=title, created_at=now, updated_at=now)
+        return Thread(id=thread_id, title=title, created_at=now, updated_at=now, pinned=False)
 
     def get_thread(self, thread_id: str) -> Thread:
         """One thread, or NotFound."""
         rows = self._sql.execute(
-            "SELECT id, title, created_at, updated_at FROM threads WHERE id = ?", thread_id
+            "SELECT id, title, created_at, updated_at, pinned FROM threads WHERE id = ?", thread_id
         )
         if not rows:
             raise NotFound(thread_id)
@@ -158,7 +165,7 @@ class ThreadStore:
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at FROM threads "
+                "SELECT id, title, created_at, updated_at, pinned FROM threads "
                 "WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
                 after.updated_at,
                 after.thread_id,
@@ -166,7 +173,7 @@ class ThreadStore:
             )
         else:
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at FROM threads "
+                "SELECT id, title, created_at, updated_at, pinned FROM threads "
                 "ORDER BY updated_at DESC, id DESC LIMIT ?",
                 limit + 1,
             )
@@ -200,6 +207,67 @@ class ThreadStore:
         self.get_thread(thread_id)
         self.set_title(thread_id, title)
         return self.get_thread(thread_id)
+
+    def set_pinned(self, thread_id: str, pinned: bool) -> Thread:
+        """Pin a thread (listed first) or unpin it; its `updated_at` stays."""
+        self.get_thread(thread_id)
+        self._sql.execute("UPDATE threads SET pinned = ? WHERE id = ?", int(pinned), thread_id)
+        return self.get_thread(thread_id)
+
+    def search(self, text: str, limit: int = 50) -> list[ThreadSearchHit]:
+        """Threads whose title or messages (questions and answers) have every word of
+        `text` (the last one as a prefix), pinned first, then newest first; each with a
+        snippet of its best matching message."""
+        query = fts_query(text)
+        if query is None:
+            return []
+        rows = self._sql.execute(_SEARCH_SQL, query, query, limit)
+        return [
+            ThreadSearchHit(
+                thread=Thread(
+                    id=r["id"],
+                    title=r["title"],
+                    created_at=r["created_at"],
+                    updated_at=r["updated_at"],
+                    pinned=bool(r["pinned"]),
+                ),
+                snippet=r["snippet"],
+            )
+            for r in rows
+        ]
+
+    def all_messages(self, thread_id: str) -> list[Message]:
+        """Every message of a thread, oldest first (for an export)."""
+        self.get_thread(thread_id)
+        rows = self._sql.execute(
+            "SELECT * FROM messages WHERE thread_id = ? ORDER BY seq", thread_id
+        )
+        return [_message_from_row(r) for r in rows]
+
+    def set_feedback(self, thread_id: str, turn_id: str, feedback: Feedback | None) -> Message:
+        """Store feedback on a turn's answer (None takes it back), in `meta.feedback` of the
+        answer's last message; NotFound unless the turn has an answer in this thread."""
+        rows = self._sql.execute(
+            "SELECT * FROM messages WHERE thread_id = ? AND turn_id = ? AND role = 'assistant' "
+            "AND json_extract(nullif(meta, ''), '$.version') IS NULL ORDER BY seq DESC LIMIT 1",
+            thread_id,
+            turn_id,
+        )
+        if not rows:
+            raise NotFound(turn_id)
+        message = _message_from_row(rows[0])
+        meta = {k: v for k, v in message.meta.items() if k != "feedback"}
+        if feedback is not None:
+            meta["feedback"] = feedback.model_dump(exclude_none=True)
+        self.update_message(
+            message.id,
+            content=message.content,
+            status=message.status,
+            finish_reason=message.finish_reason,
+            tool_calls=list(message.tool_calls),
+            meta=meta,
+        )
+        return message.model_copy(update={"meta": meta})
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread, its messages and its tool outputs."""
@@ -359,6 +427,87 @@ class ThreadStore:
         else:
             self._sql.execute(_STORE_WIRE_BY_SEQ_SQL, seq, wire)
 
+    def last_question(self, thread_id: str) -> str | None:
+        """The turn id (the message id) of the thread's last user message, if any."""
+        rows = self._sql.execute(
+            "SELECT id FROM messages WHERE thread_id = ? AND role = 'user' "
+            "ORDER BY seq DESC LIMIT 1",
+            thread_id,
+        )
+        return rows[0]["id"] if rows else None
+
+    def is_question(self, thread_id: str, message_id: str) -> bool:
+        """True when `message_id` is a user message of this thread."""
+        rows = self._sql.execute(
+            "SELECT 1 AS x FROM messages WHERE thread_id = ? AND id = ? AND role = 'user'",
+            thread_id,
+            message_id,
+        )
+        return bool(rows)
+
+    def supersede_answer(self, thread_id: str, turn_id: str) -> int:
+        """Keep the turn's current answer (its assistant and tool messages) as a previous
+        version: each gets `meta.version`, the version's number (1, 2, …), which leaves it
+        out of the model's context. Returns that number (0: there was no answer)."""
+        rows = self._sql.execute(
+            "SELECT * FROM messages WHERE thread_id = ? AND turn_id = ? AND role <> 'user' "
+            "ORDER BY seq",
+            thread_id,
+            turn_id,
+        )
+        messages = [_message_from_row(r) for r in rows]
+        current = [m for m in messages if "version" not in m.meta]
+        if not current:
+            return 0
+        version = 1 + max((int(m.meta["version"]) for m in messages if m not in current), default=0)
+        for m in current:
+            self.update_message(
+                m.id,
+                content=m.content,
+                status=m.status,
+                finish_reason=m.finish_reason,
+                tool_calls=list(m.tool_calls),
+                meta={**m.meta, "version": version},
+            )
+        return version
+
+    def delete_from(self, thread_id: str, message_id: str) -> int:
+        """Delete a message and every later message of its thread (an edited question and
+        what followed it), with their tool outputs and journal entries; how many went."""
+        rows = self._sql.execute(
+            "SELECT seq FROM messages WHERE thread_id = ? AND id = ?", thread_id, message_id
+        )
+        if not rows:
+            raise NotFound(message_id)
+        seq = rows[0]["seq"]
+        later = "SELECT {col} FROM messages WHERE thread_id = ? AND seq >= ?"
+        self._sql.execute(
+            "DELETE FROM tool_outputs WHERE thread_id = ? AND call_id IN ("
+            + later.format(col="tool_call_id")
+            + " AND role = 'tool')",
+            thread_id,
+            thread_id,
+            seq,
+        )
+        self._sql.execute(
+            "DELETE FROM turn_journal WHERE thread_id = ? AND turn_id IN ("
+            + later.format(col="turn_id")
+            + ")",
+            thread_id,
+            thread_id,
+            seq,
+        )
+        self._sql.execute(
+            "DELETE FROM message_wire WHERE seq IN (" + later.format(col="seq") + ")",
+            thread_id,
+            seq,
+        )
+        count = self._sql.execute(
+            "SELECT count(*) AS n FROM messages WHERE thread_id = ? AND seq >= ?", thread_id, seq
+        )[0]["n"]
+        self._sql.execute("DELETE FROM messages WHERE thread_id = ? AND seq >= ?", thread_id, seq)
+        return int(count)
+
     def list_messages(
         self, thread_id: str, limit: int, cursor: str | None = None
     ) -> tuple[list[Message], str | None]:
@@ -459,10 +608,13 @@ class ThreadStore:
 
 
 def _newest_messages_sql(columns: str) -> str:
-    # The newest messages of a thread (bound: thread id, how many), oldest first.
+    # The newest messages of a thread (bound: thread id, how many), oldest first; previous
+    # versions of a regenerated answer (meta.version) are not part of the conversation.
     return (
         f"SELECT {columns} FROM "
-        "(SELECT * FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+        "(SELECT * FROM messages WHERE thread_id = ? "
+        "AND json_extract(nullif(meta, ''), '$.version') IS NULL "
+        "ORDER BY seq DESC LIMIT ?) ORDER BY seq"
     )
 
 
@@ -533,6 +685,7 @@ class ToolOutputs:
 # text are embedded as JSON, empty ones as the model's default. A field added to the
 # model without a column here fails the statement (and tests/albert/storage).
 _JSON_COLUMNS = {
+    "pinned": "json(CASE WHEN {t}pinned THEN 'true' ELSE 'false' END)",
     "tool_calls": "json(CASE WHEN {t}tool_calls IS NULL OR {t}tool_calls = '' THEN '[]' "
     "ELSE {t}tool_calls END)",
     "meta": "json(CASE WHEN {t}meta IS NULL OR {t}meta = '' THEN '{{}}' ELSE {t}meta END)",
@@ -599,6 +752,42 @@ def _threads_page_sql(where: str) -> str:
 
 _THREADS_PAGE_SQL = _threads_page_sql("")
 _THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
+
+
+# Matching threads by title or message, each with its best message snippet (bound: the
+# FTS query twice, the limit). bm25 ranks the message hits; a title-only hit has no snippet.
+_SEARCH_SQL = (
+    "WITH hits AS ("
+    "SELECT m.thread_id AS thread_id, "
+    "snippet(message_fts, 0, '[', ']', '…', 12) AS snippet, bm25(message_fts) AS rank "
+    "FROM message_fts JOIN messages AS m ON m.seq = message_fts.rowid "
+    "WHERE message_fts MATCH ? "
+    "AND json_extract(nullif(m.meta, ''), '$.version') IS NULL "
+    "UNION ALL "
+    "SELECT t.id, NULL, -1e9 FROM thread_fts JOIN threads AS t ON t.rowid = thread_fts.rowid "
+    "WHERE thread_fts MATCH ?), "
+    "best AS (SELECT thread_id, snippet, min(rank) AS rank, "
+    "(SELECT h2.snippet FROM hits AS h2 WHERE h2.thread_id = hits.thread_id "
+    "AND h2.snippet IS NOT NULL ORDER BY h2.rank LIMIT 1) AS best_snippet "
+    "FROM hits GROUP BY thread_id) "
+    "SELECT t.id, t.title, t.created_at, t.updated_at, t.pinned, best.best_snippet AS snippet "
+    "FROM best JOIN threads AS t ON t.id = best.thread_id "
+    "ORDER BY t.pinned DESC, t.updated_at DESC, t.id DESC LIMIT ?"
+)
+_FTS_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_SEARCH_WORDS = 12
+
+
+def fts_query(text: str) -> str | None:
+    """A user's search as an FTS5 query: every word must match, the last as a prefix (so
+    results come while typing); each word quoted, so no FTS syntax gets through. None when
+    the text has no word."""
+    words = _FTS_WORD.findall(text)[:MAX_SEARCH_WORDS]
+    if not words:
+        return None
+    quoted = [f'"{w}"' for w in words]
+    quoted[-1] += "*"
+    return " ".join(quoted)
 
 
 def store_message_wire(sql: SqlStorage, message_id: str, wire: str) -> None:

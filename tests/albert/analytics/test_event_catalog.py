@@ -28,6 +28,8 @@ def test_every_event_is_named_once_and_documented() -> None:
         "thread_switched",
         "theme_toggled",
         "conversation_list_toggled",
+        "feedback_given",
+        "chat_action_used",
     }
 
 
