@@ -83,6 +83,19 @@ async def test_large_integers_and_whole_reals(platform: Platform) -> None:
     assert row["score"] == 3.0
 
 
+async def test_full_text_search_with_fts5(platform: Platform) -> None:
+    # Thread search indexes questions and answers with FTS5 (albert.storage.migrations).
+    sql = _sql(platform)
+    sql.execute("CREATE VIRTUAL TABLE docs USING fts5(body, thread UNINDEXED)")
+    sql.execute("INSERT INTO docs (body, thread) VALUES (?, ?)", "USDC vaults on Base", "a")
+    sql.execute("INSERT INTO docs (body, thread) VALUES (?, ?)", "PEPE is a meme token", "b")
+    found = sql.execute(
+        "SELECT thread, snippet(docs, 0, '[', ']', '…', 4) AS s FROM docs WHERE docs MATCH ?",
+        '"vaults"',
+    )
+    assert found == [{"thread": "a", "s": "USDC [vaults] on Base"}]
+
+
 async def test_write_statements_return_no_rows_and_returning_does(platform: Platform) -> None:
     sql = _sql(platform)
     assert sql.execute("INSERT INTO t (id, name) VALUES (?, ?)", 1, "a") == []

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from albert.analytics.catalog import BY_NAME
+from albert.analytics.event_catalog import BY_NAME
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer
 from tests.web.test_chat_browser import Page, read_events

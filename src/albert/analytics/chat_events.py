@@ -49,7 +49,7 @@ class TurnEvents:
         """The last question is answered again; `version` earlier answers are kept."""
         if not self.analytics.enabled:
             return
-        from albert.analytics.catalog import AnswerRegenerated
+        from albert.analytics.event_catalog import AnswerRegenerated
 
         self.analytics.track(AnswerRegenerated(thread_id=frame.thread_id, version=version))
 

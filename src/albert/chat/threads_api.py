@@ -123,7 +123,7 @@ class ThreadsApi:
             lambda: self._store.set_feedback(thread_id, turn_id, feedback)
         )
         if self._analytics.enabled:
-            from albert.analytics.catalog import AnswerFeedbackStored
+            from albert.analytics.event_catalog import AnswerFeedbackStored
 
             self._analytics.track(
                 AnswerFeedbackStored(
