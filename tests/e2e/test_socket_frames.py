@@ -182,7 +182,7 @@ async def test_resume_and_cancel_say_what_is_wrong(runtime: RuntimeProcess) -> N
         (
             '{"type": "launch"}',
             "unknown frame type 'launch'; expected one of 'chat', 'cancel', 'ping', 'resume', "
-            "'confirm'",
+            "'confirm', 'regenerate'",
         ),
         ('{"type": "ping", "x": 1}', "ping frame: x: Extra inputs are not permitted"),
         (
