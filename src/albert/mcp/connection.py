@@ -336,7 +336,7 @@ class McpConnection:
         """What an SDK error means, with what the HTTP layer saw that the SDK does not keep."""
         guard = self._guard
         if guard is not None and guard.session_lost:
-            return SessionLost("the server forgot our session (HTTP 404); a new one is opened")
+            return SessionLost("the server forgot our session; a new one is opened")
         if exc.code == ANSWER_REFUSED:
             return AnswerRefused(exc.message)
         return exc
