@@ -8,8 +8,9 @@ runtime (h11):
 
 - a request head must arrive within `HEAD_SECONDS` of the connection opening, or of the
   previous response on a kept-alive connection; otherwise the connection is closed;
-- one client address holds at most `CONNECTIONS_PER_ADDRESS` connections; another is
-  closed as it opens.
+- one client address holds at most `CONNECTIONS_PER_ADDRESS` HTTP connections; another is
+  closed as it opens. A connection upgraded to a WebSocket leaves the count (the WebSocket
+  protocol owns it from then on; each client's sockets are capped by the worker itself).
 
 `bounded_websockets` bounds the frames of one WebSocket message (the local runtime turns
 permessage-deflate off, so a message's size is the bytes that came).
@@ -34,7 +35,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 HEAD_SECONDS = 10.0
-CONNECTIONS_PER_ADDRESS = 256
+CONNECTIONS_PER_ADDRESS = 1024
 # At most one line per this many seconds for each kind of loop error; the rest are counted.
 LOOP_ERROR_SECONDS = 10.0
 
@@ -96,6 +97,7 @@ class _Bounds:
     def bounds_closed(self) -> None:
         self.head_late()
         address = getattr(self, "address", "")
+        self.address = ""  # counted out once, whichever of close or upgrade comes first
         counts = type(self).open_by_address
         if address and counts[address] > 0:
             counts[address] -= 1
@@ -120,6 +122,11 @@ class BoundedH11Protocol(_Bounds, H11Protocol):
         if not self.transport.is_closing():
             self.await_head(self.transport)
 
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        # The WebSocket protocol takes the transport: this one hears no connection_lost.
+        self.bounds_closed()
+        super().handle_websocket_upgrade(event)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.bounds_closed()
         super().connection_lost(exc)
@@ -142,6 +149,10 @@ def bounded_httptools() -> type[asyncio.Protocol]:
             super().on_response_complete()
             if not self.transport.is_closing():
                 self.await_head(self.transport)
+
+        def handle_websocket_upgrade(self) -> None:
+            self.bounds_closed()  # the WebSocket protocol owns the connection from here
+            super().handle_websocket_upgrade()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.bounds_closed()

@@ -4,6 +4,7 @@ holds a bounded number of connections, and a flood of loop errors is a few log l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import threading
@@ -16,7 +17,8 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from data_server.http_limits import bounded_httptools, rate_limited_loop_errors
 from tests.support.ports import reserve
@@ -26,7 +28,12 @@ def _app() -> Starlette:
     async def ok(_: Any) -> PlainTextResponse:
         return PlainTextResponse("ok")
 
-    return Starlette(routes=[Route("/healthz", ok)])
+    async def echo(socket: WebSocket) -> None:
+        await socket.accept()
+        async for text in socket.iter_text():
+            await socket.send_text(text)
+
+    return Starlette(routes=[Route("/healthz", ok), WebSocketRoute("/ws", echo)])
 
 
 @pytest.fixture
@@ -125,3 +132,22 @@ async def test_a_flood_of_loop_errors_is_a_few_lines(caplog: pytest.LogCaptureFi
         "socket.accept() out of system resource",
         "socket.accept() out of system resource (and 999 more since the last line)",
     ]
+
+
+async def test_websockets_leave_the_count_so_many_stay_open(
+    served: tuple[str, Any],
+) -> None:
+    from websockets.asyncio.client import connect
+
+    url, protocol = served
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = [
+            await stack.enter_async_context(connect(url.replace("http", "ws") + "/ws"))
+            for _ in range(protocol.per_address + 10)
+        ]
+        for ws in sockets[-3:]:
+            await ws.send("still here")
+            assert await asyncio.wait_for(ws.recv(), 5) == "still here"
+        assert not protocol.open_by_address  # upgraded: none holds an HTTP slot
+    async with httpx.AsyncClient(timeout=5) as http:
+        assert (await http.get(f"{url}/healthz")).text == "ok"
