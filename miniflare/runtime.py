@@ -107,6 +107,7 @@ class LocalRuntime:
             if path not in sys.path:
                 sys.path.insert(0, path)
         module = importlib.import_module(main.stem)
+        install_outbound_transport()
         values: dict[str, Any] = {**self.config.vars, **self.config.secrets, **self._overrides}
         for binding in self.config.durable_objects:
             cls = getattr(module, binding.class_name)
@@ -172,6 +173,12 @@ class LocalRuntime:
                 task.cancel()
         for host in self.hosts.values():
             host.close()
+        # The objects' shared outbound pool (if any object fetched): its keep-alive
+        # connections close with the runtime, not whenever the process ends.
+        for pool_module in ("albert.outbound.shared_pool", "miniflare.outbound_transport"):
+            outbound = sys.modules.get(pool_module)
+            if outbound is not None:
+                await outbound.close_shared_pool()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run work in the background, keeping a reference until it ends."""
@@ -458,3 +465,18 @@ async def _answer(send: Send, response: Response) -> None:
     headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": response.body})
+
+
+def install_outbound_transport() -> None:
+    """The objects of this runtime send through its lean pool (miniflare.outbound_transport)
+    unless the environment names a proxy, which only httpx's own transport goes through."""
+    from urllib.request import getproxies
+
+    from albert.outbound.shared_pool import install_object_transport
+
+    if any(key in ("http", "https", "all") for key in getproxies()):
+        install_object_transport(None)
+        return
+    from miniflare.outbound_transport import SharedTransport, shared_asyncio_transport
+
+    install_object_transport(lambda: SharedTransport(shared_asyncio_transport()))

@@ -309,17 +309,19 @@ async def test_a_body_stream_that_errors_is_a_read_error() -> None:
                 await stream.__anext__()
 
 
-async def test_objects_share_one_tls_context_under_cpython() -> None:
-    # One context per object loaded the CA bundle each time (~0.8 MiB per client).
+async def test_objects_share_one_pool_and_tls_context_under_cpython() -> None:
+    # One pool (and TLS context) per object loaded the CA bundle each time (~0.8 MiB per
+    # client) and kept a connection per object to the same gateway.
+    from albert.outbound.shared_pool import SharedPoolTransport, close_shared_pool, shared_pool
+
     first, second = outbound_client(), outbound_client()
     try:
-        contexts = [
-            c._transport._pool._ssl_context  # type: ignore[attr-defined]
-            for c in (first, second)
-        ]
-        assert contexts[0] is contexts[1] is shared_tls_context()
-        assert contexts[0].verify_mode.name == "CERT_REQUIRED"
-        assert contexts[0].check_hostname
+        assert isinstance(first._transport, SharedPoolTransport)  # type: ignore[attr-defined]
+        assert isinstance(second._transport, SharedPoolTransport)  # type: ignore[attr-defined]
+        assert shared_pool() is shared_pool()
+        context = shared_tls_context()
+        assert context.verify_mode.name == "CERT_REQUIRED" and context.check_hostname
     finally:
         await first.aclose()
         await second.aclose()
+        await close_shared_pool()

@@ -230,10 +230,13 @@ def shared_tls_context() -> ssl.SSLContext:
 
 def outbound_client() -> httpx.AsyncClient:
     """The core's httpx client for one object: the platform's fetch on Cloudflare; under
-    CPython httpx's own transport, with the process's one TLS context."""
+    CPython httpx's own transport, one pool shared by the process's objects
+    (albert.outbound.shared_pool), with its one TLS context."""
     from albert.outbound.client import ObjectHttpClient
 
     platform = outbound_transport()
     if platform is not None:
         return ObjectHttpClient(transport=platform)
-    return ObjectHttpClient(verify=shared_tls_context())
+    from albert.outbound.shared_pool import object_transport
+
+    return ObjectHttpClient(transport=object_transport())
