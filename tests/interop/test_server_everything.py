@@ -41,6 +41,16 @@ async def test_streamable_http_lists_calls_and_keeps_what_results_carry(
     assert not structured.is_error and structured.structured, structured
     links = (await registry.get("get-resource-links").execute({"count": 2})).joined_text()
     assert "[resource link" in links and "<demo://resource/" in links
+    # An embedded text resource inline under its URI; a binary one named, not read.
+    reference = registry.get("get-resource-reference")
+    text = (await reference.execute({"resourceType": "Text"})).joined_text()
+    assert "[resource demo://resource/dynamic/text/1]\nResource 1: This is a plaintext" in text
+    blob = (await reference.execute({"resourceType": "Blob"})).joined_text()
+    assert "[resource demo://resource/dynamic/blob/1 (text/plain) omitted" in blob
+    # Tools it registers only for clients that declare sampling or elicitation: we declare
+    # neither, so they are never offered.
+    names = registry.names()
+    assert not [n for n in names if "sampling" in n or "elicitation" in n], names
     # A tool that runs only as a task is left out, and the status says why.
     assert "simulate-research-query" not in registry.names()
     [status] = h.manager.status()
