@@ -1,11 +1,13 @@
 """Our MCP client against the TypeScript SDK's reference server (`server-everything`).
 
 Through the same manager a chat object uses: list, call, progress, structured and resource
-results, a task-only tool left out, the legacy SSE transport, and a restart that forgets
-our session.
+results, a task-only tool left out, the legacy SSE transport and its restart, a restart
+that forgets our session, and a URL on the server that is no MCP endpoint.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -39,6 +41,16 @@ async def test_streamable_http_lists_calls_and_keeps_what_results_carry(
     assert not structured.is_error and structured.structured, structured
     links = (await registry.get("get-resource-links").execute({"count": 2})).joined_text()
     assert "[resource link" in links and "<demo://resource/" in links
+    # An embedded text resource inline under its URI; a binary one named, not read.
+    reference = registry.get("get-resource-reference")
+    text = (await reference.execute({"resourceType": "Text"})).joined_text()
+    assert "[resource demo://resource/dynamic/text/1]\nResource 1: This is a plaintext" in text
+    blob = (await reference.execute({"resourceType": "Blob"})).joined_text()
+    assert "[resource demo://resource/dynamic/blob/1 (text/plain) omitted" in blob
+    # Tools it registers only for clients that declare sampling or elicitation: we declare
+    # neither, so they are never offered.
+    names = registry.names()
+    assert not [n for n in names if "sampling" in n or "elicitation" in n], names
     # A tool that runs only as a task is left out, and the status says why.
     assert "simulate-research-query" not in registry.names()
     [status] = h.manager.status()
@@ -85,3 +97,37 @@ async def test_the_legacy_sse_transport_is_used_when_streamable_http_is_refused(
     await wait_state(h.manager, "everything", "ready")
     echo = (await h.manager.tools_for_turn()).registry.get("echo")
     assert (await echo.execute({"message": "old"})).joined_text() == "Echo: old"
+
+
+async def test_a_restarted_legacy_sse_server_is_reconnected(
+    sql: WorkersSql, made: list[Harness], everything_sse: Everything
+) -> None:
+    # Issue #33 item 8: the SSE stream ends with the process; a new one is opened.
+    h = await harness(sql, made, everything_sse.url, name="everything")
+    await wait_state(h.manager, "everything", "ready")
+    everything_sse.restart()
+    await wait_state(h.manager, "everything", "ready", within=15)
+    for _ in range(50):  # bounded: the drop may be noticed by this turn's health check
+        registry = (await h.manager.tools_for_turn()).registry
+        if registry.source_of("echo") == "everything":
+            break
+        await asyncio.sleep(0.1)
+    assert registry.source_of("echo") == "everything", h.manager.status()
+    echo = registry.get("echo")
+    assert (await echo.execute({"message": "back"})).joined_text() == "Echo: back"
+    assert h.manager.status()[0].last_error is None
+
+
+async def test_a_url_that_is_no_mcp_endpoint_fails_once_with_a_clear_reason(
+    sql: WorkersSql, made: list[Harness], everything_http: Everything
+) -> None:
+    # Issue #33 item 8: 404 to the POST and to the SSE GET; no retry can fix that.
+    url = everything_http.url.replace("/mcp", "/nothing")
+    h = await harness(sql, made, url, name="everything")
+    await wait_state(h.manager, "everything", "failed")
+    [status] = h.manager.status()
+    assert status.last_error is not None
+    assert status.last_error.startswith("no MCP endpoint at this URL (HTTP 404 to initialize)")
+    await asyncio.sleep(1.0)  # the fast schedule would have retried several times by now
+    [later] = h.manager.status()
+    assert later.state == "failed" and later.attempts == status.attempts
