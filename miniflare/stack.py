@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import uvicorn
 from pydantic import BaseModel
 
 from miniflare.process import Children, PortTaken, listening_socket, reserve_port
@@ -113,8 +112,7 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
 def _data_server(
     typesense_url: str, db_path: Path, sock: socket.socket, rpc_urls: dict[str, str]
 ) -> QuietServer:
-    from data_server.app import create_app
-    from data_server.http_limits import bounded_httptools
+    from data_server.app import create_app, uvicorn_config
     from data_server.settings import DataServerSettings
 
     port = int(sock.getsockname()[1])
@@ -127,12 +125,10 @@ def _data_server(
             "RPC_URLS": json.dumps(rpc_urls),
         }
     )
-    config = uvicorn.Config(
+    config = uvicorn_config(
         create_app(settings),
         host="127.0.0.1",
         port=port,
-        http=bounded_httptools(),
-        proxy_headers=False,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,
