@@ -79,6 +79,22 @@ def test_a_body_over_the_bound_is_refused_by_its_length_before_it_is_read(
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
+def test_a_body_at_a_routes_own_limit_reaches_the_worker(runtime: RuntimeProcess) -> None:
+    from albert.mcp.api import MAX_BODY_BYTES
+
+    token = asyncio.run(_token(runtime))
+    body = json.dumps({"name": "x", "url": "https://mcp.example/" + "a" * MAX_BODY_BYTES})
+    answer = httpx.post(
+        f"{runtime.url}/api/mcp/servers",
+        content=body.encode(),
+        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+        timeout=10,
+    )
+    # The worker's own refusal (JSON, naming its limit), not the runtime's plain 413.
+    assert answer.headers["content-type"].startswith("application/json"), answer.text[:200]
+    assert len(body) < MAX_REQUEST_BODY_BYTES
+
+
 def test_bodies_that_grow_past_the_bound_are_cut_off(runtime: RuntimeProcess) -> None:
     chunk = b"x" * 65536
     pieces = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(128))  # 8 MiB
@@ -95,7 +111,7 @@ def test_bodies_that_grow_past_the_bound_are_cut_off(runtime: RuntimeProcess) ->
     assert all(a.startswith(b"HTTP/1.1 413") for a in answers), [a[:40] for a in answers]
     assert 128 * len(chunk) > MAX_REQUEST_BODY_BYTES
     assert healthz_seconds(runtime) < BYSTANDER_SECONDS
-    # Three 8 MiB bodies at once: the process read about 1 MiB of each, no more.
+    # Three 8 MiB bodies at once: the process read about MAX_REQUEST_BODY_BYTES of each.
     assert rss_bytes(runtime) - before < 32 * 1024 * 1024
 
 
