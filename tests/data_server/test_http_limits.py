@@ -220,16 +220,23 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_off_and_a_prompt_one_is_read(
         slow.close()
 
 
+REQUESTS_PER_MINUTE = 3
+
+
 @pytest.fixture
 def data_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     """The real data server app, served with the settings `albert-data serve` uses (the head
-    deadline shortened)."""
+    deadline shortened, a per-address rate limit on /mcp and /platform)."""
     protocol = bounded_protocol("httptools")
     protocol.head_seconds = 2.0
     protocol.per_address = 256
     sock = reserve()
     port = int(sock.getsockname()[1])
-    settings = DataServerSettings(TYPESENSE_URL="http://127.0.0.1:9", DATA_SERVER_PORT=port)
+    settings = DataServerSettings(
+        TYPESENSE_URL="http://127.0.0.1:9",
+        DATA_SERVER_PORT=port,
+        DATA_SERVER_REQUESTS_PER_MINUTE=REQUESTS_PER_MINUTE,
+    )
     with VaultStore(tmp_path / "store.sqlite3") as store:
         app = create_app(settings, store=store)
         config = uvicorn_config(
@@ -267,3 +274,33 @@ def test_the_data_server_answers_others_while_hundreds_of_heads_hang(
     while protocol.open_by_address and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not protocol.open_by_address
+
+
+def test_the_data_server_refuses_a_body_framed_twice_and_trusts_no_forwarded_address(
+    data_server: tuple[str, Any],
+) -> None:
+    url, _ = data_server
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        answer = b""
+        for _ in range(50):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            answer += piece
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert answer.count(b"HTTP/1.1") == 1, "the smuggled request was not answered"
+    # Each request claims another forwarded address; the socket's is the one counted.
+    with httpx.Client(timeout=10) as http:
+        statuses = [
+            http.get(
+                f"{url}/platform/tokens/search?symbol=PEPE",
+                headers={"x-forwarded-for": f"198.51.100.{n}"},
+            ).status_code
+            for n in range(REQUESTS_PER_MINUTE + 2)
+        ]
+    assert 429 not in statuses[:REQUESTS_PER_MINUTE] and statuses[-2:] == [429, 429], statuses
