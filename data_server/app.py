@@ -218,18 +218,22 @@ def mount_platform(app: Starlette) -> None:
     app.mount("/platform", platform_app())
 
 
-def uvicorn_config(app: ASGIApp, *, host: str, port: int, **options: Any) -> uvicorn.Config:
+def uvicorn_config(
+    app: ASGIApp, *, host: str, port: int, per_address: int | None = None, **options: Any
+) -> uvicorn.Config:
     """The data server's uvicorn settings, the same for `albert-data serve` and the local
     stack: httptools with deadlines for request heads and bodies, a per-address connection
-    cap, a bound on connections and requests in flight, forwarded headers not trusted
-    (data_server/http_limits.py). `options` adds to them (log level, lifespan, …)."""
+    cap (`per_address`, CONNECTIONS_PER_ADDRESS unless given), a bound on connections and
+    requests in flight, forwarded headers not trusted (data_server/http_limits.py).
+    `options` adds to them (log level, lifespan, …)."""
     import uvicorn
 
     from data_server.http_limits import bounded_httptools, server_options
 
-    return uvicorn.Config(
-        app, host=host, port=port, **{**server_options(bounded_httptools()), **options}
-    )
+    protocol: Any = bounded_httptools()
+    if per_address is not None:
+        protocol.per_address = per_address
+    return uvicorn.Config(app, host=host, port=port, **{**server_options(protocol), **options})
 
 
 def serve(settings: DataServerSettings) -> int:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from data_server.http_limits import CONCURRENCY_LIMIT
 from miniflare.process import Children, PortTaken, listening_socket, reserve_port
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
@@ -109,6 +110,10 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
         print("  vaults index: " + ("up to date" if report is None else "seeded"), flush=True)
 
 
+# Connections the stack's data server takes from one address (its only client, the runtime).
+STACK_DATA_SERVER_PER_ADDRESS = CONCURRENCY_LIMIT
+
+
 def _data_server(
     typesense_url: str, db_path: Path, sock: socket.socket, rpc_urls: dict[str, str]
 ) -> QuietServer:
@@ -129,6 +134,10 @@ def _data_server(
         create_app(settings),
         host="127.0.0.1",
         port=port,
+        # Its one client is the runtime (every client's object connects from 127.0.0.1, each
+        # holding an MCP stream): the per-address cap would cap the number of chat clients.
+        # The head and body deadlines and the concurrency limit still apply.
+        per_address=STACK_DATA_SERVER_PER_ADDRESS,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,

@@ -195,6 +195,7 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
 
     from data_server.http_limits import (
         CONCURRENCY_LIMIT,
+        CONNECTIONS_PER_ADDRESS,
         HEAD_SECONDS,
         BoundedH11Protocol,
         bounded_httptools,
@@ -216,3 +217,19 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
     assert issubclass(data.http, HttpToolsProtocol)  # type: ignore[arg-type]
     assert data.http.head_seconds == HEAD_SECONDS  # type: ignore[union-attr]
     assert data.proxy_headers is False and data.limit_concurrency == CONCURRENCY_LIMIT
+    assert data.http.per_address == CONNECTIONS_PER_ADDRESS  # type: ignore[union-attr]
+
+
+def test_the_local_stacks_data_server_lets_the_runtime_hold_many_connections(
+    tmp_path: Path,
+) -> None:
+    from data_server.http_limits import BODY_SECONDS, CONCURRENCY_LIMIT, CONNECTIONS_PER_ADDRESS
+    from miniflare.process import listening_socket
+    from miniflare.stack import _data_server
+
+    with listening_socket("127.0.0.1", 0) as sock:
+        config = _data_server("http://127.0.0.1:9", tmp_path / "s.sqlite3", sock, {}).config
+    # Every chat client's object connects from 127.0.0.1: the runtime is its one client.
+    assert config.http.per_address == CONCURRENCY_LIMIT > CONNECTIONS_PER_ADDRESS  # type: ignore[union-attr]
+    assert config.limit_concurrency == CONCURRENCY_LIMIT and config.proxy_headers is False
+    assert config.http.body_seconds == BODY_SECONDS  # type: ignore[union-attr]
