@@ -6,12 +6,15 @@ Both are off unless configured (the local stack leaves them off):
   `Authorization: Bearer <key>` (compared in constant time); the worker sends it from the
   same secret. `/healthz` and `/readyz` stay open for probes.
 - `DATA_SERVER_REQUESTS_PER_MINUTE`: requests per client address (the socket's: forwarded
-  headers are not trusted) to those paths; over it, 429 with `Retry-After`.
+  headers are not trusted; IPv6 per /64, as the worker counts) to those paths; over it, 429
+  with `Retry-After`. At most MAX_ADDRESSES buckets are kept, the least recently used
+  dropped first.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import math
 import time
@@ -20,8 +23,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-# Buckets of addresses not seen for this long are dropped (a bound on memory).
-IDLE_SECONDS = 600.0
+# The buckets kept, a bound on memory: past it the least recently used one is dropped (its
+# address starts again with a full bucket; a bucket idle for a minute is full anyway).
 MAX_ADDRESSES = 100_000
 
 
@@ -74,10 +77,11 @@ class AccessGuard:
         now = self._clock()
         capacity = float(self._per_minute)
         rate = capacity / 60.0
-        tokens, seen = self._buckets.get(address, (capacity, now))
+        # Taken out and put back: the dict's order is the order of use, oldest first.
+        tokens, seen = self._buckets.pop(address, (capacity, now))
         tokens = min(capacity, tokens + (now - seen) * rate)
-        if len(self._buckets) >= MAX_ADDRESSES:
-            self._buckets = {a: b for a, b in self._buckets.items() if now - b[1] < IDLE_SECONDS}
+        while len(self._buckets) >= MAX_ADDRESSES:
+            del self._buckets[next(iter(self._buckets))]
         if tokens < 1:
             self._buckets[address] = (tokens, now)
             return (1 - tokens) / rate
@@ -86,8 +90,20 @@ class AccessGuard:
 
 
 def _address(scope: Scope) -> str:
+    """The bucket of the socket's address: IPv4 as it is, IPv6 by its /64 (the block one
+    subscriber usually holds)."""
     client = scope.get("client")
-    return str(client[0]) if client else "?"
+    if not client:
+        return "?"
+    try:
+        ip = ipaddress.ip_address(str(client[0]))
+    except ValueError:
+        return str(client[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 async def _json(

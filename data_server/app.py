@@ -14,12 +14,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp
 
 from albert.search import TypesenseClient, TypesenseError
 from data_server.access import AccessGuard
@@ -31,6 +32,9 @@ from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from data_server.wallets.positions import WalletReader
 from data_server.wallets.rpc import JsonRpcClient
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +218,24 @@ def mount_platform(app: Starlette) -> None:
     app.mount("/platform", platform_app())
 
 
+def uvicorn_config(
+    app: ASGIApp, *, host: str, port: int, per_address: int | None = None, **options: Any
+) -> uvicorn.Config:
+    """The data server's uvicorn settings, the same for `albert-data serve` and the local
+    stack: httptools with deadlines for request heads and bodies, a per-address connection
+    cap (`per_address`, CONNECTIONS_PER_ADDRESS unless given), a bound on connections and
+    requests in flight, forwarded headers not trusted (data_server/http_limits.py).
+    `options` adds to them (log level, lifespan, …)."""
+    import uvicorn
+
+    from data_server.http_limits import bounded_httptools, server_options
+
+    protocol: Any = bounded_httptools()
+    if per_address is not None:
+        protocol.per_address = per_address
+    return uvicorn.Config(app, host=host, port=port, **{**server_options(protocol), **options})
+
+
 def serve(settings: DataServerSettings) -> int:
     """Run the data server with uvicorn until interrupted (`albert-data serve`)."""
     import uvicorn
@@ -225,17 +247,12 @@ def serve(settings: DataServerSettings) -> int:
         "platform at /platform)",
         flush=True,
     )
-    from data_server.http_limits import bounded_httptools, rate_limited_loop_errors
+    from data_server.http_limits import rate_limited_loop_errors
 
-    config = uvicorn.Config(
+    config = uvicorn_config(
         app,
         host=settings.host,
         port=settings.port,
-        # httptools, with a deadline for request heads and a per-address connection cap.
-        http=bounded_httptools(),
-        # Behind a proxy, the proxy's address is the client's: forwarded headers are not
-        # trusted (docs/security.md says what the proxy must add).
-        proxy_headers=False,
         log_level="info",
         # A line per request was ~2% of a tool call's CPU; operators turn it on when needed.
         access_log=settings.access_log,

@@ -8,12 +8,18 @@ runtime (h11):
 
 - a request head must arrive within `HEAD_SECONDS` of the connection opening, or of the
   previous response on a kept-alive connection; otherwise the connection is closed;
+- a request's body must have arrived within `BODY_SECONDS` of its head (a body sent a byte
+  at a time holds a connection as a half-open head does); otherwise the connection is
+  closed and the application sees the client gone;
 - one client address holds at most `CONNECTIONS_PER_ADDRESS` HTTP connections; another is
   closed as it opens. A connection upgraded to a WebSocket leaves the count (the WebSocket
   protocol owns it from then on; each client's sockets are capped by the worker itself).
 
 `bounded_websockets` bounds the frames of one WebSocket message (the local runtime turns
 permessage-deflate off, so a message's size is the bytes that came).
+
+`server_options` is what both servers pass to uvicorn: these protocols, forwarded headers
+not trusted, `limit_concurrency` and the keep-alive timeout.
 
 `rate_limited_loop_errors` keeps a flood of failing accepts (descriptors exhausted) from
 writing a traceback per attempt into the log. What a production proxy in front must still
@@ -35,15 +41,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 HEAD_SECONDS = 10.0
+BODY_SECONDS = 30.0
 CONNECTIONS_PER_ADDRESS = 1024
+# uvicorn answers 503 past this many connections and requests in flight at once.
+CONCURRENCY_LIMIT = 4096
+# An idle kept-alive connection is closed after this long (uvicorn's own default, stated).
+KEEP_ALIVE_SECONDS = 5
 # At most one line per this many seconds for each kind of loop error; the rest are counted.
 LOOP_ERROR_SECONDS = 10.0
 
 
 class _Bounds:
-    """The head deadline and the per-address count, shared by both protocol classes."""
+    """The head and body deadlines and the per-address count, shared by both protocol
+    classes."""
 
     head_seconds = HEAD_SECONDS
+    body_seconds = BODY_SECONDS
     per_address = CONNECTIONS_PER_ADDRESS
     # Per protocol class, across its servers in this process (they share descriptors).
     open_by_address: Counter[str]
@@ -55,6 +68,7 @@ class _Bounds:
     def bounds_opened(self, transport: asyncio.Transport) -> bool:
         """Count the connection in; False (and closed) when its address holds too many."""
         self.head_deadline: asyncio.TimerHandle | None = None
+        self.body_deadline: asyncio.TimerHandle | None = None
         peer = transport.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         counts = type(self).open_by_address
@@ -75,15 +89,35 @@ class _Bounds:
         loop = asyncio.get_running_loop()
         self.head_deadline = loop.call_later(self.head_seconds, self.head_timed_out, transport)
 
-    def head_arrived(self) -> None:
-        """The head is in: the request's own timeouts apply from here."""
-        self.head_late()
-
     def head_late(self) -> None:
         deadline = getattr(self, "head_deadline", None)
         if deadline is not None:
             deadline.cancel()
             self.head_deadline = None
+
+    def body_started(self, transport: asyncio.Transport) -> None:
+        """The head is in and a body is coming: it is due within `body_seconds`."""
+        self.head_late()
+        if getattr(self, "body_deadline", None) is None:
+            loop = asyncio.get_running_loop()
+            self.body_deadline = loop.call_later(self.body_seconds, self.body_timed_out, transport)
+
+    def body_arrived(self) -> None:
+        """The request is in whole (or had no body)."""
+        self.head_late()
+        deadline = getattr(self, "body_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self.body_deadline = None
+
+    def body_timed_out(self, transport: asyncio.Transport) -> None:
+        self.body_deadline = None
+        log.debug(
+            "closing a connection from %s: its request body took over %g s",
+            self.address,
+            self.body_seconds,
+        )
+        transport.close()
 
     def head_timed_out(self, transport: asyncio.Transport) -> None:
         self.head_deadline = None
@@ -95,7 +129,7 @@ class _Bounds:
         transport.close()
 
     def bounds_closed(self) -> None:
-        self.head_late()
+        self.body_arrived()
         address = getattr(self, "address", "")
         self.address = ""  # counted out once, whichever of close or upgrade comes first
         counts = type(self).open_by_address
@@ -106,7 +140,7 @@ class _Bounds:
 
 
 class BoundedH11Protocol(_Bounds, H11Protocol):
-    """uvicorn's h11 protocol with the head deadline and the per-address cap."""
+    """uvicorn's h11 protocol with the head and body deadlines and the per-address cap."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -114,8 +148,11 @@ class BoundedH11Protocol(_Bounds, H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self.head_arrived()
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            self.body_started(self.transport)
+        elif state is not h11.IDLE:
+            self.body_arrived()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -142,8 +179,12 @@ def bounded_httptools() -> type[asyncio.Protocol]:
             self.bounds_opened(transport)
 
         def on_headers_complete(self) -> None:
-            self.head_arrived()
+            self.body_started(self.transport)
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self.body_arrived()
+            super().on_message_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -159,6 +200,19 @@ def bounded_httptools() -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
     return BoundedHttpToolsProtocol
+
+
+def server_options(http: type[asyncio.Protocol]) -> dict[str, Any]:
+    """uvicorn settings both servers share, with `http` one of the bounded protocols."""
+    return {
+        "http": http,
+        # Behind a proxy the proxy's address is the client's, and a client's own
+        # X-Forwarded-For must not become the address limits count by (docs/security.md
+        # says what a proxy in front must add).
+        "proxy_headers": False,
+        "limit_concurrency": CONCURRENCY_LIMIT,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+    }
 
 
 # One WebSocket message may come in at most this many frames (a chat frame is one).

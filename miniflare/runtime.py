@@ -430,9 +430,11 @@ async def _close_object(instance: Any) -> None:
         log.exception("an object failed to shut down")
 
 
-# The largest request body the runtime reads: every route of the worker takes far less
-# (32 kB at most); a bigger body is refused with 413 before more of it is read.
-MAX_REQUEST_BODY_BYTES = 1024 * 1024
+# The largest request body the runtime reads: the largest any route of the worker accepts
+# (32,000 bytes, `/api/mcp/servers` and `/api/events`) with room to spare, so a body near a
+# route's own limit still gets the worker's answer. A bigger body is refused with 413
+# before more of it is read: the 1,024 connections one address may hold then hold 64 MiB at most.
+MAX_REQUEST_BODY_BYTES = 64 * 1024
 
 
 def _too_large() -> Response:

@@ -23,7 +23,12 @@ from types import FrameType
 
 import uvicorn
 
-from data_server.http_limits import BoundedH11Protocol, bounded_websockets, rate_limited_loop_errors
+from data_server.http_limits import (
+    BoundedH11Protocol,
+    bounded_websockets,
+    rate_limited_loop_errors,
+    server_options,
+)
 from miniflare.config import load_config
 from miniflare.gc_policy import FreezeSurvivors
 from miniflare.runtime import LocalRuntime
@@ -41,8 +46,6 @@ DUPLICATE_SIGNAL_SECONDS = 0.5
 # stays open; only a message over this ceiling ends the socket (1009, "message too big",
 # as the platform does over its own). It stays at least 4 × MAX_FRAME_BYTES.
 WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-# uvicorn answers 503 past this many connections and requests in flight at once.
-CONCURRENCY_LIMIT = 4096
 
 
 class QuietServer(uvicorn.Server):
@@ -97,13 +100,11 @@ def uvicorn_server(runtime: LocalRuntime, host: str, sock: socket.socket) -> Qui
         host=host,
         port=port,
         # h11 stays the runtime's HTTP parser even though httptools is installed (for the
-        # data server): uvicorn's "auto" would switch to it. Bounded: a request head is due
-        # within seconds, and one address holds a bounded number of connections.
-        http=BoundedH11Protocol,
-        # The runtime sets CF-Connecting-IP from the socket, as Cloudflare does; an
-        # X-Forwarded-For a client sends must not become the address limits count by.
-        proxy_headers=False,
-        limit_concurrency=CONCURRENCY_LIMIT,
+        # data server): uvicorn's "auto" would switch to it. Bounded: a request head and body
+        # are due within seconds, and one address holds a bounded number of connections.
+        # Forwarded headers are not trusted: the runtime sets CF-Connecting-IP from the
+        # socket, as Cloudflare does.
+        **server_options(BoundedH11Protocol),
         ws=bounded_websockets(),
         # Compression off: a 16 MiB deflate bomb per message cost seconds of CPU before the
         # size limit saw it. Chat frames are small.

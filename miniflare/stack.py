@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import uvicorn
 from pydantic import BaseModel
 
+from data_server.http_limits import CONCURRENCY_LIMIT
 from miniflare.process import Children, PortTaken, listening_socket, reserve_port
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
@@ -110,11 +110,14 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
         print("  vaults index: " + ("up to date" if report is None else "seeded"), flush=True)
 
 
+# Connections the stack's data server takes from one address (its only client, the runtime).
+STACK_DATA_SERVER_PER_ADDRESS = CONCURRENCY_LIMIT
+
+
 def _data_server(
     typesense_url: str, db_path: Path, sock: socket.socket, rpc_urls: dict[str, str]
 ) -> QuietServer:
-    from data_server.app import create_app
-    from data_server.http_limits import bounded_httptools
+    from data_server.app import create_app, uvicorn_config
     from data_server.settings import DataServerSettings
 
     port = int(sock.getsockname()[1])
@@ -127,12 +130,14 @@ def _data_server(
             "RPC_URLS": json.dumps(rpc_urls),
         }
     )
-    config = uvicorn.Config(
+    config = uvicorn_config(
         create_app(settings),
         host="127.0.0.1",
         port=port,
-        http=bounded_httptools(),
-        proxy_headers=False,
+        # Its one client is the runtime (every client's object connects from 127.0.0.1, each
+        # holding an MCP stream): the per-address cap would cap the number of chat clients.
+        # The head and body deadlines and the concurrency limit still apply.
+        per_address=STACK_DATA_SERVER_PER_ADDRESS,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=SERVER_GRACE_SECONDS,

@@ -6,6 +6,17 @@ import time
 from typing import TYPE_CHECKING
 
 from albert.search import TypesenseError
+from data_server.chain_slugs import CHAIN_ALIASES, normalize_chain, unique_chains
+
+__all__ = [
+    "CHAIN_ALIASES",
+    "ECHO_CHARS",
+    "KNOWN_CHAINS",
+    "ChainRegistry",
+    "echo",
+    "normalize_chain",
+    "unique_chains",
+]
 
 if TYPE_CHECKING:
     from data_server.mcp_server.vault_index import VaultIndex
@@ -20,29 +31,6 @@ KNOWN_CHAINS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-CHAIN_ALIASES: dict[str, str] = {
-    "eth": "ethereum",
-    "mainnet": "ethereum",
-    "ethereum-mainnet": "ethereum",
-    "arb": "arbitrum",
-    "arbitrum-one": "arbitrum",
-    "arbitrum one": "arbitrum",
-    "op": "optimism",
-    "op-mainnet": "optimism",
-    "matic": "polygon",
-    "polygon-pos": "polygon",
-    "bnb": "bsc",
-    "bnb-chain": "bsc",
-    "bnb chain": "bsc",
-    "binance": "bsc",
-    "avax": "avalanche",
-    "xdai": "gnosis",
-    "zksync-era": "zksync",
-    "zksync era": "zksync",
-    "era": "zksync",
-    "bera": "berachain",
-}
-
 
 ECHO_CHARS = 40
 
@@ -52,12 +40,6 @@ def echo(value: str) -> str:
     if len(value) <= ECHO_CHARS:
         return repr(value)
     return repr(value[:ECHO_CHARS]) + f"… ({len(value):,} characters)"
-
-
-def normalize_chain(value: str) -> str:
-    """Lowercase, trim, and resolve aliases ('ETH' → 'ethereum')."""
-    slug = value.strip().lower()
-    return CHAIN_ALIASES.get(slug, slug)
 
 
 class ChainRegistry:

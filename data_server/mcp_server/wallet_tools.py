@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from data_server.coaching import CoachItem
-from data_server.mcp_server.chains import normalize_chain
+from data_server.mcp_server.chains import echo, unique_chains
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
 from data_server.wallets.address import InvalidAddress, validate_address
@@ -51,11 +51,10 @@ class WalletInput(StrictInput):
     @field_validator("chains", mode="before")
     @classmethod
     def _chains(cls, value: object) -> object:
-        if isinstance(value, list):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
             # Aliases of one chain ("eth", "mainnet") and repeats are one chain: read twice,
-            # a wallet's value would be counted twice.
-            named = [normalize_chain(v) if isinstance(v, str) else v for v in value]
-            return [v for i, v in enumerate(named) if v not in named[:i]]
+            # a wallet's value would be counted twice. (Other entries: pydantic refuses them.)
+            return unique_chains(value)
         return value
 
 
@@ -95,7 +94,7 @@ async def _read(deps: ToolDeps, params: WalletInput) -> WalletReadout:
         missing = [c for c in params.chains if c not in deps.wallets.chains]
         if missing:
             raise ToolFailure(
-                f"no RPC node for {', '.join(missing)}; readable chains: "
+                f"no RPC node for {', '.join(echo(c) for c in missing)}; readable chains: "
                 f"{', '.join(deps.wallets.chains)}"
             )
     address, ens_name = await _owner(deps, params.address)

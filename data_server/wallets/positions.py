@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from data_server.chain_slugs import unique_chains
 from data_server.vaults.model import Vault
 from data_server.wallets.abi import (
     MULTICALL3_ADDRESS,
@@ -206,9 +207,10 @@ class WalletReader:
     ) -> WalletReadout:
         """Validate the address and read every requested chain concurrently."""
         owner = validate_address(address)
-        # Each chain once, whatever the caller repeated: a chain read twice counts twice.
+        # Each chain once, whatever the caller repeated or however it named it ("eth",
+        # "mainnet"): a chain read twice counts twice.
         wanted = (
-            self.chains if not chains else [c for c in dict.fromkeys(chains) if c in self._clients]
+            self.chains if not chains else [c for c in unique_chains(chains) if c in self._clients]
         )
         outcomes = await asyncio.gather(
             *(self._read_chain(owner, chain) for chain in wanted), return_exceptions=True

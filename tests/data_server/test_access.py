@@ -91,6 +91,44 @@ async def test_requests_per_address_are_limited_with_a_retry_after() -> None:
         assert (await http.post("/mcp")).status_code == 200  # another address, its own bucket
 
 
+async def _ok(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def _status(guard: AccessGuard, address: str) -> int:
+    transport = httpx.ASGITransport(app=guard, client=(address, 1234))
+    async with httpx.AsyncClient(transport=transport, base_url="http://x") as http:
+        return (await http.post("/mcp")).status_code
+
+
+async def test_ipv6_addresses_are_counted_per_64_as_the_worker_counts_them() -> None:
+    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=2, clock=lambda: 0.0)
+    # One subscriber's /64 holds 2^64 addresses: rotating through them changes nothing.
+    statuses = [await _status(guard, f"2001:db8:1:2::{n:x}") for n in range(1, 5)]
+    assert statuses == [200, 200, 429, 429]
+    assert await _status(guard, "2001:db8:1:3::1") == 200  # another /64
+    assert await _status(guard, "::ffff:198.51.100.9") == 200
+    assert await _status(guard, "198.51.100.9") == 200
+    assert await _status(guard, "198.51.100.9") == 429  # the mapped form is the same address
+
+
+async def test_the_buckets_kept_are_bounded_least_recently_used_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import data_server.access as access
+
+    monkeypatch.setattr(access, "MAX_ADDRESSES", 2)
+    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=1, clock=lambda: 0.0)
+    a, b, c = "198.51.100.1", "198.51.100.2", "198.51.100.3"
+    assert [await _status(guard, x) for x in (a, b, a)] == [200, 200, 429]
+    # A third address drops the least recently used bucket (b's), never a's, which was used
+    # last; the memory held stays at two buckets however many addresses come.
+    assert await _status(guard, c) == 200
+    assert await _status(guard, a) == 429
+    assert await _status(guard, b) == 200  # b starts again with a full bucket
+
+
 async def test_the_worker_sends_the_key_to_the_platform_and_the_default_server(
     tmp_path: Path,
 ) -> None:

@@ -193,7 +193,13 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
     from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from data_server.http_limits import BoundedH11Protocol, bounded_httptools
+    from data_server.http_limits import (
+        CONCURRENCY_LIMIT,
+        CONNECTIONS_PER_ADDRESS,
+        HEAD_SECONDS,
+        BoundedH11Protocol,
+        bounded_httptools,
+    )
     from miniflare.process import listening_socket
     from miniflare.server import uvicorn_server
 
@@ -203,3 +209,27 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
         config = uvicorn_server(runtime, "127.0.0.1", sock).config  # type: ignore[arg-type]
     assert config.http is BoundedH11Protocol and issubclass(BoundedH11Protocol, H11Protocol)
     assert config.proxy_headers is False and config.ws_per_message_deflate is False
+    assert config.limit_concurrency == CONCURRENCY_LIMIT
+    # The data server's settings, for `albert-data serve` and the local stack alike.
+    from data_server.app import uvicorn_config
+
+    data = uvicorn_config(object(), host="127.0.0.1", port=1)  # type: ignore[arg-type]
+    assert issubclass(data.http, HttpToolsProtocol)  # type: ignore[arg-type]
+    assert data.http.head_seconds == HEAD_SECONDS  # type: ignore[union-attr]
+    assert data.proxy_headers is False and data.limit_concurrency == CONCURRENCY_LIMIT
+    assert data.http.per_address == CONNECTIONS_PER_ADDRESS  # type: ignore[union-attr]
+
+
+def test_the_local_stacks_data_server_lets_the_runtime_hold_many_connections(
+    tmp_path: Path,
+) -> None:
+    from data_server.http_limits import BODY_SECONDS, CONCURRENCY_LIMIT, CONNECTIONS_PER_ADDRESS
+    from miniflare.process import listening_socket
+    from miniflare.stack import _data_server
+
+    with listening_socket("127.0.0.1", 0) as sock:
+        config = _data_server("http://127.0.0.1:9", tmp_path / "s.sqlite3", sock, {}).config
+    # Every chat client's object connects from 127.0.0.1: the runtime is its one client.
+    assert config.http.per_address == CONCURRENCY_LIMIT > CONNECTIONS_PER_ADDRESS  # type: ignore[union-attr]
+    assert config.limit_concurrency == CONCURRENCY_LIMIT and config.proxy_headers is False
+    assert config.http.body_seconds == BODY_SECONDS  # type: ignore[union-attr]

@@ -1,5 +1,7 @@
-"""The data server's HTTP bounds (httptools): late request heads are closed, one address
-holds a bounded number of connections, and a flood of loop errors is a few log lines."""
+"""The HTTP bounds of both servers' protocols (httptools for the data server, h11 for the
+local runtime): late request heads and slow bodies are closed, one address holds a bounded
+number of connections, the real data server keeps answering while hundreds of heads hang,
+and a flood of loop errors is a few log lines."""
 
 from __future__ import annotations
 
@@ -10,17 +12,27 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from data_server.http_limits import bounded_httptools, rate_limited_loop_errors
+from data_server.app import create_app, uvicorn_config
+from data_server.http_limits import (
+    CONCURRENCY_LIMIT,
+    BoundedH11Protocol,
+    bounded_httptools,
+    rate_limited_loop_errors,
+)
+from data_server.settings import DataServerSettings
+from data_server.store import VaultStore
 from tests.support.ports import reserve
 
 
@@ -33,30 +45,61 @@ def _app() -> Starlette:
         async for text in socket.iter_text():
             await socket.send_text(text)
 
-    return Starlette(routes=[Route("/healthz", ok), WebSocketRoute("/ws", echo)])
+    async def length(request: Request) -> PlainTextResponse:
+        return PlainTextResponse(str(len(await request.body())))
+
+    return Starlette(
+        routes=[
+            Route("/healthz", ok),
+            Route("/length", length, methods=["POST"]),
+            WebSocketRoute("/ws", echo),
+        ]
+    )
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[str, type[asyncio.Protocol]]]:
-    protocol: Any = bounded_httptools()
+def bounded_protocol(kind: str) -> Any:
+    """A fresh bounded protocol class (its own connection counts), deadlines shortened."""
+    protocol: Any = (
+        bounded_httptools() if kind == "httptools" else type("H11", (BoundedH11Protocol,), {})
+    )
     protocol.head_seconds = 1.0
+    protocol.body_seconds = 1.5
     protocol.per_address = 40
+    return protocol
+
+
+class Served:
+    """uvicorn in a thread on a reserved loopback port; stopped on exit."""
+
+    def __init__(self, config: uvicorn.Config, sock: socket.socket) -> None:
+        self.server = uvicorn.Server(config)
+        self.sock = sock
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self.server.started
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, type[asyncio.Protocol]]]:
+    protocol = bounded_protocol(request.param)
     sock = reserve()
     port = int(sock.getsockname()[1])
     config = uvicorn.Config(_app(), host="127.0.0.1", port=port, http=protocol, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    try:
+    with Served(config, sock):
         yield f"http://127.0.0.1:{port}", protocol
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def closed_by_server(sock: socket.socket) -> bool:
@@ -151,3 +194,113 @@ async def test_websockets_leave_the_count_so_many_stay_open(
         assert not protocol.open_by_address  # upgraded: none holds an HTTP slot
     async with httpx.AsyncClient(timeout=5) as http:
         assert (await http.get(f"{url}/healthz")).text == "ok"
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_off_and_a_prompt_one_is_read(
+    served: tuple[str, Any],
+) -> None:
+    url, protocol = served
+    port = int(url.rsplit(":", 1)[1])
+    slow = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        slow.sendall(b"POST /length HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        started = time.monotonic()
+        cut = False
+        for _ in range(40):  # a byte every 0.2 s would take 20 s for the whole body
+            try:
+                slow.sendall(b"x")
+            except (BrokenPipeError, ConnectionResetError):
+                cut = True
+                break
+            time.sleep(0.2)
+        assert cut or closed_by_server(slow)
+        assert time.monotonic() - started < protocol.body_seconds + 4
+        assert httpx.post(f"{url}/length", content=b"y" * 100, timeout=5).text == "100"
+    finally:
+        slow.close()
+
+
+REQUESTS_PER_MINUTE = 3
+
+
+@pytest.fixture
+def data_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """The real data server app, served with the settings `albert-data serve` uses (the head
+    deadline shortened, a per-address rate limit on /mcp and /platform)."""
+    protocol = bounded_protocol("httptools")
+    protocol.head_seconds = 2.0
+    protocol.per_address = 256
+    sock = reserve()
+    port = int(sock.getsockname()[1])
+    settings = DataServerSettings(
+        TYPESENSE_URL="http://127.0.0.1:9",
+        DATA_SERVER_PORT=port,
+        DATA_SERVER_REQUESTS_PER_MINUTE=REQUESTS_PER_MINUTE,
+    )
+    with VaultStore(tmp_path / "store.sqlite3") as store:
+        app = create_app(settings, store=store)
+        config = uvicorn_config(
+            app, host="127.0.0.1", port=port, http=protocol, log_level="warning"
+        )
+        assert config.limit_concurrency == CONCURRENCY_LIMIT and config.proxy_headers is False
+        with Served(config, sock):
+            yield f"http://127.0.0.1:{port}", protocol
+
+
+def test_the_data_server_answers_others_while_hundreds_of_heads_hang(
+    data_server: tuple[str, Any],
+) -> None:
+    url, protocol = data_server
+    port = int(url.rsplit(":", 1)[1])
+    held: list[socket.socket] = []
+    try:
+        for _ in range(200):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+            held.append(sock)
+        worst = 0.0
+        with httpx.Client(timeout=30) as http:
+            for _ in range(10):
+                started = time.monotonic()
+                assert http.get(f"{url}/readyz").status_code in (200, 503)
+                worst = max(worst, time.monotonic() - started)
+        assert worst < 5.0, "a generous bound: the machine is shared"
+        time.sleep(protocol.head_seconds + 0.5)
+        assert all(closed_by_server(sock) for sock in held)
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + 5
+    while protocol.open_by_address and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not protocol.open_by_address
+
+
+def test_the_data_server_refuses_a_body_framed_twice_and_trusts_no_forwarded_address(
+    data_server: tuple[str, Any],
+) -> None:
+    url, _ = data_server
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        answer = b""
+        for _ in range(50):
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            answer += piece
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert answer.count(b"HTTP/1.1") == 1, "the smuggled request was not answered"
+    # Each request claims another forwarded address; the socket's is the one counted.
+    with httpx.Client(timeout=10) as http:
+        statuses = [
+            http.get(
+                f"{url}/platform/tokens/search?symbol=PEPE",
+                headers={"x-forwarded-for": f"198.51.100.{n}"},
+            ).status_code
+            for n in range(REQUESTS_PER_MINUTE + 2)
+        ]
+    assert 429 not in statuses[:REQUESTS_PER_MINUTE] and statuses[-2:] == [429, 429], statuses

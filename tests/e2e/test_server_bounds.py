@@ -7,11 +7,16 @@ Each attack runs against the real runtime process over loopback sockets, and a b
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
+import os
 import socket
+import struct
+import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -74,6 +79,22 @@ def test_a_body_over_the_bound_is_refused_by_its_length_before_it_is_read(
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
+def test_a_body_at_a_routes_own_limit_reaches_the_worker(runtime: RuntimeProcess) -> None:
+    from albert.mcp.api import MAX_BODY_BYTES
+
+    token = asyncio.run(_token(runtime))
+    body = json.dumps({"name": "x", "url": "https://mcp.example/" + "a" * MAX_BODY_BYTES})
+    answer = httpx.post(
+        f"{runtime.url}/api/mcp/servers",
+        content=body.encode(),
+        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+        timeout=10,
+    )
+    # The worker's own refusal (JSON, naming its limit), not the runtime's plain 413.
+    assert answer.headers["content-type"].startswith("application/json"), answer.text[:200]
+    assert len(body) < MAX_REQUEST_BODY_BYTES
+
+
 def test_bodies_that_grow_past_the_bound_are_cut_off(runtime: RuntimeProcess) -> None:
     chunk = b"x" * 65536
     pieces = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(128))  # 8 MiB
@@ -90,7 +111,7 @@ def test_bodies_that_grow_past_the_bound_are_cut_off(runtime: RuntimeProcess) ->
     assert all(a.startswith(b"HTTP/1.1 413") for a in answers), [a[:40] for a in answers]
     assert 128 * len(chunk) > MAX_REQUEST_BODY_BYTES
     assert healthz_seconds(runtime) < BYSTANDER_SECONDS
-    # Three 8 MiB bodies at once: the process read about 1 MiB of each, no more.
+    # Three 8 MiB bodies at once: the process read about MAX_REQUEST_BODY_BYTES of each.
     assert rss_bytes(runtime) - before < 32 * 1024 * 1024
 
 
@@ -207,3 +228,160 @@ async def _token(runtime: RuntimeProcess) -> str:
     return issue_token(
         key, client_id=new_client_id(), tenant="default", expires_at=2**31, issued_at_ms=0
     )
+
+
+class Bystander:
+    """Another client asking `/healthz` over and over while an attack runs (bounded in count
+    and time); `worst` is its slowest answer."""
+
+    def __init__(self, runtime: RuntimeProcess, seconds: float = 60.0) -> None:
+        self._url = f"{runtime.url}/healthz"
+        self._stop = threading.Event()
+        self._seconds = seconds
+        self.times: list[float] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self._seconds
+        with httpx.Client(timeout=30) as http:
+            for _ in range(2_000):
+                if self._stop.is_set() or time.monotonic() > deadline:
+                    return
+                started = time.monotonic()
+                status = http.get(self._url).status_code
+                self.times.append(time.monotonic() - started if status == 200 else 99.0)
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> Bystander:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=35)
+
+    @property
+    def worst(self) -> float:
+        return max(self.times)
+
+
+def ws_open(runtime: RuntimeProcess, token: str, extensions: str = "") -> socket.socket:
+    """A WebSocket opened by hand (so frames can be anything); the server's 101 is read."""
+    port = int(runtime.url.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    offer = f"Sec-WebSocket-Extensions: {extensions}\r\n" if extensions else ""
+    sock.sendall(
+        (
+            f"GET /api/chat?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n"
+        ).encode()
+    )
+    head = b""
+    for _ in range(100):
+        if b"\r\n\r\n" in head:
+            break
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head[:200]
+    assert b"sec-websocket-extensions" not in head.lower(), "compression is never agreed"
+    return sock
+
+
+def ws_frame(opcode: int, payload: bytes, *, fin: bool = True, rsv1: bool = False) -> bytes:
+    """A client frame, masked with the all-zero key (so the payload goes as it is)."""
+    first = (0x80 if fin else 0) | (0x40 if rsv1 else 0) | opcode
+    n = len(payload)
+    if n < 126:
+        length = struct.pack("!B", 0x80 | n)
+    elif n < 65536:
+        length = struct.pack("!BH", 0x80 | 126, n)
+    else:
+        length = struct.pack("!BQ", 0x80 | 127, n)
+    return bytes([first]) + length + b"\0\0\0\0" + payload
+
+
+def ws_close_code(sock: socket.socket, seconds: float = 10.0) -> int | None:
+    """The code of the close frame the server sends (other frames read past), or None when
+    the connection ends without one."""
+    sock.settimeout(seconds)
+    data = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            piece = sock.recv(65536)
+        except (TimeoutError, ConnectionResetError):
+            break
+        if not piece:
+            break
+        data += piece
+        for _ in range(1_000):  # frames of the answer so far, each at most once
+            if len(data) < 2:
+                break
+            opcode, n = data[0] & 0x0F, data[1] & 0x7F
+            start = 2 + {126: 2, 127: 8}.get(n, 0)
+            if n >= 126:
+                n = int.from_bytes(data[2:start], "big")
+            if len(data) < start + n:
+                break
+            if opcode == 0x8:
+                return int.from_bytes(data[start : start + 2], "big")
+            data = data[start + n :]
+    return None
+
+
+def send_all_until_closed(sock: socket.socket, data: bytes) -> None:
+    """Send what the server will take; it may close (or stop reading) long before the end."""
+    sock.settimeout(5)
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, TimeoutError):
+        sock.sendall(data)
+
+
+def attack(runtime: RuntimeProcess, sockets: int, payload: Callable[[], bytes]) -> list[int | None]:
+    """Open `sockets` WebSockets and send each `payload()`; the close code each one got."""
+    token = asyncio.run(_token(runtime))
+    opened = [ws_open(runtime, token, "permessage-deflate") for _ in range(sockets)]
+    try:
+        with ThreadPoolExecutor(sockets) as pool:
+            list(pool.map(lambda s: send_all_until_closed(s, payload()), opened))
+            return list(pool.map(ws_close_code, opened))
+    finally:
+        for sock in opened:
+            sock.close()
+
+
+def test_many_one_byte_fragments_are_refused_while_others_are_served(
+    runtime: RuntimeProcess,
+) -> None:
+    # One text message as a first one-byte frame and 200,000 one-byte continuations
+    # (1.4 MB on the wire): the socket is closed after WS_FRAGMENTS_PER_MESSAGE of them.
+    fragments = ws_frame(0x1, b"{", fin=False) + ws_frame(0x0, b" ", fin=False) * 200_000
+    before = rss_bytes(runtime)
+    with Bystander(runtime) as bystander:
+        codes = attack(runtime, 4, lambda: fragments)
+        time.sleep(0.5)
+    assert codes == [1009] * 4
+    assert bystander.times and bystander.worst < BYSTANDER_SECONDS * 2, bystander.times
+    assert rss_bytes(runtime) - before < 64 * 1024 * 1024
+
+
+def deflate_bomb(size: int = 16 * 1024 * 1024) -> bytes:
+    """A permessage-deflate payload (raw deflate, the 00 00 ff ff tail dropped) that inflates
+    to `size` bytes of spaces: ~16 kB for 16 MiB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    packed = packer.compress(b" " * size) + packer.flush(zlib.Z_SYNC_FLUSH)
+    return packed.removesuffix(b"\x00\x00\xff\xff")
+
+
+def test_deflate_bombs_are_not_inflated_while_others_are_served(runtime: RuntimeProcess) -> None:
+    bomb = ws_frame(0x1, deflate_bomb(), rsv1=True)
+    assert len(bomb) < 64 * 1024
+    before = rss_bytes(runtime)
+    with Bystander(runtime) as bystander:
+        # 4 sockets x 40 bombs of 16 MiB each, compressed though compression was refused:
+        # the first one is a protocol error (1002), nothing is inflated.
+        codes = attack(runtime, 4, lambda: bomb * 40)
+        time.sleep(0.5)
+    assert codes == [1002] * 4
+    assert bystander.times and bystander.worst < BYSTANDER_SECONDS * 2, bystander.times
+    assert rss_bytes(runtime) - before < 64 * 1024 * 1024

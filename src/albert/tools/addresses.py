@@ -37,32 +37,44 @@ def looks_like_solana(value: str) -> bool:
     return not value.startswith("0x") and bool(_BASE58.fullmatch(value))
 
 
+# An error quotes at most this much of what it was given (an address is 42 characters).
+QUOTED_CHARS = 60
+
+
+def _quoted(raw: str) -> str:
+    if len(raw) <= QUOTED_CHARS:
+        return repr(raw)
+    return repr(raw[:QUOTED_CHARS]) + f"… ({len(raw):,} characters)"
+
+
 def to_checksum_address(value: str) -> str:
-    """Validate an EVM address and return its EIP-55 checksum form, or raise AddressError."""
+    """Validate an EVM address and return its EIP-55 checksum form, or raise AddressError
+    (quoting at most QUOTED_CHARS characters of the value)."""
     raw = value.strip()
+    shown = _quoted(raw)
     if looks_like_solana(raw):
         raise AddressError(
-            f"{raw!r} looks like a Solana address; only EVM addresses (0x followed by "
+            f"{shown} looks like a Solana address; only EVM addresses (0x followed by "
             f"40 hex digits) are accepted here. Supported chains: {', '.join(EVM_CHAINS)}."
         )
     if not raw.startswith(("0x", "0X")):
-        raise AddressError(f"{raw!r} is not an EVM address: it must start with 0x.")
+        raise AddressError(f"{shown} is not an EVM address: it must start with 0x.")
     digits = raw[2:]
     if len(digits) != 40:
         raise AddressError(
-            f"{raw!r} is not an EVM address: expected 40 hex digits after 0x, got {len(digits)}."
+            f"{shown} is not an EVM address: expected 40 hex digits after 0x, got {len(digits)}."
         )
     if not _HEX40.fullmatch(digits):
         bad = sorted({ch for ch in digits if ch not in "0123456789abcdefABCDEF"})
         raise AddressError(
-            f"{raw!r} is not an EVM address: it contains non-hex characters {''.join(bad)!r}."
+            f"{shown} is not an EVM address: it contains non-hex characters {''.join(bad)!r}."
         )
     expected = checksum_encode(digits)
     if digits.islower() or digits.isupper() or not any(ch.isalpha() for ch in digits):
         return expected
     if "0x" + digits != expected:
         raise AddressError(
-            f"{raw!r} fails its EIP-55 checksum (mixed-case letters do not match); the "
+            f"{shown} fails its EIP-55 checksum (mixed-case letters do not match); the "
             "address is probably mistyped. Check it, or pass it all-lowercase to skip the check."
         )
     return expected

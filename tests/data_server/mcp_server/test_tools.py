@@ -345,7 +345,28 @@ async def test_wallet_chain_without_rpc_is_an_error(app_server: AppServer) -> No
         "wallet_positions",
         {"address": app_server.rpc.vectors.wallet, "chains": ["base"]},
     )
-    assert result.is_error and "no RPC node for base" in texts(result)[0]
+    assert result.is_error and "no RPC node for 'base'" in texts(result)[0]
+    # A long name is quoted by its start: the error does not echo the caller's input whole.
+    long = await call(
+        app_server,
+        "wallet_positions",
+        {"address": app_server.rpc.vectors.wallet, "chains": ["z" * 100_000, "base"]},
+    )
+    (text,) = texts(long)
+    assert long.is_error and len(text) < 1_000 and "(100,000 characters)" in text
+
+
+async def test_wallet_portfolio_counts_a_chain_named_many_ways_once(app_server: AppServer) -> None:
+    wallet = app_server.rpc.vectors.wallet
+
+    async def total(chains: list[str]) -> float:
+        body = ok(await call(app_server, "wallet_portfolio", {"address": wallet, "chains": chains}))
+        return float(body["total_value_usd"])
+
+    single = await total(["ethereum"])
+    assert single > 0
+    for chains in (["eth", "ethereum", "mainnet"], ["ethereum"] * 10, [" ETH ", "MainNet"]):
+        assert await total(chains) == single, chains
 
 
 async def test_concurrent_calls_on_one_session(app_server: AppServer) -> None:

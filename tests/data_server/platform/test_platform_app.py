@@ -159,6 +159,12 @@ async def test_address_errors(http: httpx.AsyncClient) -> None:
     response = await http.get("/addresses/0x1234")
     assert response.status_code == 400
     assert "got 4" in response.json()["error"]
+    # A long value is quoted by its start, never whole.
+    for path in (f"/addresses/0x{'z' * 5_000}", f"/tokens/ethereum/{'q' * 5_000}"):
+        response = await http.get(path)
+        assert response.status_code == 400, path
+        error = response.json()["error"]
+        assert len(error) < 400 and "characters)" in error, error[:500]
 
 
 async def test_feed_ranks_aave_items_first(http: httpx.AsyncClient) -> None:

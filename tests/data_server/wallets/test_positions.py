@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from data_server.mcp_server.store_access import StoreCatalog
 from data_server.store import VaultStore
@@ -149,3 +152,34 @@ def test_every_chain_with_an_id_has_its_real_native_asset() -> None:
     }
     assert {t.decimals for t in NATIVE_ASSETS.values()} == {18}
     assert {t.address for t in NATIVE_ASSETS.values()} == {NATIVE_ADDRESS}
+
+
+ETHEREUM_NAMES = ("ethereum", "eth", "mainnet", "ethereum-mainnet", " Ethereum ", "ETH", "MainNet")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(chains=st.lists(st.sampled_from(ETHEREUM_NAMES), min_size=1, max_size=10))
+@example(chains=["eth", "ethereum", "mainnet"])
+@example(chains=["ethereum"] * 10)
+def test_any_list_of_one_chains_names_reads_it_once_with_the_same_total(
+    node: RpcNode, store: VaultStore, chains: list[str]
+) -> None:
+    """Aliases and repeats of one chain are that chain once: the same positions and total as
+    naming it once, from one read of the node (before, ["ethereum"] x 10 counted it ten times)."""
+
+    async def read(names: list[str]) -> tuple[float, list[object], int]:
+        async with httpx.AsyncClient() as http:
+            reader = WalletReader({"ethereum": JsonRpcClient(node.url, http)}, StoreCatalog(store))
+            before = len(node.requests)
+            readout = await asyncio.wait_for(reader.read(node.vectors.wallet, names), 10)
+        reads = [r for r in node.requests[before:] if r["method"] == "eth_chainId"]
+        assert readout.chains_read == ["ethereum"]
+        return readout.known_value_usd, list(readout.positions), len(reads)
+
+    single = asyncio.run(read(["ethereum"]))
+    named = asyncio.run(read(chains))
+    assert single[0] > 0
+    assert named == single, chains
+    assert named[2] == 1, "the chain was read once"
