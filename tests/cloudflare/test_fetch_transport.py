@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from albert.cloudflare.fetch import FetchTransport, outbound_client, shared_tls_context
+from albert.cloudflare.fetch import FetchTransport, outbound_client
+from albert.outbound.tls import shared_tls_context
 from tests.cloudflare import fakes
 from tests.cloudflare.test_ai_binding import FakeReadableStream
 

@@ -29,14 +29,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
 from albert.cloudflare.ffi import is_js_nullish, py_value, to_js_bytes, to_js_object
-
-if TYPE_CHECKING:
-    import ssl
 
 # Content-Encoding is undone by fetch itself; passing it on would make httpx decode twice.
 _DROPPED_RESPONSE_HEADERS = {"content-encoding", "content-length"}
@@ -219,13 +216,6 @@ def outbound_transport() -> httpx.AsyncBaseTransport | None:
     if sys.platform == "emscripten":
         return FetchTransport()
     return None
-
-
-def shared_tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client of this process (albert.outbound.tls)."""
-    from albert.outbound.tls import shared_tls_context as shared
-
-    return shared()
 
 
 def outbound_client() -> httpx.AsyncClient:

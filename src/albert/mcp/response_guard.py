@@ -95,6 +95,33 @@ def _error_body(request_id: Any, message: str) -> bytes:
     ).encode()
 
 
+async def _read_at_most(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
+    """At most `limit` bytes of the body, and whether it had more; the response is closed."""
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        async for piece in response.aiter_raw():
+            size += len(piece)
+            if size > limit:
+                pieces.append(piece[: len(piece) - (size - limit)])
+                return b"".join(pieces), True
+            pieces.append(piece)
+    finally:
+        await response.aclose()
+    return b"".join(pieces), False
+
+
+def _with_body(request: httpx2.Request, response: httpx2.Response, body: bytes) -> httpx2.Response:
+    """The response with the body read already (its length set anew)."""
+    return httpx2.Response(
+        response.status_code,
+        headers=[(k, v) for k, v in response.headers.multi_items() if k != "content-length"],
+        content=body,
+        extensions=response.extensions,
+        request=request,
+    )
+
+
 class _CappedEvents(httpx2.AsyncByteStream):
     """An event stream cut off at `cap` bytes in all, or at one event over `event_cap`.
 
@@ -189,12 +216,7 @@ class ResponseGuard(httpx2.AsyncBaseTransport):
         self, request: httpx2.Request, response: httpx2.Response, label: str
     ) -> httpx2.Response:
         """Record a refusal; the response comes back whole (its short body read here)."""
-        body = b""
-        async for piece in response.aiter_raw():
-            body += piece
-            if len(body) > REFUSAL_BODY_BYTES:
-                break
-        await response.aclose()
+        body, _ = await _read_at_most(response, REFUSAL_BODY_BYTES)
         if _SESSION_HEADER in request.headers and (
             # The spec's answer to an unknown session is 404; the TypeScript SDK's servers
             # answer 400 "No valid session ID provided".
@@ -207,13 +229,7 @@ class ResponseGuard(httpx2.AsyncBaseTransport):
             method=label,
             www_authenticate=response.headers.get("www-authenticate"),
         )
-        return httpx2.Response(
-            response.status_code,
-            headers=[(k, v) for k, v in response.headers.multi_items() if k != "content-length"],
-            content=body[:REFUSAL_BODY_BYTES],
-            extensions=response.extensions,
-            request=request,
-        )
+        return _with_body(request, response, body)
 
     def _refused(self, request: httpx2.Request, request_id: Any, message: str) -> httpx2.Response:
         self.refused_answer = message
@@ -262,28 +278,13 @@ class ResponseGuard(httpx2.AsyncBaseTransport):
         message: str,
     ) -> httpx2.Response:
         declared = response.headers.get("content-length", "")
-        pieces: list[bytes] = []
-        size = 0
-        try:
-            if not (declared.isdigit() and int(declared) > cap):
-                async for piece in response.aiter_raw():
-                    size += len(piece)
-                    if size > cap:
-                        break
-                    pieces.append(piece)
-            else:
-                size = int(declared)
-        finally:
+        if declared.isdigit() and int(declared) > cap:
             await response.aclose()
-        if size > cap:
             return self._refused(request, request_id, message)
-        return httpx2.Response(
-            response.status_code,
-            headers=[(k, v) for k, v in response.headers.multi_items() if k != "content-length"],
-            content=b"".join(pieces),
-            extensions=response.extensions,
-            request=request,
-        )
+        body, over = await _read_at_most(response, cap)
+        if over:
+            return self._refused(request, request_id, message)
+        return _with_body(request, response, body)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -70,10 +70,7 @@ class RecoveryScheduler:
         """Start a recovery cycle for a server that is not up (a no-op for others)."""
         if not server.current or server.state in ("ready", "disabled"):
             return
-        if server.final_failure:
-            server.retry.stop(self._now())
-        else:
-            server.retry.begin(self.policy, self._now())
+        self._plan_after_failure(server, server.retry.begin)
         server.recovery_planned()
         self._record(server)
         await self.arm()
@@ -178,12 +175,19 @@ class RecoveryScheduler:
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
+        self._plan_after_failure(server, server.retry.record_failure)
+        server.retry_failed()
+        self._record(server)
+
+    def _plan_after_failure(
+        self, server: ServerState, plan: Callable[[ReconnectPolicy, float], None]
+    ) -> None:
+        """After a failed attempt: `plan` along the schedule, or stop when the failure is
+        one no retry can fix."""
         if server.final_failure:
             server.retry.stop(self._now())
         else:
-            server.retry.record_failure(self.policy, self._now())
-        server.retry_failed()
-        self._record(server)
+            plan(self.policy, self._now())
 
     async def probe_half_open(self) -> None:
         """Before a turn: one more attempt for each failed server past its cool-down."""
@@ -215,9 +219,6 @@ class RecoveryScheduler:
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
-        if server.final_failure:
-            server.retry.stop(self._now())
-        else:
-            server.retry.give_up(self.policy, self._now())
+        self._plan_after_failure(server, server.retry.give_up)
         server.half_open_failed()
         self._record(server)

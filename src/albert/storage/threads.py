@@ -259,14 +259,7 @@ class ThreadStore:
         meta = {k: v for k, v in message.meta.items() if k != "feedback"}
         if feedback is not None:
             meta["feedback"] = feedback.model_dump(exclude_none=True)
-        self.update_message(
-            message.id,
-            content=message.content,
-            status=message.status,
-            finish_reason=message.finish_reason,
-            tool_calls=list(message.tool_calls),
-            meta=meta,
-        )
+        self._set_meta(message, meta)
         return message.model_copy(update={"meta": meta})
 
     def delete_thread(self, thread_id: str) -> None:
@@ -461,15 +454,19 @@ class ThreadStore:
             return 0
         version = 1 + max((int(m.meta["version"]) for m in messages if m not in current), default=0)
         for m in current:
-            self.update_message(
-                m.id,
-                content=m.content,
-                status=m.status,
-                finish_reason=m.finish_reason,
-                tool_calls=list(m.tool_calls),
-                meta={**m.meta, "version": version},
-            )
+            self._set_meta(m, {**m.meta, "version": version})
         return version
+
+    def _set_meta(self, message: Message, meta: dict[str, Any]) -> None:
+        """Rewrite a stored message with new meta, every other field as it is."""
+        self.update_message(
+            message.id,
+            content=message.content,
+            status=message.status,
+            finish_reason=message.finish_reason,
+            tool_calls=list(message.tool_calls),
+            meta=meta,
+        )
 
     def delete_from(self, thread_id: str, message_id: str) -> int:
         """Delete a message and every later message of its thread (an edited question and
