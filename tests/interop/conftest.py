@@ -18,6 +18,9 @@ import pytest
 from miniflare.process import PROJECT_DIR, ChildProcess, free_port
 from tests.albert.mcp.conftest import sql  # noqa: F401  (the object's SQLite, a fixture)
 
+# The local stack's scripted model and platform services, as the e2e tests have them.
+from tests.e2e.conftest import model, platform  # noqa: F401
+
 EVERYTHING = PROJECT_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything"
 
 

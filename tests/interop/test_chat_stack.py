@@ -18,7 +18,6 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 
-from data_server.platform.app import platform_app
 from tests.e2e.test_mcp import FAST_MCP, tool_names, wait_status
 from tests.interop.conftest import Everything
 from tests.support.asgi_server import AsgiServer
@@ -28,18 +27,6 @@ from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToo
 
 VERDICT = "SAFE: a third-party verdict"
 APY = {"vault": "usdc", "apy": 4.2}
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def platform() -> Iterator[AsgiServer]:
-    with AsgiServer(platform_app()) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
