@@ -16,7 +16,10 @@ import httpx
 import pytest
 
 from miniflare.process import PROJECT_DIR, ChildProcess, free_port
-from tests.albert.mcp.conftest import sql  # noqa: F401  (the object's SQLite, a fixture)
+from tests.albert.mcp.conftest import (  # noqa: F401  (fixtures: the object's SQLite, managers)
+    harness_factory,
+    sql,
+)
 
 # The local stack's scripted model and platform services, as the e2e tests have them.
 from tests.e2e.conftest import model, platform  # noqa: F401

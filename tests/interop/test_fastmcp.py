@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -129,19 +129,10 @@ def fastmcp_server(request: pytest.FixtureRequest) -> Iterator[FastMcpServer]:
         server.stop()
 
 
-@pytest.fixture
-async def made() -> AsyncIterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        await h.manager.close()
-        h.alarm.close()
-
-
-async def added(sql: WorkersSql, made: list[Harness], url: str, **env: str) -> Harness:
+async def added(sql: WorkersSql, harness_factory: list[Harness], url: str, **env: str) -> Harness:
     """A manager with `url` added as the client's own server "yields", once it is ready."""
     h = await make(sql, fast_settings(**env))
-    made.append(h)
+    harness_factory.append(h)
     h.store.put(McpServerIn(name="yields", url=url))
     await h.manager.reload("yields")
     await wait_state(h.manager, "yields", "ready")
@@ -159,9 +150,9 @@ async def wait_for(check: Any, within: float = 8.0) -> None:
 
 @pytest.mark.parametrize("fastmcp_server", list(MODES), indirect=True)
 async def test_every_mode_lists_calls_and_cannot_take_a_platform_name(
-    sql: WorkersSql, made: list[Harness], fastmcp_server: FastMcpServer
+    sql: WorkersSql, harness_factory: list[Harness], fastmcp_server: FastMcpServer
 ) -> None:
-    h = await added(sql, made, fastmcp_server.url)
+    h = await added(sql, harness_factory, fastmcp_server.url)
     registry = (await h.manager.tools_for_turn()).registry
     assert (await registry.get("add").execute({"a": 2, "b": 40})).joined_text() == "42"
     apy = await registry.get("vault_apy").execute({"vault": "usdc"})
@@ -178,10 +169,10 @@ async def test_every_mode_lists_calls_and_cannot_take_a_platform_name(
 
 @pytest.mark.parametrize("fastmcp_server", ["stateful-json", "legacy-sse"], indirect=True)
 async def test_a_structured_only_result_reaches_the_model_as_json(
-    sql: WorkersSql, made: list[Harness], fastmcp_server: FastMcpServer
+    sql: WorkersSql, harness_factory: list[Harness], fastmcp_server: FastMcpServer
 ) -> None:
     # Issue #33 item 9: once "(the tool returned no text)".
-    h = await added(sql, made, fastmcp_server.url)
+    h = await added(sql, harness_factory, fastmcp_server.url)
     tool = (await h.manager.tools_for_turn()).registry.get("apy_table")
     result = await tool.execute({})
     assert not result.is_error and result.structured == APY
@@ -193,13 +184,13 @@ async def test_a_structured_only_result_reaches_the_model_as_json(
 )
 async def test_a_restart_that_forgets_our_session_opens_a_new_one(
     sql: WorkersSql,
-    made: list[Harness],
+    harness_factory: list[Harness],
     fastmcp_server: FastMcpServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Issue #33 item 5: the spec's 404 for an unknown session means "start a new session".
     # A long health cache: nothing but the call itself can notice the forgotten session.
-    h = await added(sql, made, fastmcp_server.url, MCP_HEALTH_CACHE_SECONDS="60")
+    h = await added(sql, harness_factory, fastmcp_server.url, MCP_HEALTH_CACHE_SECONDS="60")
     add = (await h.manager.tools_for_turn()).registry.get("add")
     assert (await add.execute({"a": 1, "b": 1})).joined_text() == "2"
     fastmcp_server.stop()
@@ -219,12 +210,12 @@ async def test_a_restart_that_forgets_our_session_opens_a_new_one(
 @pytest.mark.parametrize("fastmcp_server", STATEFUL, indirect=True)
 async def test_a_restart_costs_nothing_on_the_sessionless_protocol(
     sql: WorkersSql,
-    made: list[Harness],
+    harness_factory: list[Harness],
     fastmcp_server: FastMcpServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # FastMCP on the 2.x SDK speaks 2026-07-28 with us: no session to lose.
-    h = await added(sql, made, fastmcp_server.url, MCP_HEALTH_CACHE_SECONDS="60")
+    h = await added(sql, harness_factory, fastmcp_server.url, MCP_HEALTH_CACHE_SECONDS="60")
     add = (await h.manager.tools_for_turn()).registry.get("add")
     assert (await add.execute({"a": 1, "b": 1})).joined_text() == "2"
     fastmcp_server.stop()
@@ -237,9 +228,9 @@ async def test_a_restart_costs_nothing_on_the_sessionless_protocol(
 
 @pytest.mark.parametrize("fastmcp_server", ["stateful-sse", "legacy-sse"], indirect=True)
 async def test_a_server_down_for_a_while_is_reported_then_picked_up_again(
-    sql: WorkersSql, made: list[Harness], fastmcp_server: FastMcpServer
+    sql: WorkersSql, harness_factory: list[Harness], fastmcp_server: FastMcpServer
 ) -> None:
-    h = await added(sql, made, fastmcp_server.url)
+    h = await added(sql, harness_factory, fastmcp_server.url)
     fastmcp_server.stop()
     # The next turn's health check finds it gone: its tools are not offered, status says why.
     turn = await h.manager.tools_for_turn()

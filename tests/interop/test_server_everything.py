@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from albert.cloudflare.sql import WorkersSql
 from albert.tools.progress import reporting
 from tests.albert.mcp.test_manager import Harness, harness, wait_state
 from tests.interop.conftest import Everything
 
 
-@pytest.fixture
-async def made() -> list[Harness]:
-    harnesses: list[Harness] = []
-    yield harnesses  # type: ignore[misc]
-    for h in harnesses:
-        await h.manager.close()
-        h.alarm.close()
-
-
 async def test_streamable_http_lists_calls_and_keeps_what_results_carry(
-    sql: WorkersSql, made: list[Harness], everything_http: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_http: Everything
 ) -> None:
-    h = await harness(sql, made, everything_http.url, name="everything")
+    h = await harness(sql, harness_factory, everything_http.url, name="everything")
     await wait_state(h.manager, "everything", "ready")
     turn = await h.manager.tools_for_turn()
     registry = turn.registry
@@ -60,9 +49,9 @@ async def test_streamable_http_lists_calls_and_keeps_what_results_carry(
 
 
 async def test_progress_notifications_reach_the_running_call(
-    sql: WorkersSql, made: list[Harness], everything_http: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_http: Everything
 ) -> None:
-    h = await harness(sql, made, everything_http.url, name="everything")
+    h = await harness(sql, harness_factory, everything_http.url, name="everything")
     await wait_state(h.manager, "everything", "ready")
     tool = (await h.manager.tools_for_turn()).registry.get("trigger-long-running-operation")
     reports: list[tuple[float, float | None]] = []
@@ -73,10 +62,10 @@ async def test_progress_notifications_reach_the_running_call(
 
 
 async def test_a_restart_that_forgets_our_session_costs_no_call(
-    sql: WorkersSql, made: list[Harness], everything_http: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_http: Everything
 ) -> None:
     h = await harness(
-        sql, made, everything_http.url, name="everything", MCP_HEALTH_CACHE_SECONDS="60"
+        sql, harness_factory, everything_http.url, name="everything", MCP_HEALTH_CACHE_SECONDS="60"
     )
     await wait_state(h.manager, "everything", "ready")
     turn = await h.manager.tools_for_turn()
@@ -91,19 +80,19 @@ async def test_a_restart_that_forgets_our_session_costs_no_call(
 
 
 async def test_the_legacy_sse_transport_is_used_when_streamable_http_is_refused(
-    sql: WorkersSql, made: list[Harness], everything_sse: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_sse: Everything
 ) -> None:
-    h = await harness(sql, made, everything_sse.url, name="everything")
+    h = await harness(sql, harness_factory, everything_sse.url, name="everything")
     await wait_state(h.manager, "everything", "ready")
     echo = (await h.manager.tools_for_turn()).registry.get("echo")
     assert (await echo.execute({"message": "old"})).joined_text() == "Echo: old"
 
 
 async def test_a_restarted_legacy_sse_server_is_reconnected(
-    sql: WorkersSql, made: list[Harness], everything_sse: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_sse: Everything
 ) -> None:
     # Issue #33 item 8: the SSE stream ends with the process; a new one is opened.
-    h = await harness(sql, made, everything_sse.url, name="everything")
+    h = await harness(sql, harness_factory, everything_sse.url, name="everything")
     await wait_state(h.manager, "everything", "ready")
     everything_sse.restart()
     await wait_state(h.manager, "everything", "ready", within=15)
@@ -119,11 +108,11 @@ async def test_a_restarted_legacy_sse_server_is_reconnected(
 
 
 async def test_a_url_that_is_no_mcp_endpoint_fails_once_with_a_clear_reason(
-    sql: WorkersSql, made: list[Harness], everything_http: Everything
+    sql: WorkersSql, harness_factory: list[Harness], everything_http: Everything
 ) -> None:
     # Issue #33 item 8: 404 to the POST and to the SSE GET; no retry can fix that.
     url = everything_http.url.replace("/mcp", "/nothing")
-    h = await harness(sql, made, url, name="everything")
+    h = await harness(sql, harness_factory, url, name="everything")
     await wait_state(h.manager, "everything", "failed")
     [status] = h.manager.status()
     assert status.last_error is not None

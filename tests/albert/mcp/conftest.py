@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,9 @@ from albert.cloudflare.sql import WorkersSql
 from albert.settings import Settings
 from miniflare.storage import SqlStorage
 from tests.support.mcp_test_server import InProcessMcpServer, McpTestServer
+
+if TYPE_CHECKING:
+    from tests.albert.mcp.test_manager import Harness
 
 # Fast schedule: the whole recovery cycle takes well under a second.
 FAST = {
@@ -55,3 +59,13 @@ def killable_vaults() -> Iterator[McpTestServer]:
     """A vault server of this test alone, to kill and restart."""
     with McpTestServer("vaults") as server:
         yield server
+
+
+@pytest.fixture
+async def harness_factory() -> AsyncIterator[list[Harness]]:
+    """Managers a test makes (tests.albert.mcp.test_manager.harness), closed after it."""
+    made: list[Harness] = []
+    yield made
+    for h in made:
+        await h.manager.close()
+        h.alarm.close()

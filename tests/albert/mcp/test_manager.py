@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import pytest
 from pydantic import BaseModel
 
 from albert.cloudflare.sql import WorkersSql
@@ -89,15 +88,6 @@ async def make(
     )
     alarm.bind(manager.on_alarm)
     return Harness(manager, store, hub, alarm)
-
-
-@pytest.fixture
-async def harness_factory(sql: WorkersSql) -> AsyncIterator[list[Harness]]:
-    made: list[Harness] = []
-    yield made
-    for h in made:
-        await h.manager.close()
-        h.alarm.close()
 
 
 async def wait_state(manager: McpManager, name: str, state: str, within: float = 8.0) -> None:

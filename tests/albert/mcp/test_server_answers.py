@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,15 +22,6 @@ from tests.albert.mcp.conftest import fast_settings
 from tests.albert.mcp.test_manager import Harness, harness, make, wait_state
 from tests.albert.mcp.unruly_server import UnrulyServer
 from tests.support.asgi_server import AsgiServer
-
-
-@pytest.fixture
-async def made() -> AsyncIterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        await h.manager.close()
-        h.alarm.close()
 
 
 @pytest.fixture
@@ -96,11 +87,11 @@ def list_calls(server: UnrulyServer) -> int:
     ("kind", "reason"), [("gzip_bomb", "compressed (gzip)"), ("huge", "over 8192 KiB")]
 )
 async def test_an_oversized_tool_list_fails_the_server_for_good(
-    sql: WorkersSql, made: list[Harness], unruly: UnrulyServer, kind: str, reason: str
+    sql: WorkersSql, harness_factory: list[Harness], unruly: UnrulyServer, kind: str, reason: str
 ) -> None:
     unruly.state["list"] = kind
     with Ticker() as other:
-        h = await harness(sql, made, unruly.url)
+        h = await harness(sql, harness_factory, unruly.url)
         await wait_state(h.manager, "vaults", "failed")
     [status] = h.manager.status()
     assert status.last_error is not None and reason in status.last_error, status
@@ -168,9 +159,9 @@ async def test_results_keep_structured_content_resources_and_links(unruly: Unrul
 
 
 async def test_a_forgotten_session_is_reopened_and_the_call_made_once(
-    sql: WorkersSql, made: list[Harness], legacy_only: UnrulyServer
+    sql: WorkersSql, harness_factory: list[Harness], legacy_only: UnrulyServer
 ) -> None:
-    h = await harness(sql, made, legacy_only.url, MCP_HEALTH_CACHE_SECONDS="60")
+    h = await harness(sql, harness_factory, legacy_only.url, MCP_HEALTH_CACHE_SECONDS="60")
     await wait_state(h.manager, "vaults", "ready")
     assert legacy_only.state["sessions"], "the server gave a session (initialize handshake)"
     turn = await h.manager.tools_for_turn()
@@ -186,9 +177,9 @@ async def test_a_forgotten_session_is_reopened_and_the_call_made_once(
 
 
 async def test_a_forgotten_session_seen_by_the_health_check_is_told_then_recovered(
-    sql: WorkersSql, made: list[Harness], legacy_only: UnrulyServer
+    sql: WorkersSql, harness_factory: list[Harness], legacy_only: UnrulyServer
 ) -> None:
-    h = await harness(sql, made, legacy_only.url, MCP_RETRY_BASE_SECONDS="0.5")
+    h = await harness(sql, harness_factory, legacy_only.url, MCP_RETRY_BASE_SECONDS="0.5")
     await wait_state(h.manager, "vaults", "ready")
     legacy_only.forget_sessions()
     turn = await h.manager.tools_for_turn()  # lists tools: the health check
@@ -215,12 +206,12 @@ def legacy_sse_app() -> Any:
 
 
 async def test_a_legacy_sse_server_is_reached_through_the_sse_transport(
-    sql: WorkersSql, made: list[Harness]
+    sql: WorkersSql, harness_factory: list[Harness]
 ) -> None:
     served = AsgiServer(legacy_sse_app(), lifespan="on", graceful_shutdown_seconds=1)
     served.start(timeout=15)
     try:
-        h = await harness(sql, made, f"{served.url}/sse")
+        h = await harness(sql, harness_factory, f"{served.url}/sse")
         await wait_state(h.manager, "vaults", "ready")
         turn = await h.manager.tools_for_turn()
         result = await turn.registry.get("add").execute({"a": 2, "b": 3})
@@ -253,12 +244,12 @@ async def refusing_app(scope: Any, receive: Any, send: Any) -> None:
     ],
 )
 async def test_a_refusal_no_retry_can_fix_fails_at_once_for_good(
-    sql: WorkersSql, made: list[Harness], status: int, reason: str
+    sql: WorkersSql, harness_factory: list[Harness], status: int, reason: str
 ) -> None:
     served = AsgiServer(refusing_app, lifespan="on", graceful_shutdown_seconds=1)
     served.start(timeout=15)
     try:
-        h = await harness(sql, made, f"{served.url}/{status}")
+        h = await harness(sql, harness_factory, f"{served.url}/{status}")
         await wait_state(h.manager, "vaults", "failed")
         [first] = h.manager.status()
         assert first.last_error is not None and first.last_error.startswith(reason), first
@@ -272,10 +263,10 @@ async def test_a_refusal_no_retry_can_fix_fails_at_once_for_good(
 
 
 async def test_a_client_server_cannot_take_a_platform_tool_name(
-    sql: WorkersSql, made: list[Harness], legacy_only: UnrulyServer
+    sql: WorkersSql, harness_factory: list[Harness], legacy_only: UnrulyServer
 ) -> None:
     h = await make(sql, fast_settings())
-    made.append(h)
+    harness_factory.append(h)
     # At 2025-11-25 (the initialize handshake) a tool may say it runs only as a task.
     h.store.put(McpServerIn(name="mine", url=legacy_only.url))
     await h.manager.reload("mine")
