@@ -14,14 +14,14 @@ Both are off unless configured (the local stack leaves them off):
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from albert.clock import Clock, SystemClock
+from albert.rate_limits import InMemoryLimiter, address_bucket
 
 # The buckets kept, a bound on memory: past it the least recently used one is dropped (its
 # address starts again with a full bucket; a bucket idle for a minute is full anyway).
@@ -38,14 +38,14 @@ class AccessGuard:
         guarded: tuple[str, ...],
         api_key: str = "",
         per_minute: int = 0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self._app = app
         self._guarded = guarded
         self._key = api_key.encode()
         self._per_minute = per_minute
-        self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
+        # The worker's own per-key token buckets, least recently used dropped past the bound.
+        self._buckets = InMemoryLimiter(clock or SystemClock(), max_keys=MAX_ADDRESSES)
 
     def _is_guarded(self, path: str) -> bool:
         return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self._guarded)
@@ -58,8 +58,8 @@ class AccessGuard:
             await _json(send, 401, {"error": "unauthorized"}, [(b"www-authenticate", b"Bearer")])
             return
         if self._per_minute:
-            wait = self._take(_address(scope))
-            if wait > 0:
+            wait = await self._buckets.take(_address(scope), self._per_minute, 60.0)
+            if wait is not None:
                 retry = str(max(1, math.ceil(wait))).encode()
                 await _json(send, 429, {"error": "rate_limited"}, [(b"retry-after", retry)])
                 return
@@ -72,38 +72,14 @@ class AccessGuard:
                 return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key)
         return False
 
-    def _take(self, address: str) -> float:
-        """Spend one request of the address's bucket; the seconds to wait when it is empty."""
-        now = self._clock()
-        capacity = float(self._per_minute)
-        rate = capacity / 60.0
-        # Taken out and put back: the dict's order is the order of use, oldest first.
-        tokens, seen = self._buckets.pop(address, (capacity, now))
-        tokens = min(capacity, tokens + (now - seen) * rate)
-        while len(self._buckets) >= MAX_ADDRESSES:
-            del self._buckets[next(iter(self._buckets))]
-        if tokens < 1:
-            self._buckets[address] = (tokens, now)
-            return (1 - tokens) / rate
-        self._buckets[address] = (tokens - 1, now)
-        return 0.0
-
 
 def _address(scope: Scope) -> str:
-    """The bucket of the socket's address: IPv4 as it is, IPv6 by its /64 (the block one
-    subscriber usually holds)."""
+    """The bucket of the socket's address, counted as the worker counts addresses
+    (albert.rate_limits.address_bucket: IPv6 by its /64)."""
     client = scope.get("client")
     if not client:
         return "?"
-    try:
-        ip = ipaddress.ip_address(str(client[0]))
-    except ValueError:
-        return str(client[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
+    return address_bucket(str(client[0])) or str(client[0])
 
 
 async def _json(

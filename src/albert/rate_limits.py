@@ -10,6 +10,7 @@
   persisted bucket refills across restarts.
 """
 
+import ipaddress
 import math
 from collections import OrderedDict
 from typing import Protocol
@@ -17,6 +18,20 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from albert.clock import Clock
+
+
+def address_bucket(raw: str) -> str | None:
+    """The address a per-address limit counts: IPv4 as it is (an IPv4-mapped IPv6 too), IPv6
+    by its /64, the block one subscriber usually holds; None when `raw` is no address."""
+    try:
+        ip = ipaddress.ip_address(raw)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 class RateLimiter:

@@ -10,13 +10,12 @@ neither is a sign-in with the host's JWT (a forged one is refused by the router)
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 
 from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tokens import TokenError
-from albert.rate_limits import SharedLimiter
+from albert.rate_limits import SharedLimiter, address_bucket
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 
@@ -25,16 +24,8 @@ log = logging.getLogger(__name__)
 
 def address_key(request: HttpRequest) -> str:
     """The limiter key of the request's client address."""
-    raw = request.headers.get("cf-connecting-ip", "").strip()
-    try:
-        ip = ipaddress.ip_address(raw)
-    except ValueError:
-        return "session-ip:unknown"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return f"session-ip:{ip.ipv4_mapped}"
-        return f"session-ip:{ipaddress.IPv6Network((ip, 64), strict=False)}"
-    return f"session-ip:{ip}"
+    address = address_bucket(request.headers.get("cf-connecting-ip", "").strip())
+    return f"session-ip:{address or 'unknown'}"
 
 
 async def admit_new_session(

@@ -16,6 +16,7 @@ from data_server.app import create_app
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from tests.data_server.mcp_server.servers import UvicornThread
+from tests.support.clock import ManualClock
 from tests.support.object_sql import object_sql
 from tests.support.ports import reserve
 
@@ -70,13 +71,13 @@ async def test_the_mcp_endpoint_and_platform_want_the_key_and_probes_do_not(keye
 
 
 async def test_requests_per_address_are_limited_with_a_retry_after() -> None:
-    now = [0.0]
+    clock = ManualClock(0)
 
     async def ok(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    guard = AccessGuard(ok, guarded=("/mcp",), per_minute=3, clock=lambda: now[0])
+    guard = AccessGuard(ok, guarded=("/mcp",), per_minute=3, clock=clock)
     transport = httpx.ASGITransport(app=guard, client=("198.51.100.7", 1234))
     async with httpx.AsyncClient(transport=transport, base_url="http://x") as http:
         statuses = [(await http.post("/mcp")).status_code for _ in range(4)]
@@ -84,7 +85,7 @@ async def test_requests_per_address_are_limited_with_a_retry_after() -> None:
         limited = await http.post("/mcp")
         assert limited.status_code == 429 and int(limited.headers["retry-after"]) == 20
         assert (await http.get("/healthz")).status_code == 200  # not a guarded path
-        now[0] = 20.0  # a minute's third refills one request
+        clock.advance(20.0)  # a minute's third refills one request
         assert (await http.post("/mcp")).status_code == 200
     other = httpx.ASGITransport(app=guard, client=("198.51.100.8", 1234))
     async with httpx.AsyncClient(transport=other, base_url="http://x") as http:
@@ -103,7 +104,7 @@ async def _status(guard: AccessGuard, address: str) -> int:
 
 
 async def test_ipv6_addresses_are_counted_per_64_as_the_worker_counts_them() -> None:
-    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=2, clock=lambda: 0.0)
+    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=2, clock=ManualClock(0))
     # One subscriber's /64 holds 2^64 addresses: rotating through them changes nothing.
     statuses = [await _status(guard, f"2001:db8:1:2::{n:x}") for n in range(1, 5)]
     assert statuses == [200, 200, 429, 429]
@@ -119,7 +120,7 @@ async def test_the_buckets_kept_are_bounded_least_recently_used_first(
     import data_server.access as access
 
     monkeypatch.setattr(access, "MAX_ADDRESSES", 2)
-    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=1, clock=lambda: 0.0)
+    guard = AccessGuard(_ok, guarded=("/mcp",), per_minute=1, clock=ManualClock(0))
     a, b, c = "198.51.100.1", "198.51.100.2", "198.51.100.3"
     assert [await _status(guard, x) for x in (a, b, a)] == [200, 200, 429]
     # A third address drops the least recently used bucket (b's), never a's, which was used
