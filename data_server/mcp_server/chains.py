@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from albert.search import TypesenseError
+from albert.validation import quoted_input
 from data_server.chain_slugs import CHAIN_ALIASES, normalize_chain, unique_chains
 
 __all__ = [
@@ -37,9 +38,7 @@ ECHO_CHARS = 40
 
 def echo(value: str) -> str:
     """A caller's value as an error quotes it: at most ECHO_CHARS characters of it."""
-    if len(value) <= ECHO_CHARS:
-        return repr(value)
-    return repr(value[:ECHO_CHARS]) + f"… ({len(value):,} characters)"
+    return quoted_input(value, ECHO_CHARS)
 
 
 class ChainRegistry:

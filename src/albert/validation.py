@@ -37,3 +37,11 @@ def frame_error_message(exc: ValidationError) -> str:
             tag, *field = (str(p) for p in loc)
             lines.append(f"{tag} frame: {'.'.join(field) or 'frame'}: {msg}")
     return "; ".join(lines)
+
+
+def quoted_input(value: str, limit: int) -> str:
+    """A caller's value as an error message quotes it: whole up to `limit` characters, else
+    its head and its length (an error must not echo 100 kB back)."""
+    if len(value) <= limit:
+        return repr(value)
+    return repr(value[:limit]) + f"… ({len(value):,} characters)"

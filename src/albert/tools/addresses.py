@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from albert.tools.keccak import keccak256
+from albert.validation import quoted_input
 
 # EVM chains the platform services know. One 20-byte address is valid on all of them.
 EVM_CHAINS: tuple[str, ...] = ("ethereum", "base", "arbitrum", "optimism", "polygon", "bsc")
@@ -41,17 +42,11 @@ def looks_like_solana(value: str) -> bool:
 QUOTED_CHARS = 60
 
 
-def _quoted(raw: str) -> str:
-    if len(raw) <= QUOTED_CHARS:
-        return repr(raw)
-    return repr(raw[:QUOTED_CHARS]) + f"… ({len(raw):,} characters)"
-
-
 def to_checksum_address(value: str) -> str:
     """Validate an EVM address and return its EIP-55 checksum form, or raise AddressError
     (quoting at most QUOTED_CHARS characters of the value)."""
     raw = value.strip()
-    shown = _quoted(raw)
+    shown = quoted_input(raw, QUOTED_CHARS)
     if looks_like_solana(raw):
         raise AddressError(
             f"{shown} looks like a Solana address; only EVM addresses (0x followed by "
