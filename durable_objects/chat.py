@@ -34,6 +34,7 @@ from albert.cloudflare.sockets import (
 )
 from albert.cloudflare.sql import WorkersSql
 from albert.cloudflare.storage_alarm import WorkersAlarm
+from albert.mcp.oauth_state import CALLBACK_PATH
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
 
@@ -77,6 +78,7 @@ class ChatDurableObject(DurableObject):
                 defer=WaitUntil(self.ctx),
                 model=platform_model(self.env),
                 limiter=shared_limiter(self.env),
+                object_id=self.ctx.id.toString(),
             )
             self._service.start_background()
         return self._service
@@ -98,6 +100,10 @@ class ChatDurableObject(DurableObject):
 
     async def fetch(self, request: Any) -> Any:
         core = await to_core_request(request)
+        if core.path == CALLBACK_PATH:
+            # An MCP server's authorization coming back: no session token; the router
+            # brought it here by its state, whose nonce this object must know.
+            return to_response(await self._chat().oauth_callback(core))
         # The router verified the token already; checking again here means the object
         # never trusts a caller for its tenant, and learns it from the token alone.
         try:

@@ -15,7 +15,7 @@ from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.objects import NamespaceChatObjects
 from albert.cloudflare.shared_limiter import shared_limiter
-from albert.router import Forward
+from albert.router import Forward, ForwardToObject
 from albert.session_admission import admit_new_session
 from albert.settings import Settings
 from durable_objects.chat import ChatDurableObject
@@ -77,8 +77,10 @@ class Default(WorkerEntrypoint):
                 return to_response(refused)
         objects = NamespaceChatObjects(self.env.CHAT)
         decision = await route_request(head, now, self.authenticator(), objects)
+        namespace = self.env.CHAT
+        if isinstance(decision, ForwardToObject):
+            return await forward(namespace.get(namespace.idFromString(decision.object_id)), request)
         if not isinstance(decision, Forward):
             return to_response(decision)
-        namespace = self.env.CHAT
         stub = namespace.get(namespace.idFromName(decision.object_name))
         return await forward(stub, request)

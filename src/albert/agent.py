@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -19,6 +19,7 @@ from albert.mcp.access import McpAccess
 from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
+from albert.mcp.oauth_store import OAuthStore
 from albert.mcp.retry_log import RetryLog
 from albert.ports import SocketHub
 from albert.rate_limits import InMemoryLimiter, SharedLimiter
@@ -47,6 +48,7 @@ def build_chat_service(
     tenant: str = "default",
     model: ModelClient | None = None,
     limiter: SharedLimiter | None = None,
+    object_id: str | None = None,
 ) -> ChatService:
     """Wire a ChatService from the platform's ports and env.
 
@@ -54,6 +56,8 @@ def build_chat_service(
     analytics batches go out as background tasks. `model` overrides the client the
     settings pick (the platform's Workers AI binding). `limiter` counts the tenant's
     model calls across objects (albert.ai.budget); without it, this process's buckets.
+    `object_id`: the platform's id of this object (64 hex digits), which an MCP server's
+    OAuth callback is routed by; without it no server can be authorized.
     """
     settings = Settings.from_env(env).for_tenant(tenant)
     clock = clock or SystemClock()
@@ -67,6 +71,7 @@ def build_chat_service(
         hub=hub,
         alarms=alarms,
         secrets=secrets or (lambda _name: None),
+        object_id=object_id,
     )
     return ChatService(
         sql=sql,
@@ -116,6 +121,7 @@ def _mcp_api(
     hub: SocketHub,
     alarms: AlarmPort | None,
     secrets: RawSecretLookup,
+    object_id: str | None,
 ) -> McpAccess:
     """The client's MCP servers: config store, manager (the turns' ToolProvider), HTTP API."""
     store = McpConfigStore(sql, settings, clock.now_ms)
@@ -134,6 +140,7 @@ def _mcp_api(
         resolver=edges.resolve,
         clock=clock,
         retry_log=RetryLog(sql),
+        oauth_store=OAuthStore(sql, clock.now_ms),
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)
@@ -141,9 +148,26 @@ def _mcp_api(
     def api() -> McpApi:
         from albert.mcp.api import McpApi
 
-        return McpApi(store, manager, settings, edges.resolve, secrets=edges.binding)
+        return McpApi(
+            store,
+            manager,
+            settings,
+            edges.resolve,
+            secrets=edges.binding,
+            seal=_state_sealer(settings, object_id),
+        )
 
     return McpAccess(store, manager, api)
+
+
+def _state_sealer(settings: Settings, object_id: str | None) -> Callable[[str], str] | None:
+    """Makes the OAuth state of this object's authorizations (albert.mcp.oauth_state)."""
+    keys = settings.signing_keys()
+    if object_id is None or not keys:
+        return None
+    from albert.mcp.oauth_state import seal
+
+    return functools.partial(seal, object_id, key=keys[0])
 
 
 class _McpEdges:

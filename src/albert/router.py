@@ -11,9 +11,17 @@ from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.session_api import MAX_SESSION_BODY, REVOKE_PATH, me
 from albert.auth.tenants import DEFAULT_TENANT, PublicTenant
 from albert.auth.tokens import Identity, TokenError, issue_token, new_client_id
+from albert.mcp.oauth_state import CALLBACK_PATH, open_state
 from albert.protocol.http import SessionRequest, SessionResponse
 from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
+
+
+class ForwardToObject(NamedTuple):
+    """Send the request to the object of this id (an MCP server's OAuth callback, whose
+    state the router verified: albert.mcp.oauth_state)."""
+
+    object_id: str
 
 
 class Forward(NamedTuple):
@@ -37,7 +45,7 @@ def route(
     identity: Identity | None = None,
     *,
     now_ms: int | None = None,
-) -> HttpResponse | Forward:
+) -> HttpResponse | Forward | ForwardToObject:
     """Answer the request here, or say which verified client's object gets it.
 
     `identity`: the caller, verified already (a host JWT, albert.auth.gateway); `now_ms`:
@@ -51,6 +59,8 @@ def route(
         return _session(request, settings, now, now * 1000 if now_ms is None else now_ms)
     if not request.path.startswith("/api/"):
         return HttpResponse.error(404, "not_found", "no such route")
+    if request.path == CALLBACK_PATH:
+        return _oauth_callback(request, settings)
     try:
         identity = identity or authenticate(request, settings, now)
     except TokenError as exc:
@@ -78,6 +88,18 @@ def _verified(
         # its /api/me is answered there (albert.chat.sessions).
         return HttpResponse.json(me(identity, settings))
     return Forward(identity=identity)
+
+
+def _oauth_callback(request: HttpRequest, settings: Settings) -> HttpResponse | ForwardToObject:
+    """An authorization server sent the browser back: to the object its state names."""
+    if request.method != "GET":
+        return HttpResponse.error(405, "method_not_allowed", "use GET")
+    state = open_state(request.query.get("state", ""), settings.signing_keys())
+    if state is None:
+        return HttpResponse.error(
+            400, "invalid_state", "this authorization link is not valid here; start it again"
+        )
+    return ForwardToObject(object_id=state.object_id)
 
 
 def _session(request: HttpRequest, settings: Settings, now: int, now_ms: int) -> HttpResponse:

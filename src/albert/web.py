@@ -22,6 +22,9 @@ class HttpRequest(BaseModel):
     )
     headers: dict[str, str] = Field(default_factory=dict, description="Lower-case names")
     body: bytes = b""
+    base_url: str = Field(
+        "", description="Scheme and host the request was made to (`https://host`), if known"
+    )
 
 
 class HttpResponse(BaseModel):

@@ -16,7 +16,7 @@ from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.session_api import SESSION_CHECK_PATH
 from albert.auth.tokens import TokenError, verify_token
-from albert.router import Forward, route
+from albert.router import Forward, ForwardToObject, route
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 async def route_request(
     request: HttpRequest, now: int, auth: Authenticator, objects: ChatObjects | None = None
-) -> HttpResponse | Forward:
+) -> HttpResponse | Forward | ForwardToObject:
     """Answer the request here, or say which verified object gets it."""
     settings = auth.settings
     token = bearer_token(request)

@@ -151,6 +151,13 @@ class ChatService:
             return await self.mcp.handle(request)
         return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
 
+    async def oauth_callback(self, request: HttpRequest) -> HttpResponse:
+        """An MCP server's authorization came back (no session token: the state's nonce
+        is what proves it belongs here, albert.mcp.oauth_state)."""
+        if self.mcp is None:
+            return HttpResponse.error(404, "not_found", "no MCP servers here")
+        return await self.mcp.api().callback(request)
+
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Handle one WebSocket frame from this client (expiry, revocation and frame budget
         first)."""

@@ -29,6 +29,7 @@ async def to_core_request(request: Any, *, read_body: bool = True) -> HttpReques
         query_string=url.query,
         headers=headers,
         body=body,
+        base_url=f"{url.scheme}://{url.netloc}",
     )
 
 

@@ -1,15 +1,19 @@
-"""HTTP API of a client's MCP servers: GET/POST/DELETE /api/mcp/servers, GET /api/mcp/status."""
+"""HTTP API of a client's MCP servers: GET/POST/DELETE /api/mcp/servers, GET /api/mcp/status,
+POST /api/mcp/servers/{name}/authorize and the authorization's callback (OAuth)."""
 
 from __future__ import annotations
 
+import html
 import re
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerIn, McpServerList, McpServerView
-from albert.mcp.manager import McpManager
+from albert.mcp.manager import McpManager, UnknownServer
+from albert.mcp.oauth_state import CALLBACK_PATH
 from albert.mcp.secret_binding import SecretBinding, SecretRefused
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus
@@ -17,6 +21,15 @@ from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 _SERVER_PATH = re.compile(r"^/api/mcp/servers/(?P<name>[^/]{1,64})$")
+_AUTHORIZE_PATH = re.compile(r"^/api/mcp/servers/(?P<name>[^/]{1,64})/authorize$")
+# The callback page: no script, nothing loaded, never framed.
+_PAGE_HEADERS = {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "frame-ancestors 'none'",
+    "cache-control": "no-store",
+    "referrer-policy": "no-referrer",
+}
 MAX_BODY_BYTES = 32_000
 
 
@@ -26,6 +39,14 @@ class McpStatus(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     servers: list[McpServerStatus]
+
+
+class AuthorizationStarted(BaseModel):
+    """POST /api/mcp/servers/{name}/authorize: the URL the browser opens."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    authorization_url: str
 
 
 class McpApi:
@@ -39,8 +60,12 @@ class McpApi:
         resolver: Resolver = system_resolver,
         *,
         secrets: SecretBinding | None = None,
+        seal: Callable[[str], str] | None = None,
     ) -> None:
+        """`seal`: makes an authorization's state from its nonce (albert.mcp.oauth_state);
+        without it (no object id, no signing key) servers cannot be authorized here."""
         self._store = store
+        self._seal = seal
         self._manager = manager
         self._settings = settings
         self._resolver = resolver
@@ -66,6 +91,11 @@ class McpApi:
             return HttpResponse.json(McpStatus(servers=self._manager.status()))
         if request.path == "/api/mcp/servers":
             return await self._servers(request)
+        if request.path == CALLBACK_PATH:
+            return await self.callback(request)
+        authorize = _AUTHORIZE_PATH.match(request.path)
+        if authorize is not None:
+            return await self._authorize(request, authorize["name"])
         match = _SERVER_PATH.match(request.path)
         if match is None:
             return HttpResponse.error(404, "not_found", "no such route")
@@ -95,6 +125,51 @@ class McpApi:
                 return HttpResponse.error(404, "not_found", "no such MCP server")
             return HttpResponse.json(McpServerView.of(config))
         return HttpResponse.error(405, "method_not_allowed", "use GET or DELETE")
+
+    async def _authorize(self, request: HttpRequest, name: str) -> HttpResponse:
+        """Begin a server's OAuth: discovery and registration now, the URL to open back."""
+        if request.method != "POST":
+            return HttpResponse.error(405, "method_not_allowed", "use POST")
+        if self._seal is None or not request.base_url:
+            return HttpResponse.error(
+                503, "not_configured", "servers cannot be authorized on this deployment"
+            )
+        from albert.mcp.oauth_flow import AuthorizationFailed
+
+        try:
+            url = await self._manager.authorize(
+                name, f"{request.base_url}{CALLBACK_PATH}", self._seal
+            )
+        except UnknownServer:
+            return HttpResponse.error(
+                404, "not_found", "no enabled MCP server of that name takes authorization"
+            )
+        except AuthorizationFailed as exc:
+            return HttpResponse.error(502, "authorization_failed", str(exc))
+        return HttpResponse.json(AuthorizationStarted(authorization_url=url))
+
+    async def callback(self, request: HttpRequest) -> HttpResponse:
+        """GET /api/mcp/oauth/callback: the authorization server sent the browser back.
+
+        The router checked the state's MAC and brought the request to this object; the
+        nonce must match this object's waiting authorization. Answers a small page.
+        """
+        if request.method != "GET":
+            return HttpResponse.error(405, "method_not_allowed", "use GET")
+        from albert.mcp.oauth_flow import AuthorizationFailed
+
+        nonce = request.query.get("state", "").split(".")[1:2]
+        try:
+            if not nonce:
+                raise AuthorizationFailed("the callback carried no state")
+            name = await self._manager.finish_authorization(nonce[0], dict(request.query))
+        except AuthorizationFailed as exc:
+            return _page(400, "Authorization failed", str(exc))
+        status = next((s for s in self._manager.status() if s.name == name), None)
+        if status is not None and status.state == "ready":
+            return _page(200, "Connected", f"{name} is connected. You can close this tab.")
+        reason = status.last_error if status is not None and status.last_error else "not yet"
+        return _page(200, "Authorized", f"{name} is authorized, but not connected ({reason}).")
 
     async def _put(self, request: HttpRequest) -> HttpResponse:
         body = parse_body(request, McpServerIn, MAX_BODY_BYTES)
@@ -140,3 +215,15 @@ class McpApi:
                 "a server of the same name with enabled=false",
             )
         return HttpResponse.error(404, "not_found", "no such MCP server")
+
+
+def _page(status: int, title: str, text: str) -> HttpResponse:
+    """The small page the browser sees at the end of an authorization."""
+    body = (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        f"<title>Albert: {html.escape(title)}</title>"
+        "<body style='font:16px system-ui,sans-serif;margin:3rem auto;max-width:32rem'>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>"
+        "<p><a href='/'>Back to the chat</a></p></body></html>"
+    )
+    return HttpResponse(status=status, body=body.encode(), headers=dict(_PAGE_HEADERS))

@@ -51,6 +51,19 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # What the server is, when its config says (albert.mcp.classify); NULL: guessed.
     ("ALTER TABLE mcp_servers ADD COLUMN kind TEXT",),
+    # The final failure is the server asking for the user's authorization (OAuth).
+    ("ALTER TABLE mcp_retry_state ADD COLUMN authorize INTEGER NOT NULL DEFAULT 0",),
+    (
+        # OAuth of each server (albert.mcp.oauth_store): the registered client, tokens,
+        # and the one authorization waiting for its callback. Never sent to the browser.
+        """CREATE TABLE IF NOT EXISTS mcp_oauth (
+            name TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            record TEXT NOT NULL,
+            pending_nonce TEXT UNIQUE,
+            updated_at INTEGER NOT NULL
+        )""",
+    ),
 ]
 # The MCP namespace of the object's migrations, applied by the one runner.
 MCP_SCHEMA = Migrations("mcp", "mcp_schema_migrations", MCP_MIGRATIONS)

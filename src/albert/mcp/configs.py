@@ -143,6 +143,14 @@ class McpServerConfig(BaseModel):
     source: Literal["client", "default"] = "client"
     kind: ServerKind | None = None
 
+    @property
+    def uses_oauth(self) -> bool:
+        """A 401 from this server asks the user to authorize (OAuth), not for a fixed key:
+        a client's server with no credentials of its own in the config."""
+        if self.source == "default" or self.secret_ref is not None:
+            return False
+        return all(name.lower() != "authorization" for name in self.headers)
+
     def request_headers(self, secrets: SecretLookup) -> dict[str, str]:
         """Headers to send, with the referenced secret filled in (never stored).
 

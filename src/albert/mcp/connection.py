@@ -63,9 +63,12 @@ _LOG_LEVELS = {
 class ConnectFailed(Exception):
     """Could not connect; the message is short and safe to show."""
 
-    def __init__(self, message: str, *, final: bool = False) -> None:
+    def __init__(
+        self, message: str, *, final: bool = False, refusal: HttpRefusal | None = None
+    ) -> None:
         super().__init__(message)
         self.final = final
+        self.refusal = refusal
 
 
 class SessionLost(Exception):
@@ -74,6 +77,11 @@ class SessionLost(Exception):
     The spec's answer is a new session; the request was refused, not run, so repeating it
     on the new session is safe whatever the tool does.
     """
+
+
+class AuthorizationLost(Exception):
+    """The server refused our bearer during the session (HTTP 401), and no refreshed one
+    was had: the connection is as good as gone, and reconnecting will say what it needs."""
 
 
 class AnswerRefused(Exception):
@@ -92,10 +100,13 @@ class McpConnection:
         on_lost: Callable[[McpConnection], None],
         on_tools_changed: Callable[[], None],
         connect_check: ConnectCheck | None = None,
+        auth: httpx2.Auth | None = None,
     ) -> None:
+        """`auth`: the OAuth bearer of a server that asked for it (albert.mcp.oauth_flow)."""
         self.name = name
         self.url = url
         self._headers = headers
+        self._auth = auth
         self._connect_check = connect_check
         self._on_lost = on_lost
         self._on_tools_changed = on_tools_changed
@@ -122,7 +133,9 @@ class McpConnection:
         refusal = self._guard.refusal if self._guard is not None else None
         first = describe_error(self._error, refusal)
         if refusal is None or refusal.status not in (404, 405) or self._closing:
-            raise ConnectFailed(first, final=refusal is not None and refusal.permanent)
+            raise ConnectFailed(
+                first, final=refusal is not None and refusal.permanent, refusal=refusal
+            )
         # Refused as a POST endpoint: perhaps a legacy HTTP+SSE server.
         await self._open("sse", max(1.0, deadline - loop.time()))
         if self._client is not None:
@@ -167,7 +180,7 @@ class McpConnection:
         return httpx2.AsyncClient(
             headers=headers if headers is not None else self._headers,
             timeout=timeout,
-            auth=auth,
+            auth=auth or self._auth,
             transport=self._guard,
         )
 
@@ -337,6 +350,8 @@ class McpConnection:
         guard = self._guard
         if guard is not None and guard.session_lost:
             return SessionLost("the server forgot our session; a new one is opened")
+        if guard is not None and guard.refusal is not None and guard.refusal.status == 401:
+            return AuthorizationLost("the server refused our authorization (HTTP 401)")
         if exc.code == ANSWER_REFUSED:
             return AnswerRefused(exc.message)
         return exc
@@ -344,7 +359,7 @@ class McpConnection:
     @staticmethod
     def lost_reason(exc: BaseException) -> str | None:
         """Why the connection is gone, when `exc` says it is (by type and code); else None."""
-        if isinstance(exc, SessionLost):
+        if isinstance(exc, SessionLost | AuthorizationLost):
             return str(exc)
         return describe_error(exc) if is_connection_error(exc) else None
 
@@ -447,7 +462,7 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None
 
 def is_connection_error(exc: BaseException) -> bool:
     """True when the exception means the connection is gone (by type and code, not text)."""
-    if isinstance(exc, SessionLost):
+    if isinstance(exc, SessionLost | AuthorizationLost):
         return True
     if isinstance(exc, MCPError):
         return exc.code == mcp_types.CONNECTION_CLOSED
@@ -455,6 +470,18 @@ def is_connection_error(exc: BaseException) -> bool:
         return any(is_connection_error(e) for e in exc.exceptions)
     closed = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
     return isinstance(exc, (httpx2.TransportError, OSError, EOFError, *closed))
+
+
+def authorization_challenge(exc: BaseException) -> str | None:
+    """The server's WWW-Authenticate when it refused us for want of authorization ("" when
+    it sent none); None for any other failure."""
+    refusal = exc.refusal if isinstance(exc, ConnectFailed) else None
+    if refusal is None:
+        return None
+    challenge = refusal.www_authenticate or ""
+    if refusal.status == 401 or (refusal.status == 403 and "insufficient_scope" in challenge):
+        return challenge
+    return None
 
 
 def is_final(exc: BaseException) -> bool:
@@ -468,7 +495,7 @@ def describe_error(exc: BaseException | None, refusal: HttpRefusal | None = None
         return refusal.describe()
     if exc is None:
         return "connection failed"
-    if isinstance(exc, ConnectFailed | AnswerRefused | SessionLost):
+    if isinstance(exc, ConnectFailed | AnswerRefused | SessionLost | AuthorizationLost):
         return str(exc)
     refused = _find(exc, UrlRefused)
     if refused is not None:

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 from albert.clock import Clock
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerConfig, MissingSecret, SecretLookup
+from albert.mcp.oauth_store import OAuthStore
 from albert.mcp.server_state import ServerState
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
 from albert.settings import Settings
 
 if TYPE_CHECKING:
     from albert.mcp.connection import McpConnection
+    from albert.mcp.oauth_flow import OAuthFlow
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +89,14 @@ class Connector:
         on_ready: Callable[[ServerState], None],
         spawn: Spawn,
         attempt_seconds: float,
+        oauth_store: OAuthStore | None = None,
+        oauth: Callable[[], OAuthFlow] | None = None,
     ) -> None:
+        """`oauth_store`/`oauth`: servers that asked for OAuth (their challenge is kept, and
+        their tokens sent once the user authorized)."""
         self._store = store
+        self._oauth_store = oauth_store
+        self._oauth = oauth
         self._settings = settings
         self._secrets = secrets
         self._resolver = resolver
@@ -166,6 +174,10 @@ class Connector:
         connection: ModuleType,
     ) -> bool:
         timeout = self._settings.mcp_connect_timeout_seconds
+        oauth_store, auth = self._oauth_store, None
+        if oauth_store is not None and self._oauth is not None and config.uses_oauth:
+            if oauth_store.has_tokens(config.name, config.url):
+                auth = self._oauth().bearer(config.name, config.url)
         conn = connection.McpConnection(
             config.name,
             config.url,
@@ -174,12 +186,20 @@ class Connector:
             on_tools_changed=server.tools_changed,
             # Each socket's address is checked again as it opens (DNS rebinding).
             connect_check=ConnectCheck(self._settings.mode, self._resolver),
+            auth=auth,
         )
         try:
             await conn.connect(timeout)
             specs = await conn.list_tools(timeout)
         except Exception as exc:
-            server.connect_failed(connection.describe_error(exc), final=connection.is_final(exc))
+            challenge = connection.authorization_challenge(exc)
+            authorize = challenge is not None and oauth_store is not None and config.uses_oauth
+            if authorize:
+                assert oauth_store is not None and challenge is not None
+                oauth_store.challenged(config.name, config.url, challenge)
+            server.connect_failed(
+                connection.describe_error(exc), final=connection.is_final(exc), authorize=authorize
+            )
             await conn.close()
             return False
         except BaseException:

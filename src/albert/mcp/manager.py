@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarm_port import AlarmPort
 from albert.mcp.config_store import McpConfigStore
+from albert.mcp.oauth_store import OAuthStore
 from albert.mcp.retry_log import RetryLog
 from albert.mcp.status import StatusBroadcast
 from albert.ports import ChatSocket, SocketHub, TurnTools
@@ -42,12 +43,18 @@ if TYPE_CHECKING:
     from albert.mcp.connection import McpConnection
     from albert.mcp.connector import Connector
     from albert.mcp.health import HealthCheck
+    from albert.mcp.oauth_flow import OAuthFlow
     from albert.mcp.retry_scheduler import RecoveryScheduler
     from albert.mcp.server_state import ServerState
     from albert.mcp.ssrf import Resolver
     from albert.mcp.turn_tools import ToolCatalogue
 
 log = logging.getLogger(__name__)
+
+
+class UnknownServer(LookupError):
+    """No enabled server of that name takes OAuth."""
+
 
 # How long `close` waits for connections still closing in the background.
 CLOSE_WAIT_SECONDS = 2.5
@@ -77,9 +84,11 @@ class McpManager:
         resolver: Resolver | None = None,
         clock: Clock | None = None,
         retry_log: RetryLog | None = None,
+        oauth_store: OAuthStore | None = None,
     ) -> None:
         """`retry_log`: where recovery cycles are kept across restarts (memory only without);
-        `resolver`: the DNS lookup of the SSRF checks (the system's without)."""
+        `resolver`: the DNS lookup of the SSRF checks (the system's without); `oauth_store`:
+        the servers' OAuth (without it a 401 is a plain failure)."""
         clock = clock or SystemClock()
         self._store = store
         self._settings = settings
@@ -89,6 +98,8 @@ class McpManager:
         self._resolver = resolver
         self._clock = clock
         self._retry_log = retry_log
+        self._oauth_store = oauth_store
+        self._oauth_flow: OAuthFlow | None = None
         self._built: _Remote | None = None
         self._servers: dict[str, ServerState] = {}
         self._started = False
@@ -124,6 +135,8 @@ class McpManager:
                 spawn=self._spawn_close,
                 # The bound of one attempt, so a server is never `connecting` for longer.
                 attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
+                oauth_store=self._oauth_store,
+                oauth=self.oauth,
             )
             recovery = RecoveryScheduler(
                 self._servers,
@@ -147,6 +160,22 @@ class McpManager:
             )
             self._built = _Remote(connector, recovery, health, catalogue)
         return self._built
+
+    def oauth(self) -> OAuthFlow:
+        """The servers' OAuth flow, made (and `mcp` imported) on first use."""
+        if self._oauth_flow is None:
+            if self._oauth_store is None:
+                raise RuntimeError("this manager keeps no OAuth state")
+            from albert.mcp.oauth_flow import OAuthFlow
+            from albert.mcp.ssrf import system_resolver
+
+            self._oauth_flow = OAuthFlow(
+                self._oauth_store,
+                self._clock,
+                self._settings.mode,
+                self._resolver or system_resolver,
+            )
+        return self._oauth_flow
 
     @property
     def recovery(self) -> RecoveryScheduler:
@@ -187,6 +216,10 @@ class McpManager:
             await self._drop(old)
         self.recovery.forget(name)
         config = self._store.get(name)
+        moved = config is None or old is None or config.url != old.config.url
+        if self._oauth_store is not None and moved:
+            # Tokens belong to a server at one URL: a removed or moved config drops them.
+            self._oauth_store.forget(name)
         if config is not None:
             self._add(config)
         self._status.notify()
@@ -281,6 +314,34 @@ class McpManager:
         if conn is not None:
             self._spawn_close(conn.close())
         self._spawn(self.recovery.begin(server), server=server)
+
+    # --- authorization (OAuth) -------------------------------------------------------
+
+    async def authorize(self, name: str, redirect_uri: str, seal: Callable[[str], str]) -> str:
+        """Begin a server's authorization: the URL the user's browser opens.
+
+        UnknownServer or AuthorizationFailed (albert.mcp.oauth_flow) when it cannot begin.
+        """
+        self.start()
+        server = self._servers.get(name)
+        if server is None or server.state == "disabled" or not server.config.uses_oauth:
+            raise UnknownServer(name)
+        return await self.oauth().start(name, server.config.url, redirect_uri, seal)
+
+    async def finish_authorization(self, nonce: str, query: dict[str, str]) -> str:
+        """The callback of an authorization: store the tokens and connect; the server's name.
+
+        AuthorizationFailed when the callback cannot finish it.
+        """
+        self.start()
+        name = await self.oauth().finish(nonce, query)
+        server = self._servers.get(name)
+        if server is not None and server.current and server.state != "disabled":
+            self.recovery.forget(name)
+            await self._drop(server)
+            if not await self._remote().connector.connect(server):
+                await self.recovery.begin(server)
+        return name
 
     async def on_alarm(self) -> None:
         """The object's alarm rang: run every retry that is due, then plan the next."""

@@ -42,11 +42,11 @@ class RetryLog:
             return
         self._sql.execute(
             "INSERT INTO mcp_retry_state "
-            "(name, url, attempts, next_at, failed_at, last_error, final) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET url = excluded.url, "
-            "attempts = excluded.attempts, next_at = excluded.next_at, "
+            "(name, url, attempts, next_at, failed_at, last_error, final, authorize) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "url = excluded.url, attempts = excluded.attempts, next_at = excluded.next_at, "
             "failed_at = excluded.failed_at, last_error = excluded.last_error, "
-            "final = excluded.final",
+            "final = excluded.final, authorize = excluded.authorize",
             name,
             url,
             retry.attempts,
@@ -54,12 +54,14 @@ class RetryLog:
             retry.failed_at,
             (last_error or "")[:MAX_ERROR_CHARS] or None,
             int(retry.final),
+            int(retry.authorize),
         )
 
     def load(self, name: str, url: str) -> tuple[RetryState, str | None] | None:
         """The cycle a server of this URL was in, with its last error; None if none."""
         rows = self._sql.execute(
-            "SELECT url, attempts, next_at, failed_at, last_error, final FROM mcp_retry_state "
+            "SELECT url, attempts, next_at, failed_at, last_error, final, authorize "
+            "FROM mcp_retry_state "
             "WHERE name = ?",
             name,
         )
@@ -74,6 +76,7 @@ class RetryLog:
             next_at=None if row["next_at"] is None else float(row["next_at"]),
             failed_at=None if row["failed_at"] is None else float(row["failed_at"]),
             final=bool(row["final"]),
+            authorize=bool(row["authorize"]),
         )
         if retry.next_at is None and retry.failed_at is None:
             return None

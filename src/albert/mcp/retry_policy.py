@@ -55,6 +55,7 @@ class RetryState(BaseModel):
     failed_at: float | None = None
     half_open_at: float | None = None  # when the cool-down after `failed_at` ends
     final: bool = False  # failed for a reason no retry can fix: no half-open attempt
+    authorize: bool = False  # final because the server waits for the user's authorization
 
     def begin(self, policy: ReconnectPolicy, now: float) -> None:
         """Start a recovery cycle: the first retry after the first delay."""
@@ -62,6 +63,7 @@ class RetryState(BaseModel):
         self.failed_at = None
         self.half_open_at = None
         self.final = False
+        self.authorize = False
         self._plan(policy, now)
 
     def record_failure(self, policy: ReconnectPolicy, now: float) -> None:
@@ -81,12 +83,14 @@ class RetryState(BaseModel):
         self.failed_at = now
         self.half_open_at = now + policy.cooldown_seconds
 
-    def stop(self, now: float) -> None:
-        """Failed for good (until the config changes): no retry, no half-open attempt."""
+    def stop(self, now: float, *, authorize: bool = False) -> None:
+        """Failed for good (until the config changes, or the user authorizes): no retry,
+        no half-open attempt."""
         self.next_at = None
         self.failed_at = now
         self.half_open_at = None
         self.final = True
+        self.authorize = authorize
 
     def reset(self) -> None:
         """Connected again."""
@@ -95,6 +99,7 @@ class RetryState(BaseModel):
         self.failed_at = None
         self.half_open_at = None
         self.final = False
+        self.authorize = False
 
     @property
     def exhausted(self) -> bool:

@@ -90,7 +90,11 @@ class RecoveryScheduler:
         retry = server.retry
         if retry.failed_at is not None and retry.half_open_at is None and not retry.final:
             retry.give_up(self.policy, retry.failed_at)
-        server.connect_failed(error or "not reachable before the restart", final=retry.final)
+        server.connect_failed(
+            error or "not reachable before the restart",
+            final=retry.final,
+            authorize=retry.authorize,
+        )
         server.recovery_planned()
         log.info(
             "MCP server %s: recovery resumed after a restart (%d attempt(s) made)",
@@ -185,7 +189,7 @@ class RecoveryScheduler:
         """After a failed attempt: `plan` along the schedule, or stop when the failure is
         one no retry can fix."""
         if server.final_failure:
-            server.retry.stop(self._now())
+            server.retry.stop(self._now(), authorize=server.authorization_needed)
         else:
             plan(self.policy, self._now())
 

@@ -4,16 +4,18 @@
 | ------------------ | --------------------------------------- | ------------------------ |
 | `connected`        | connecting, reconnecting, failed, ready | ready                    |
 | `lost`             | ready, connecting                       | reconnecting             |
-| `recovery_planned` | connecting, reconnecting, failed        | reconnecting, or failed  |
-| `retry_failed`     | reconnecting                            | reconnecting, or failed  |
+| `recovery_planned` | connecting, reconnecting, failed        | reconnecting, failed, or |
+|                    |                                         | needs_authorization      |
+| `retry_failed`     | reconnecting                            | (as `recovery_planned`)  |
 | `half_open_failed` | failed                                  | failed (cool-down anew)  |
 | `disabled`         | any                                     | disabled                 |
 
 `failed` means every retry of the recovery cycle was spent (the recovery
-scheduler decides, from `retry`). Each transition is logged and broadcast
-through `on_change`; so are the two changes the browser shows besides the
-state: the number of tools and the quarantined ones. Nothing outside this
-module assigns `state`.
+scheduler decides, from `retry`); `needs_authorization` that the server asked for
+OAuth and only the user can go on (albert.mcp.oauth_flow): no retry runs until then.
+Each transition is logged and broadcast through `on_change`; so are the two changes
+the browser shows besides the state: the number of tools and the quarantined ones.
+Nothing outside this module assigns `state`.
 """
 
 from __future__ import annotations
@@ -36,11 +38,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Which states each state may move to; `_enter` refuses anything else.
+_DOWN: frozenset[McpState] = frozenset(
+    {"ready", "reconnecting", "failed", "needs_authorization", "disabled"}
+)
 TRANSITIONS: dict[McpState, frozenset[McpState]] = {
-    "connecting": frozenset({"ready", "reconnecting", "failed", "disabled"}),
+    "connecting": _DOWN,
     "ready": frozenset({"ready", "reconnecting", "disabled"}),
-    "reconnecting": frozenset({"ready", "reconnecting", "failed", "disabled"}),
-    "failed": frozenset({"ready", "reconnecting", "failed", "disabled"}),
+    "reconnecting": _DOWN,
+    "failed": _DOWN,
+    "needs_authorization": _DOWN,
     "disabled": frozenset({"disabled"}),
 }
 
@@ -71,6 +77,7 @@ class ServerState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     retired: bool = False
     final_failure: bool = False
+    authorization_needed: bool = False
 
     @classmethod
     def for_config(cls, config: McpServerConfig, on_change: Callable[[], None]) -> ServerState:
@@ -101,12 +108,13 @@ class ServerState:
         self._take_tools(specs, at)
         self.last_error = None
         self.final_failure = False
+        self.authorization_needed = False
         self.retry.reset()
         self._enter("ready", f"{len(specs)} tools")
 
     def lost(self, reason: str) -> bool:
         """The connection is gone; False when the server was not up (nothing changes)."""
-        if self.state not in ("ready", "connecting"):
+        if self.state not in ("ready", "connecting", "needs_authorization"):
             return False
         self.conn = None
         self.last_error = reason
@@ -132,14 +140,16 @@ class ServerState:
 
     # --- changes that are not transitions --------------------------------------------
 
-    def connect_failed(self, reason: str, *, final: bool = False) -> None:
+    def connect_failed(self, reason: str, *, final: bool = False, authorize: bool = False) -> None:
         """An attempt failed; the state is the recovery scheduler's to change.
 
-        `final`: no retry can fix it (needs authorization, no MCP endpoint there, answers
-        over the caps), so the scheduler stops rather than retrying.
+        `final`: no retry can fix it (no MCP endpoint there, answers over the caps), so the
+        scheduler stops rather than retrying; `authorize` (final too): the server asks for
+        the user's OAuth authorization.
         """
         self.last_error = reason
-        self.final_failure = final
+        self.final_failure = final or authorize
+        self.authorization_needed = authorize
 
     def tools_listed(self, specs: list[RemoteToolSpec], at: float) -> None:
         """A fresh tool list (the health check passed); broadcast when the count changed."""
@@ -177,7 +187,12 @@ class ServerState:
         self.kind = classify_server([s.name for s in specs], self.config.kind)
 
     def _enter_by_retry(self, why: str) -> None:
-        self._enter("failed" if self.retry.exhausted else "reconnecting", why)
+        if not self.retry.exhausted:
+            self._enter("reconnecting", why)
+        elif self.retry.authorize:
+            self._enter("needs_authorization", why)
+        else:
+            self._enter("failed", why)
 
     def _allow(self, state: McpState, why: str) -> None:
         if state not in TRANSITIONS[self.state]:

@@ -283,7 +283,10 @@ class TurnInterruptedFrame(_Frame):
     retryable: bool = True
 
 
-McpState = Literal["connecting", "ready", "reconnecting", "failed", "disabled"]
+# needs_authorization: the server asks for OAuth and waits for the user (no retries).
+McpState = Literal[
+    "connecting", "ready", "reconnecting", "failed", "needs_authorization", "disabled"
+]
 
 
 class McpServerStatus(BaseModel):
