@@ -230,6 +230,10 @@ export class Api {
   mcpStatus() {
     return this.request("GET", "/api/mcp/status");
   }
+  /** Begin an MCP server's OAuth: `{authorization_url}` for the user to open. */
+  authorizeMcp(name) {
+    return this.request("POST", `/api/mcp/servers/${encodeURIComponent(name)}/authorize`);
+  }
   getThread(id) {
     return this.request("GET", `/api/threads/${encodeURIComponent(id)}?limit=200`);
   }

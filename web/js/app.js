@@ -109,6 +109,7 @@ const MCP_LABELS = {
   ready: "ready",
   reconnecting: "reconnecting",
   failed: "unavailable",
+  needs_authorization: "needs authorization",
   disabled: "off",
 };
 
@@ -128,9 +129,28 @@ function renderMcpStatus(servers) {
     label.textContent = `${server.name}: ${MCP_LABELS[server.state] || server.state}`;
     chip.title = server.last_error ? `${label.textContent} (${server.last_error})` : label.textContent;
     chip.append(dot, label);
+    if (server.state === "needs_authorization") {
+      chip.append(iconButton("mcp-authorize", "Authorize", `Authorize ${server.name}`, () => authorizeServer(server.name)));
+    }
     box.append(chip);
   }
   box.hidden = servers.length === 0;
+}
+
+/** Open the server's authorization page in a new tab; the status frame says when it is done. */
+async function authorizeServer(name) {
+  // Opened now, inside the click (a tab opened after an await is a blocked popup), and cut
+  // off from this page before it goes anywhere: the authorization server gets no opener.
+  const tab = window.open("", "_blank");
+  if (tab) tab.opener = null;
+  try {
+    const { authorization_url: url } = await state.api.authorizeMcp(name);
+    if (tab) tab.location.href = url;
+    else window.location.assign(url);
+  } catch (e) {
+    if (tab) tab.close();
+    showBanner(`Could not authorize ${name}: ${e.message}`);
+  }
 }
 
 function setConnState(connState) {

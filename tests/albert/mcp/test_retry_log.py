@@ -146,3 +146,25 @@ def test_the_log_round_trips_a_state_and_drops_a_reset_one(tmp_path: Path) -> No
     log.save("s", URL, RetryState(), None)
     assert log.load("s", URL) is None
     storage.close()
+
+
+async def test_a_server_waiting_for_authorization_still_waits_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    first.server.connect_failed("the server needs authorization (HTTP 401)", authorize=True)
+    await first.scheduler.begin(first.server)
+    assert first.server.state == "needs_authorization" and alarm.at_ms is None
+    first.close()
+
+    again = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert again.scheduler.resume(again.server)
+    assert again.server.state == "needs_authorization"
+    assert again.server.last_error == "the server needs authorization (HTTP 401)"
+    # No retry and no half-open attempt, however long it waits.
+    clock.advance(POLICY.cooldown_seconds * 10)
+    await again.scheduler.on_alarm()
+    await again.scheduler.probe_half_open()
+    assert again.connect.attempts == 0 and again.server.state == "needs_authorization"
+    again.close()
