@@ -106,3 +106,13 @@ def test_the_embed_is_the_chat_page_framable_by_the_listed_host_only(
     assert "frame-ancestors https://x.test" not in other.headers.get("content-security-policy", "")
     unknown = httpx.get(f"{runtime.url}/embed", params={"tenant": "nope", "host": HOST})
     assert unknown.status_code == 400 and unknown.json()["error"] == "unknown_tenant"
+
+
+def test_an_oauth_callback_needs_a_state_our_key_made(runtime: RuntimeProcess) -> None:
+    # No session token on this route: the state is all the router has, and a made-up one
+    # stops there, before any object wakes (a real one is tested in tests/interop).
+    callback = f"{runtime.url}/api/mcp/oauth/callback"
+    made_up = httpx.get(callback, params={"state": f"{'a' * 64}.{'n' * 43}.{'m' * 22}"})
+    assert made_up.status_code == 400 and made_up.json()["error"] == "invalid_state"
+    assert httpx.get(callback).status_code == 400
+    assert httpx.post(callback, params={"state": "x"}).status_code == 405

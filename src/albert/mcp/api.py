@@ -14,6 +14,7 @@ from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager, UnknownServer
 from albert.mcp.oauth_state import CALLBACK_PATH
+from albert.mcp.oauth_store import AuthorizationFailed
 from albert.mcp.secret_binding import SecretBinding, SecretRefused
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus
@@ -134,8 +135,6 @@ class McpApi:
             return HttpResponse.error(
                 503, "not_configured", "servers cannot be authorized on this deployment"
             )
-        from albert.mcp.oauth_flow import AuthorizationFailed
-
         try:
             url = await self._manager.authorize(
                 name, f"{request.base_url}{CALLBACK_PATH}", self._seal
@@ -156,8 +155,6 @@ class McpApi:
         """
         if request.method != "GET":
             return HttpResponse.error(405, "method_not_allowed", "use GET")
-        from albert.mcp.oauth_flow import AuthorizationFailed
-
         nonce = request.query.get("state", "").split(".")[1:2]
         try:
             if not nonce:

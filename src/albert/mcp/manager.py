@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarm_port import AlarmPort
 from albert.mcp.config_store import McpConfigStore
-from albert.mcp.oauth_store import OAuthStore
+from albert.mcp.oauth_store import UNKNOWN_AUTHORIZATION, AuthorizationFailed, OAuthStore
 from albert.mcp.retry_log import RetryLog
 from albert.mcp.status import StatusBroadcast
 from albert.ports import ChatSocket, SocketHub, TurnTools
@@ -334,6 +334,9 @@ class McpManager:
         AuthorizationFailed when the callback cannot finish it.
         """
         self.start()
+        if self._oauth_store is None or self._oauth_store.pending(nonce) is None:
+            # Made up or used already: answered without loading the SDK.
+            raise AuthorizationFailed(UNKNOWN_AUTHORIZATION)
         name = await self.oauth().finish(nonce, query)
         server = self._servers.get(name)
         if server is not None and server.current and server.state != "disabled":

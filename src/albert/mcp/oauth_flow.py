@@ -55,7 +55,13 @@ from pydantic import AnyUrl
 
 from albert.clock import Clock
 from albert.mcp.oauth_state import new_nonce
-from albert.mcp.oauth_store import OAuthRecord, OAuthStore, PendingAuthorization
+from albert.mcp.oauth_store import (
+    UNKNOWN_AUTHORIZATION,
+    AuthorizationFailed,
+    OAuthRecord,
+    OAuthStore,
+    PendingAuthorization,
+)
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
 
 log = logging.getLogger(__name__)
@@ -69,10 +75,6 @@ MAX_ANSWER_BYTES = 256 * 1024
 REQUEST_SECONDS = 10.0
 CLIENT_NAME = "Albert"
 GRANT_TYPES = ["authorization_code", "refresh_token"]
-
-
-class AuthorizationFailed(Exception):
-    """The authorization could not go on; the message is short and safe to show."""
 
 
 class OAuthFlow:
@@ -234,7 +236,7 @@ class OAuthFlow:
         """Trade the callback's code for tokens; the server's name when it worked."""
         found = self._store.pending(nonce)
         if found is None:
-            raise AuthorizationFailed("this authorization is not known here (used or replaced)")
+            raise AuthorizationFailed(UNKNOWN_AUTHORIZATION)
         name, url, record = found
         pending = record.pending
         assert pending is not None  # found by its nonce

@@ -17,6 +17,12 @@ from albert.mcp.config_store import MCP_SCHEMA
 from albert.storage.migrations import migrate
 from albert.storage.ports import SqlStorage
 
+UNKNOWN_AUTHORIZATION = "this authorization is not known here (used or replaced)"
+
+
+class AuthorizationFailed(Exception):
+    """An authorization could not go on; the message is short and safe to show."""
+
 
 class PendingAuthorization(BaseModel):
     """An authorization sent to the browser, until its callback comes (or it expires)."""

@@ -16,8 +16,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from albert.cloudflare.sql import WorkersSql
-from albert.mcp.oauth_flow import MAX_ANSWER_BYTES, AuthorizationFailed, OAuthFlow
-from albert.mcp.oauth_store import OAuthStore
+from albert.mcp.oauth_flow import MAX_ANSWER_BYTES, OAuthFlow
+from albert.mcp.oauth_store import AuthorizationFailed, OAuthStore
 from albert.mcp.ssrf import system_resolver
 from tests.support.asgi_server import AsgiServer
 from tests.support.clock import ManualClock
