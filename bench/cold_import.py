@@ -169,8 +169,8 @@ STEPS: list[tuple[str, str]] = [
     ),
     ("albert.mcp: config store", "import albert.mcp.config_store"),
     (
-        "albert.mcp: manager, status (no per-server machinery, no API, no SDK)",
-        "import albert.mcp.access, albert.mcp.manager, albert.mcp.alarm_port, albert.mcp.retry_log",
+        "albert.mcp: manager (no per-server machinery, no API, no SDK)",
+        "import albert.mcp.manager, albert.mcp.alarm_port, albert.mcp.oauth_store",
     ),
     ("albert.chat, albert.storage", "import albert.chat.service"),
     ("entry, durable_objects, platform glue", "import entry, durable_objects.chat"),

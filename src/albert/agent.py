@@ -15,12 +15,9 @@ from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
-from albert.mcp.access import McpAccess
 from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
-from albert.mcp.manager import McpManager
-from albert.mcp.oauth_store import OAuthStore
-from albert.mcp.retry_log import RetryLog
+from albert.mcp.manager import McpAccess, McpManager
 from albert.ports import SocketHub
 from albert.rate_limits import InMemoryLimiter, SharedLimiter
 from albert.settings import Settings
@@ -139,8 +136,7 @@ def _mcp_api(
         hub=hub,
         resolver=edges.resolve,
         clock=clock,
-        retry_log=RetryLog(sql),
-        oauth_store=OAuthStore(sql, clock.now_ms),
+        sql=sql,
     )
     if loop_alarm is not None:
         loop_alarm.bind(manager.on_alarm)

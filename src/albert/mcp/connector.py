@@ -21,7 +21,7 @@ from albert.clock import Clock
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerConfig, MissingSecret, SecretLookup
 from albert.mcp.oauth_store import OAuthStore
-from albert.mcp.server_state import ServerState
+from albert.mcp.reconnection_policy import ServerState
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
 from albert.settings import Settings
 

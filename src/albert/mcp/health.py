@@ -13,8 +13,8 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock
+from albert.mcp.reconnection_policy import ServerState
 from albert.mcp.remote_tool import RemoteToolSpec
-from albert.mcp.server_state import ServerState
 from albert.settings import Settings
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import Any
 
 from albert.clock import Clock
 from albert.mcp.health import HealthCheck, OnBroken
+from albert.mcp.reconnection_policy import ServerState
 from albert.mcp.remote_tool import RemoteToolSpec
-from albert.mcp.server_state import ServerState
 from albert.tools.base import ToolResult
 
 log = logging.getLogger(__name__)

@@ -1,19 +1,19 @@
-"""The MCP client manager of one client's object: the servers' lifecycle, and the façade.
+"""The MCP client of one client's object: the façade the chat sees, and the servers' lifecycle.
 
 - Start: every enabled server is connected in the background (`Connector`); a
   turn never waits for more than a short, bounded moment (MCP_CONNECT_WAIT_SECONDS).
-- State: each server's state changes only in its state machine (`ServerState`),
-  which logs and broadcasts every change (`StatusBroadcast`).
-- Recovery: a dropped connection (seen by exception type and MCP error code) is
-  retried by the `RecoveryScheduler` on the object's alarm, from the persisted
-  config; when the retries are spent the server is `failed` until, after the
-  cool-down, a message or (while a socket is open) the alarm tries once more
-  (half-open).
+- State and recovery: `albert.mcp.reconnection_policy` (each server's state machine,
+  the backoff, the cycle kept in SQLite, the scheduler on the object's alarm). Every
+  change is broadcast to the browser as an `mcp_status` frame (`StatusBroadcast`).
+- Authorization: a server that asks for OAuth waits in `needs_authorization` until the
+  user authorizes it (`authorize`, `finish_authorization`; albert.mcp.oauth_flow).
 - Nothing dies silently: every background task of a server has a done-callback;
   one that ends in an exception is logged, its exception becomes the server's
   `last_error` and the server goes on along the retry schedule.
 - Tools: `HealthCheck` keeps each ready server's tool list fresh, `ToolCatalogue`
   builds a turn's tools and `RemoteInvoker` runs the remote ones.
+- The chat service holds an `McpAccess`: the config store, this manager, and the HTTP
+  API under /api/mcp/ (made on its first request).
 - Cold start: that machinery (`_Remote`) is made, and its modules imported, with the
   first configured server, config change or alarm: an object whose client has no MCP
   server answers its turns with the local tools and never loads it.
@@ -23,29 +23,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from albert.clock import Clock, SystemClock
 from albert.mcp.alarm_port import AlarmPort
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.oauth_store import UNKNOWN_AUTHORIZATION, AuthorizationFailed, OAuthStore
-from albert.mcp.retry_log import RetryLog
-from albert.mcp.status import StatusBroadcast
 from albert.ports import ChatSocket, SocketHub, TurnTools
-from albert.protocol.frames import McpServerStatus
+from albert.protocol.frames import McpServerStatus, McpStatusFrame
 from albert.settings import Settings
+from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
 from albert.tools.registry import ToolRegistry
+from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
+    from albert.mcp.api import McpApi
     from albert.mcp.configs import McpServerConfig, SecretLookup
     from albert.mcp.connection import McpConnection
     from albert.mcp.connector import Connector
     from albert.mcp.health import HealthCheck
     from albert.mcp.oauth_flow import OAuthFlow
-    from albert.mcp.retry_scheduler import RecoveryScheduler
-    from albert.mcp.server_state import ServerState
+    from albert.mcp.reconnection_policy import RecoveryScheduler, ServerState
     from albert.mcp.ssrf import Resolver
     from albert.mcp.turn_tools import ToolCatalogue
 
@@ -83,12 +83,11 @@ class McpManager:
         hub: SocketHub | None = None,
         resolver: Resolver | None = None,
         clock: Clock | None = None,
-        retry_log: RetryLog | None = None,
-        oauth_store: OAuthStore | None = None,
+        sql: SqlStorage | None = None,
     ) -> None:
-        """`retry_log`: where recovery cycles are kept across restarts (memory only without);
-        `resolver`: the DNS lookup of the SSRF checks (the system's without); `oauth_store`:
-        the servers' OAuth (without it a 401 is a plain failure)."""
+        """`sql`: the object's SQLite, which keeps recovery cycles across restarts and the
+        servers' OAuth (without it cycles live in memory and a 401 is a plain failure);
+        `resolver`: the DNS lookup of the SSRF checks (the system's without)."""
         clock = clock or SystemClock()
         self._store = store
         self._settings = settings
@@ -97,8 +96,8 @@ class McpManager:
         self._secrets = secrets
         self._resolver = resolver
         self._clock = clock
-        self._retry_log = retry_log
-        self._oauth_store = oauth_store
+        self._sql = sql
+        self._oauth_store = None if sql is None else OAuthStore(sql, clock.now_ms)
         self._oauth_flow: OAuthFlow | None = None
         self._built: _Remote | None = None
         self._servers: dict[str, ServerState] = {}
@@ -117,8 +116,7 @@ class McpManager:
             from albert.mcp.connector import Connector
             from albert.mcp.health import HealthCheck
             from albert.mcp.invoker import RemoteInvoker
-            from albert.mcp.retry_policy import ReconnectPolicy
-            from albert.mcp.retry_scheduler import RecoveryScheduler
+            from albert.mcp.reconnection_policy import ReconnectPolicy, RecoveryScheduler, RetryLog
             from albert.mcp.ssrf import system_resolver
             from albert.mcp.turn_tools import ToolCatalogue
 
@@ -144,7 +142,7 @@ class McpManager:
                 alarms=self._alarms,
                 clock=clock,
                 connect=connector.connect,
-                log=self._retry_log,
+                log=None if self._sql is None else RetryLog(self._sql),
                 watched=self._watched,
             )
             health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
@@ -195,7 +193,7 @@ class McpManager:
             self._add(config)
 
     def _add(self, config: McpServerConfig) -> None:
-        from albert.mcp.server_state import ServerState
+        from albert.mcp.reconnection_policy import ServerState
 
         server = ServerState.for_config(config, self._status.notify)
         self._servers[config.name] = server
@@ -287,7 +285,7 @@ class McpManager:
             exc_info=(type(exc), exc, exc.__traceback__),
         )
         if server is not None and server.current and not self._closed:
-            from albert.mcp.retry_scheduler import internal_error
+            from albert.mcp.reconnection_policy import internal_error
 
             server.connect_failed(internal_error(exc))
             self._spawn(self.recovery.crashed(server))
@@ -392,3 +390,95 @@ class McpManager:
 
     def _watched(self) -> bool:
         return self._hub is not None and bool(self._hub.sockets())
+
+
+# --- what the browser sees ------------------------------------------------------------
+
+
+class StatusBroadcast:
+    """Builds the servers' status and broadcasts it as an `mcp_status` frame."""
+
+    def __init__(
+        self, servers: Mapping[str, ServerState], clock: Clock, hub: SocketHub | None
+    ) -> None:
+        self._servers = servers
+        self._clock = clock
+        self._hub = hub
+
+    def status(self) -> list[McpServerStatus]:
+        """Every configured server's state, in configuration order."""
+        now = self._clock.now_ms() / 1000
+        return [_status_of(server, now) for server in self._servers.values()]
+
+    def frame(self) -> str:
+        """The current status as an `mcp_status` frame."""
+        return McpStatusFrame(servers=self.status()).model_dump_json()
+
+    def notify(self) -> None:
+        """Send the current status to every socket of this client (never raises).
+
+        Called on every state change: a failing socket list must not undo the change.
+        """
+        if self._hub is None:
+            return
+        try:
+            text = self.frame()
+            for socket in self._hub.sockets():
+                socket.send(text)
+        except Exception:
+            log.exception("could not send the MCP status")
+
+    def send_to(self, socket: ChatSocket) -> None:
+        """Send the current status to one (new) socket."""
+        socket.send(self.frame())
+
+
+def _status_of(server: ServerState, now: float) -> McpServerStatus:
+    ready = server.state == "ready"
+    next_at = server.retry.next_at
+    if server.state == "failed":
+        # The half-open try: after the cool-down (on the alarm while a socket is open).
+        next_at = server.retry.half_open_at
+    return McpServerStatus(
+        name=server.name,
+        state=server.state,
+        kind=server.kind if ready else None,
+        tools=len(server.tools or []) if ready else 0,
+        attempts=server.retry.attempts,
+        next_retry_in_seconds=None if next_at is None else max(0.0, next_at - now),
+        last_error=server.last_error,
+        quarantined=server.quarantined,
+        renamed=server.renamed,
+    )
+
+
+# --- what the chat service holds ------------------------------------------------------
+
+MCP_API_PREFIX = "/api/mcp/"
+
+
+class McpAccess:
+    """The store, the manager, and the HTTP API made once on first use."""
+
+    def __init__(
+        self, store: McpConfigStore, manager: McpManager, api: Callable[[], McpApi]
+    ) -> None:
+        self.store = store
+        self.manager = manager
+        self._make_api = api
+        self._api: McpApi | None = None
+
+    @staticmethod
+    def handles(path: str) -> bool:
+        """True for the paths the MCP API owns."""
+        return path.startswith(MCP_API_PREFIX)
+
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """Answer one /api/mcp/ request."""
+        return await self.api().handle(request)
+
+    def api(self) -> McpApi:
+        """The HTTP API, made on first use (no await here: made once)."""
+        if self._api is None:
+            self._api = self._make_api()
+        return self._api

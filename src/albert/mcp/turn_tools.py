@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from albert.ai.prompt import ServerNote
 from albert.mcp.classify import guidance_for
 from albert.mcp.health import HealthCheck
+from albert.mcp.reconnection_policy import ServerState
 from albert.mcp.remote_tool import Invoker, RemoteTool, RemoteToolSpec
-from albert.mcp.server_state import ServerState
 from albert.ports import TurnTools
 from albert.tools.base import Tool
 from albert.tools.quarantine import NAME_PATTERN, sanitised

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.retry_policy import ReconnectPolicy
-from albert.mcp.retry_scheduler import RecoveryScheduler
-from albert.mcp.server_state import ServerState
+from albert.mcp.reconnection_policy import ReconnectPolicy, RecoveryScheduler, ServerState
 from tests.support.clock import ManualClock
 
 POLICY = ReconnectPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)

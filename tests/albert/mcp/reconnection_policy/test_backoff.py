@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from albert.mcp.retry_policy import ReconnectPolicy, RetryState
+from albert.mcp.reconnection_policy import ReconnectPolicy, RetryState
 from albert.settings import Settings
 
 

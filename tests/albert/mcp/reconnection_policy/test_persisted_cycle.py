@@ -7,12 +7,9 @@ from pathlib import Path
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.retry_log import RetryLog
-from albert.mcp.retry_policy import RetryState
-from albert.mcp.retry_scheduler import RecoveryScheduler
-from albert.mcp.server_state import ServerState
+from albert.mcp.reconnection_policy import RecoveryScheduler, RetryLog, RetryState, ServerState
 from miniflare.storage import SqlStorage
-from tests.albert.mcp.test_retry_scheduler import (
+from tests.albert.mcp.reconnection_policy.test_scheduler import (
     POLICY,
     START_MS,
     Connect,

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 import pytest
 
 from albert.mcp.configs import McpServerConfig
+from albert.mcp.reconnection_policy import (
+    TRANSITIONS,
+    IllegalTransition,
+    ReconnectPolicy,
+    ServerState,
+)
 from albert.mcp.remote_tool import RemoteToolSpec
-from albert.mcp.retry_policy import ReconnectPolicy
-from albert.mcp.server_state import TRANSITIONS, IllegalTransition, ServerState
 
 POLICY = ReconnectPolicy(base_seconds=1, max_seconds=4, attempts=2, cooldown_seconds=60)
 SPECS = [RemoteToolSpec(name="search_vaults", description="", input_schema={})]
