@@ -12,8 +12,11 @@ runtime (h11):
   at a time holds a connection as a half-open head does); otherwise the connection is
   closed and the application sees the client gone;
 - one client address holds at most `CONNECTIONS_PER_ADDRESS` HTTP connections; another is
-  closed as it opens. A connection upgraded to a WebSocket leaves the count (the WebSocket
-  protocol owns it from then on; each client's sockets are capped by the worker itself).
+  closed as it opens. An IPv6 client counts by its /64 (the block one subscriber usually
+  holds, as the rate limits count it: albert.rate_limits.address_bucket), so rotating
+  through its own addresses buys it nothing. A connection upgraded to a WebSocket leaves
+  the count (the WebSocket protocol owns it from then on; each client's sockets are capped
+  by the worker itself).
 
 `bounded_websockets` bounds the frames of one WebSocket message (the local runtime turns
 permessage-deflate off, so a message's size is the bytes that came).
@@ -37,6 +40,8 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from albert.rate_limits import address_bucket
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +75,8 @@ class _Bounds:
         self.head_deadline: asyncio.TimerHandle | None = None
         self.body_deadline: asyncio.TimerHandle | None = None
         peer = transport.get_extra_info("peername")
-        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        raw = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        self.address = address_bucket(raw) or raw
         counts = type(self).open_by_address
         if counts[self.address] >= self.per_address:
             log.warning(

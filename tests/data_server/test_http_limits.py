@@ -33,6 +33,7 @@ from data_server.http_limits import (
 )
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
+from miniflare.process import listening_socket
 from tests.support.ports import reserve
 
 
@@ -102,6 +103,19 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, type[asyncio.P
         yield f"http://127.0.0.1:{port}", protocol
 
 
+@pytest.fixture(params=["httptools", "h11"])
+def served_v6(request: pytest.FixtureRequest) -> Iterator[tuple[str, type[asyncio.Protocol]]]:
+    protocol = bounded_protocol(request.param)
+    try:
+        sock = listening_socket("::1", 0)
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(_app(), host="::1", port=port, http=protocol, log_level="warning")
+    with Served(config, sock):
+        yield f"http://[::1]:{port}", protocol
+
+
 def closed_by_server(sock: socket.socket) -> bool:
     """True when the server closes the connection within 3 s (anything it still sends first,
     such as the rest of an answer, is read past)."""
@@ -155,6 +169,20 @@ def test_one_address_holds_at_most_its_share(served: tuple[str, Any]) -> None:
         time.sleep(0.05)
     assert not protocol.open_by_address, "every connection was counted out again"
     assert httpx.get(f"{url}/healthz", timeout=5).text == "ok"
+
+
+def test_an_ipv6_client_counts_by_its_64(served_v6: tuple[str, Any]) -> None:
+    # Loopback has one IPv6 address; what is counted for it is its /64 block, the key every
+    # address of that block shares (albert.rate_limits.address_bucket).
+    url, protocol = served_v6
+    port = int(url.rsplit(":", 1)[1])
+    held = [socket.create_connection(("::1", port), timeout=5) for _ in range(45)]
+    try:
+        assert sum(closed_by_server(sock) for sock in held[40:]) == 5
+        assert set(protocol.open_by_address) == {"::/64"}
+    finally:
+        for sock in held:
+            sock.close()
 
 
 async def test_a_flood_of_loop_errors_is_a_few_lines(caplog: pytest.LogCaptureFixture) -> None:
