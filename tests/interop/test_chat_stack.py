@@ -10,7 +10,9 @@ content only.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +67,17 @@ def yields() -> Iterator[str]:
         server.http_app(path="/mcp"), lifespan="on", graceful_shutdown_seconds=1
     ) as served:
         yield f"{served.url}/mcp"
+
+
+async def renamed_soon(client: ChatClient, name: str, within: float = 5.0) -> list[str]:
+    """The server's renames once the status lists any (empty if none within `within` s)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        status = await wait_status(client, name, "ready")
+        if status["renamed"]:
+            return list(status["renamed"])
+        await asyncio.sleep(0.1)
+    return []
 
 
 def tool_results(frames: list[dict]) -> list[dict]:
@@ -129,6 +142,8 @@ async def test_a_fastmcp_tool_named_like_a_platform_tool_cannot_stand_in_for_it(
     async with ChatClient(runtime.url, runtime.ws_url) as client:
         await client.connect()
         await add_server(client, "yields", yields)
+        # The rename shows as soon as the server is up, before any turn offered its tools.
+        assert await renamed_soon(client, "yields") == ["analyze_token → yields__analyze_token"]
         thread = await client.new_thread()
         model.script(
             Reply(
@@ -146,7 +161,6 @@ async def test_a_fastmcp_tool_named_like_a_platform_tool_cannot_stand_in_for_it(
         assert platform_result.get("server") is None
         assert theirs["ok"] and theirs["content"] == f"{VERDICT} for PEPE"
         assert theirs["server"] == "yields"
-        # The status names the rename (from the first turn that offered the tools).
         status = await wait_status(client, "yields", "ready")
         assert status["renamed"] == ["analyze_token → yields__analyze_token"]
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.e2e.test_mcp import FAST_MCP, wait_status
+from tests.e2e.test_mcp import FAST_MCP, system_prompt, wait_status
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.oauth_servers import SCOPE, SECRET_YIELD, GuardedServers, guarded_mcp
@@ -81,6 +81,11 @@ async def test_a_server_that_needs_oauth_waits_for_the_user_then_answers(
         await asyncio.sleep(1.0)
         waiting = await wait_status(client, "guarded", "needs_authorization")
         assert waiting["attempts"] == 0 and waiting["next_retry_in_seconds"] is None
+        # Meanwhile the model is told why the server's tools are missing, and what to say.
+        thread = await client.new_thread()
+        model.script(Reply(text=["Please authorize it."]))
+        await client.turn(thread, "What does the guarded vault yield?")
+        assert "press Authorize" in system_prompt(model.requests[-1])
 
         started = await client.http.post("/api/mcp/servers/guarded/authorize")
         url = urlsplit(started.json()["authorization_url"])
@@ -102,7 +107,6 @@ async def test_a_server_that_needs_oauth_waits_for_the_user_then_answers(
         # The resource indicator reached the authorization server with the code.
         assert provider.authorizations[-1].resource == guarded.mcp_url
 
-        thread = await client.new_thread()
         model.script(
             Reply(tool_calls=[ScriptedToolCall(name="guarded_yield")]), Reply(text=["7.25%."])
         )

@@ -297,6 +297,9 @@ class McpManager:
     def _on_ready(self, server: ServerState) -> None:
         self.recovery.forget(server.name)
         self._remote().health.watch(server)
+        # The tools a turn would offer, now: the status shows renamed and left-out tools
+        # from the moment the server is up, not from its first turn.
+        self._spawn(self._remote().catalogue.build())
 
     def _on_lost(self, server: ServerState, conn: McpConnection) -> None:
         if server.conn is conn and server.current:

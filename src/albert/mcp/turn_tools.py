@@ -34,6 +34,10 @@ UNAVAILABLE = (
     "This server is not connected right now, so its tools cannot be used in this answer; "
     "say so if the question needs them."
 )
+NEEDS_AUTHORIZATION = (
+    "This server waits for the user's authorization, so its tools cannot be used yet; if "
+    "the question needs them, tell the user to press Authorize on the server in the chat."
+)
 
 
 class ToolCatalogue:
@@ -74,6 +78,8 @@ class ToolCatalogue:
     ) -> tuple[ServerNote | None, bool]:
         """Merge one server's tools into the registry: its prompt note, and if it has vaults."""
         if server.state != "ready":
+            if server.state == "needs_authorization":
+                return ServerNote(server=server.name, guidance=NEEDS_AUTHORIZATION), False
             if server.state in ("reconnecting", "failed", "connecting"):
                 return ServerNote(server=server.name, guidance=UNAVAILABLE), False
             return None, False
