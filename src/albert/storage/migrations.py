@@ -163,6 +163,11 @@ MIGRATIONS: list[Migration] = [
         "INSERT INTO message_fts (rowid, content) SELECT seq, content FROM messages "
         "WHERE role <> 'tool'",
     ),
+    # The list is pinned threads first, then newest first: its pages walk this index.
+    (
+        "CREATE INDEX IF NOT EXISTS threads_by_pin_and_update "
+        "ON threads (pinned DESC, updated_at DESC, id DESC)",
+    ),
 ]
 
 THREADS = Migrations("threads", "schema_migrations", MIGRATIONS)

@@ -64,10 +64,16 @@ class _Cursor(BaseModel):
 
 
 class ThreadCursor(_Cursor):
-    """Where a thread listing continues: after this (updated_at, id), newest first."""
+    """Where a thread listing continues: after this (pinned, updated_at, id), pinned first,
+    then newest first. A cursor from before pins were listed first reads as unpinned."""
 
     updated_at: int = Field(ge=0, le=MAX_SQL_INT)
     thread_id: str = Field(pattern=ID_PATTERN)
+    pinned: bool = False
+
+    def bounds(self) -> tuple[int, int, str]:
+        """The row value a page continues after."""
+        return (int(self.pinned), self.updated_at, self.thread_id)
 
 
 class MessageCursor(_Cursor):
@@ -161,27 +167,29 @@ class ThreadStore:
     def list_threads(
         self, limit: int, cursor: str | None = None
     ) -> tuple[list[Thread], str | None]:
-        """Newest first (by last update); keyset pagination so pages never shift."""
+        """Pinned first, then newest first (by last update); keyset pagination so pages
+        never shift."""
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at, pinned FROM threads "
-                "WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
-                after.updated_at,
-                after.thread_id,
+                f"SELECT id, title, created_at, updated_at, pinned FROM threads "
+                f"WHERE {_THREADS_AFTER} ORDER BY {_THREADS_ORDER} LIMIT ?",
+                *after.bounds(),
                 limit + 1,
             )
         else:
             rows = self._sql.execute(
-                "SELECT id, title, created_at, updated_at, pinned FROM threads "
-                "ORDER BY updated_at DESC, id DESC LIMIT ?",
+                f"SELECT id, title, created_at, updated_at, pinned FROM threads "
+                f"ORDER BY {_THREADS_ORDER} LIMIT ?",
                 limit + 1,
             )
         threads = [Thread(**r) for r in rows[:limit]]
         next_cursor = None
         if len(rows) > limit:
             last = threads[-1]
-            next_cursor = ThreadCursor(updated_at=last.updated_at, thread_id=last.id).encode()
+            next_cursor = ThreadCursor(
+                updated_at=last.updated_at, thread_id=last.id, pinned=last.pinned
+            ).encode()
         return threads, next_cursor
 
     def title_and_message_thread(self, thread_id: str, message_id: str) -> tuple[str, str | None]:
@@ -548,7 +556,7 @@ class ThreadStore:
         """Like `list_threads`, as the JSON array the API sends (see `messages_page_items`)."""
         if cursor:
             after = decode_cursor(cursor, ThreadCursor)
-            bounds: tuple[Any, ...] = (after.updated_at, after.thread_id)
+            bounds: tuple[Any, ...] = after.bounds()
             sql = _THREADS_AFTER_PAGE_SQL
         else:
             bounds = ()
@@ -561,7 +569,9 @@ class ThreadStore:
             # escaped, so `{"id":` only ever starts an object of the array.
             last = json.loads(page[page.rindex(b'{"id":') : -1])
             next_cursor = ThreadCursor(
-                updated_at=int(last["updated_at"]), thread_id=str(last["id"])
+                updated_at=int(last["updated_at"]),
+                thread_id=str(last["id"]),
+                pinned=bool(last["pinned"]),
             ).encode()
         return page, next_cursor
 
@@ -737,18 +747,24 @@ _STORE_WIRE_BY_SEQ_SQL = (
 )
 
 
+# The thread list's order, and where a page after a cursor starts (index
+# threads_by_pin_and_update).
+_THREADS_ORDER = "pinned DESC, updated_at DESC, id DESC"
+_THREADS_AFTER = "(pinned, updated_at, id) < (?, ?, ?)"
+
+
 def _threads_page_sql(where: str) -> str:
     return (
         "SELECT CAST(coalesce(json_group_array("
         + _json_object_sql(Thread)
         + "), '[]') AS BLOB) AS page, "
         f"(SELECT count(*) FROM (SELECT 1 FROM threads {where} LIMIT ?)) AS available "
-        f"FROM (SELECT * FROM threads {where} ORDER BY updated_at DESC, id DESC LIMIT ?)"
+        f"FROM (SELECT * FROM threads {where} ORDER BY {_THREADS_ORDER} LIMIT ?)"
     )
 
 
 _THREADS_PAGE_SQL = _threads_page_sql("")
-_THREADS_AFTER_PAGE_SQL = _threads_page_sql("WHERE (updated_at, id) < (?, ?)")
+_THREADS_AFTER_PAGE_SQL = _threads_page_sql(f"WHERE {_THREADS_AFTER}")
 
 
 # Matching threads by title or message, each with its best message snippet (bound: the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,30 @@ def test_feedback_is_stored_with_the_answers_last_message_and_can_be_taken_back(
     assert "feedback" not in store.all_messages("t_a")[-1].meta
     with pytest.raises(NotFound):
         store.set_feedback("t_a", "m_9", None)
+
+
+def test_pinned_threads_lead_the_list_however_old_and_pages_cover_every_thread_once(
+    store: ThreadStore,
+) -> None:
+    made = [store.create_thread(f"t{n:03d}", f"thread {n}").id for n in range(130)]
+    oldest, middle = made[0], made[60]
+    for thread in (oldest, middle):
+        store.set_pinned(thread, True)
+    # Both list paths (the models and the API's JSON page) agree, page after page.
+    for read in ("models", "json"):
+        seen: list[tuple[str, bool]] = []
+        cursor = None
+        for _ in range(20):
+            if read == "models":
+                threads, cursor = store.list_threads(50, cursor)
+                seen += [(t.id, t.pinned) for t in threads]
+            else:
+                page, cursor = store.threads_page_json(50, cursor)
+                seen += [(t["id"], t["pinned"]) for t in json.loads(page)]
+            if cursor is None:
+                break
+        ids = [thread for thread, _ in seen]
+        assert ids[:2] == [middle, oldest], read  # pinned, newest first among them
+        assert all(not pinned for _, pinned in seen[2:])
+        assert sorted(ids) == sorted(made) and len(ids) == len(set(ids)), read
+        assert ids[2:] == [t for t in reversed(made) if t not in (oldest, middle)]
