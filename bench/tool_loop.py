@@ -27,7 +27,7 @@ from albert.ai.model import (
 )
 from albert.ai.tool_loop import ToolLoop
 from albert.tools.base import LocalTool, ToolInput, ToolResult
-from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.guard import ToolGuard
 from albert.tools.registry import ToolRegistry
 from bench.core import BenchSizes, Row, Spread, Stopwatch
 from bench.model_server import INSTANT_TOOL, ModelProcess
@@ -115,7 +115,7 @@ class NullObserver:
         return None
 
     async def on_tool_result(
-        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+        self, step: int, call: ChatToolCall, outcome: ToolResult, source: str
     ) -> None:
         return None
 

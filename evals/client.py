@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
+from albert.chat.history import stored_result
 from evals.scorer import ToolCallRecord, ToolResultRecord, TurnRecord
 
 MAX_FRAMES_PER_TURN = 20_000
@@ -154,4 +155,6 @@ class EvalClient:
         for result in record.results:
             message = stored.get(result.call_id)
             if message is not None:
-                result.content = str(message.get("content", result.content))
+                # What the model was shown: the stored text, and our cut note after it.
+                shown = stored_result(str(message.get("content", "")), message.get("meta") or {})
+                result.content = shown.preface + shown.shown_text() + shown.cut_note()

@@ -22,13 +22,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from albert.ai.model import ChatMessage, ChatToolCall
 from albert.ai.tool_loop import ToolLoop
-from albert.mcp.remote_tool import RemoteCallResult, RemoteTool, RemoteToolSpec
+from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
 from albert.search.typesense_client import TypesenseClient
 from albert.settings import Settings
 from albert.tools.address_analysis import address_analysis_tool
-from albert.tools.base import Tool, ToolResult
+from albert.tools.base import TextPart, Tool, ToolResult
 from albert.tools.feed_search import feed_search_tool
-from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.guard import ToolGuard
 from albert.tools.registry import ToolRegistry
 from albert.tools.token_analysis import token_analysis_tool
 from albert.tools.token_search.tool import token_search_tool
@@ -104,9 +104,9 @@ class _Recorder:
         return None
 
     async def on_tool_result(
-        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+        self, step: int, call: ChatToolCall, outcome: ToolResult, source: str
     ) -> None:
-        self.turn.results[call.id] = outcome.result.joined_text()
+        self.turn.results[call.id] = outcome.shown_text() + outcome.cut_note()
 
 
 @dataclass
@@ -122,7 +122,10 @@ class World:
         async def invoke(server: str, spec: RemoteToolSpec, args: dict[str, Any]) -> ToolResult:
             result = await self.session.call_tool(spec.name, args)
             texts = [part.text for part in result.content if getattr(part, "text", None)]
-            return RemoteCallResult(texts=texts, is_error=bool(result.is_error)).to_tool_result()
+            return ToolResult(
+                content=[TextPart(text=t) for t in texts or ["(the tool returned no text)"]],
+                is_error=bool(result.is_error),
+            )
 
         tools: list[Tool] = []
         for t in listed.tools:

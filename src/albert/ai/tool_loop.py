@@ -31,11 +31,11 @@ from albert.ai.model import (
     TextDelta,
     ToolCallRequest,
 )
-from albert.ai.untrusted import unfenced
+from albert.ai.untrusted import neutralise, unfenced
 from albert.protocol.frames import ToolDecision, Usage
 from albert.tools.base import TextPart, ToolResult, asks_first
 from albert.tools.fence import for_model
-from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.guard import ToolGuard
 from albert.tools.progress import reporting
 from albert.tools.provenance import Carried, OutputLedger
 from albert.tools.read_tool_result import NAME as READ_TOOL
@@ -77,7 +77,7 @@ class TurnObserver(Protocol):
         ...
 
     async def on_tool_result(
-        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+        self, step: int, call: ChatToolCall, outcome: ToolResult, source: str
     ) -> None: ...
 
     def on_tool_progress(
@@ -332,18 +332,16 @@ class ToolLoop:
                 else:
                     outcome = _immediate(refusal)
             await observer.on_tool_result(step, call, outcome, source)
-            content = for_model(
-                call.name,
-                source,
-                outcome.result.joined_text(),
-                truncated=outcome.truncated,
-                own_words=outcome.own_words,
+            content = for_model(call.name, source, outcome)
+            # What the model read of the tool's words: inside the fence, neutralised.
+            shown = outcome.shown_text()
+            self._ledger.record_output(
+                call.name, source, shown if outcome.own_words else neutralise(shown)
             )
-            self._ledger.record_output(call.name, source, unfenced(content))
-            if outcome.truncated and registry.get(READ_TOOL) is not None:
+            if outcome.cut is not None and registry.get(READ_TOOL) is not None:
                 content += (
                     f'\n[To read on, call {READ_TOOL} with call_id "{call.id}" '
-                    f"and offset {outcome.shown_chars}.]"
+                    f"and offset {outcome.cut.shown}.]"
                 )
             return ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name)
 
@@ -463,14 +461,6 @@ def _not_run(text: str) -> ToolResult:
     return ToolResult(content=[TextPart(text=text)], is_error=True)
 
 
-def _immediate(result: ToolResult) -> GuardedResult:
-    text = result.joined_text()
-    return GuardedResult(
-        result=result,
-        duration_ms=0.0,
-        truncated=False,
-        original_chars=len(text),
-        full_text=text,
-        shown_chars=len(text),
-        own_words=True,
-    )
+def _immediate(result: ToolResult) -> ToolResult:
+    """A result the loop writes instead of running the tool: our words, not the tool's."""
+    return result.model_copy(update={"own_words": True})

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from albert.analytics.service import AnalyticsService
 from albert.protocol.frames import ChatFrame, DoneFrame, RegenerateFrame, StartFrame, ToolDecision
-from albert.tools.guard import GuardedResult
+from albert.tools.base import ToolResult
 
 if TYPE_CHECKING:
     from albert.analytics.event_catalog import ToolOutcome, ToolSource
@@ -78,7 +78,7 @@ class TurnEvents:
         self,
         name: str,
         source: str,
-        outcome: GuardedResult,
+        outcome: ToolResult,
         decision: ToolDecision | None = None,
     ) -> None:
         """A tool call finished; `source` is 'local', 'unknown' or the remote server's name.
@@ -96,14 +96,14 @@ class TurnEvents:
                 source=kind,
                 server=source if kind == "remote" else None,
                 duration_ms=round(outcome.duration_ms, 1),
-                ok=not outcome.result.is_error,
+                ok=not outcome.is_error,
                 truncated=outcome.truncated,
                 outcome=_tool_outcome(outcome, decision),
             )
         )
 
 
-def _tool_outcome(outcome: GuardedResult, decision: ToolDecision | None) -> ToolOutcome:
+def _tool_outcome(outcome: ToolResult, decision: ToolDecision | None) -> ToolOutcome:
     if decision == "declined" or decision == "timeout":
         return decision
-    return "failed" if outcome.result.is_error else "ok"
+    return "failed" if outcome.is_error else "ok"

@@ -1,8 +1,10 @@
 """The thread's stored messages as the model reads them.
 
-Tool results are stored as the tools produced them and fenced as untrusted text here,
-as the model's messages are built (albert.tools.fence): a thread stored before results
-were fenced is fenced when it is sent again.
+Tool results are stored as the model was shown them (our preface and the tool's text,
+cut to fit) with our notes in their meta; here they become `ToolResult`s again and are
+fenced as untrusted text as the model's messages are built (albert.tools.fence). A result
+stored before the notes were kept apart (its cut note and a page's preface inside its
+text) is fenced whole: nothing of it is taken for ours.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from albert.ai.model import ChatMessage, ChatToolCall
+from albert.tools.base import Cut, TextPart, ToolResult
 from albert.tools.fence import for_model
 
 # How many of the newest messages a turn sends; the context budget trims further.
@@ -45,7 +48,7 @@ class StoredMessage(Protocol):
     def name(self) -> str | None: ...
     @property
     def meta(self) -> Mapping[str, Any]:
-        """Of a tool result: source, truncated, own_words (as the recorder stored them)."""
+        """Of a tool result: its source and our notes (as the recorder stored them)."""
         ...
 
 
@@ -81,9 +84,27 @@ def _result(m: StoredMessage) -> str:
     return for_model(
         m.name or "an earlier tool",
         source if isinstance(source, str) else None,
-        m.content,
-        truncated=bool(meta.get("truncated")),
+        stored_result(m.content, meta),
+    )
+
+
+def stored_result(content: str, meta: Mapping[str, Any]) -> ToolResult:
+    """A stored tool message as the result it was: the tool's text and our notes."""
+    preface_chars = meta.get("preface_chars")
+    preface = ""
+    if isinstance(preface_chars, int) and 0 < preface_chars <= len(content):
+        preface, content = content[:preface_chars], content[preface_chars:]
+    total = meta.get("total_chars")
+    cut = None
+    if meta.get("truncated") and isinstance(total, int) and total >= len(content):
+        cut = Cut(shown=len(content), total=total)
+    label = meta.get("fence_label")
+    return ToolResult(
+        content=[TextPart(text=content)],
         own_words=bool(meta.get("own_words")),
+        preface=preface,
+        fence_label=label if isinstance(label, str) else None,
+        cut=cut,
     )
 
 

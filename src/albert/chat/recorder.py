@@ -40,7 +40,7 @@ from albert.protocol.frames import (
 from albert.protocol.http import Message, MessageStatus, ToolCallRecord
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
-from albert.tools.guard import GuardedResult
+from albert.tools.base import ToolResult
 
 TOOL_PREVIEW_CHARS = 4_000
 # At most one progress frame per call this often.
@@ -210,11 +210,13 @@ class TurnRecorder:
         )
 
     async def on_tool_result(
-        self, step: int, call: ChatToolCall, outcome: GuardedResult, source: str
+        self, step: int, call: ChatToolCall, outcome: ToolResult, source: str
     ) -> None:
         decision = self._decisions.get(call.id)
         self._events.tool_invoked(call.name, source, outcome, decision)
-        text = outcome.result.joined_text()
+        # What the model was shown of the tool's text, with our preface; our other notes
+        # are kept in the meta, and the whole output in `outputs` (read_tool_result).
+        text = outcome.preface + outcome.shown_text()
 
         def store() -> None:
             # The whole output, the result the model gets and the thread's bump land
@@ -223,7 +225,7 @@ class TurnRecorder:
                 call_id=call.id,
                 thread_id=self._thread_id,
                 name=call.name,
-                content=outcome.full_text,
+                content=outcome.preface + outcome.joined_text(),
             )
             self._store.add_message(
                 message_id=f"{self._turn_id}:{self._run}:t{step}:{call.id}",
@@ -233,8 +235,8 @@ class TurnRecorder:
                 content=text,
                 tool_call_id=call.id,
                 name=call.name,
-                status="error" if outcome.result.is_error else "complete",
-                meta=_tool_meta(call, outcome, source, decision),
+                status="error" if outcome.is_error else "complete",
+                meta=result_meta(call, outcome, source, decision),
             )
 
         self._store.transaction(store)
@@ -244,7 +246,7 @@ class TurnRecorder:
             call_id=call.id,
             name=call.name,
             server=_server_of(source),
-            ok=not outcome.result.is_error,
+            ok=not outcome.is_error,
             duration_ms=round(outcome.duration_ms, 1),
             truncated=outcome.truncated,
             content=text[:TOOL_PREVIEW_CHARS],
@@ -311,9 +313,10 @@ def _server_of(source: str) -> str | None:
     return None if source in ("local", "unknown") else source
 
 
-def _tool_meta(
-    call: ChatToolCall, outcome: GuardedResult, source: str, decision: ToolDecision | None
+def result_meta(
+    call: ChatToolCall, outcome: ToolResult, source: str, decision: ToolDecision | None
 ) -> dict[str, Any]:
+    """What is stored with a tool result besides its text (albert.chat.history reads it)."""
     meta = {
         "duration_ms": round(outcome.duration_ms, 1),
         "truncated": outcome.truncated,
@@ -322,9 +325,16 @@ def _tool_meta(
     }
     if decision is not None:
         meta["confirmation"] = decision
+    # Our notes, for the model's view of this result when the history is read back
+    # (albert.chat.history): the same fence, preface and cut note as in this turn.
     if outcome.own_words:
-        # Replayed to the model outside the untrusted-text fence (albert.chat.history).
         meta["own_words"] = True
+    if outcome.cut is not None:
+        meta["total_chars"] = outcome.cut.total
+    if outcome.preface:
+        meta["preface_chars"] = len(outcome.preface)
+    if outcome.fence_label is not None:
+        meta["fence_label"] = outcome.fence_label
     return meta
 
 

@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from albert.mcp.remote_tool import RemoteCallResult, RemoteToolSpec
+from albert.mcp.remote_tool import RemoteToolSpec
 from albert.mcp.response_guard import (
     ANSWER_REFUSED,
     EVENT_CAP_BYTES,
@@ -41,6 +41,7 @@ from albert.mcp.response_guard import (
     ResponseGuard,
 )
 from albert.mcp.ssrf import ConnectCheck, UrlRefused
+from albert.tools.base import TextPart, ToolResult
 from albert.tools.progress import Reporter, current_reporter
 
 log = logging.getLogger(__name__)
@@ -333,7 +334,7 @@ class McpConnection:
             raise self._explained(exc) from exc
         return specs
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> RemoteCallResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one tool; connection failures raise, tool failures come back as results."""
         client = self._require()
         # The server's progress notifications arrive on the session's own task: take the
@@ -430,14 +431,15 @@ def _block_text(block: Any) -> str:
     return f"[{what} omitted: only text reaches the model]"
 
 
-def _result(result: mcp_types.CallToolResult) -> RemoteCallResult:
+def _result(result: mcp_types.CallToolResult) -> ToolResult:
+    """The server's answer as our one result type (an empty answer still says something)."""
     texts = [_block_text(block) for block in result.content]
     structured = result.structured_content
     if not texts and structured is not None:
         # A result with only structured content: the model reads it as JSON.
         texts = [json.dumps(structured, ensure_ascii=False)]
-    return RemoteCallResult(
-        texts=texts,
+    return ToolResult(
+        content=[TextPart(text=t) for t in texts or ["(the tool returned no text)"]],
         is_error=result.is_error,
         structured=structured if isinstance(structured, dict) else None,
     )

@@ -68,7 +68,7 @@ class RemoteInvoker:
                 return await self._replay(server, spec, arguments)
             return await self._after_drop(server, spec, arguments, lost)
         server.answered(self._clock.monotonic())
-        return result.to_tool_result()
+        return result
 
     async def _after_drop(
         self, server: ServerState, spec: RemoteToolSpec, arguments: dict[str, Any], lost: str
@@ -102,7 +102,7 @@ class RemoteInvoker:
                 return dropped
             return _failed(spec, server, exc)
         log.info("repeated tool %s on a new connection after a dropped call", spec.name)
-        return result.to_tool_result()
+        return result
 
 
 def _failed(spec: RemoteToolSpec, server: ServerState, exc: BaseException) -> ToolResult:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from albert.ai.untrusted import untrusted
-from albert.tools.base import TextPart, ToolResult
+from albert.tools.base import ToolResult
 
 
 class RemoteToolSpec(BaseModel):
@@ -37,25 +37,6 @@ class RemoteToolSpec(BaseModel):
     task_required: bool = Field(
         False, description='execution.taskSupport "required": runs only as a task (not offered)'
     )
-
-
-class RemoteCallResult(BaseModel):
-    """What a server answered to a tool call, reduced to what the model can read."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    texts: list[str]
-    is_error: bool = False
-    structured: dict[str, Any] | None = None
-
-    def to_tool_result(self) -> ToolResult:
-        """The project's result type; an empty answer still says something."""
-        texts = self.texts or ["(the tool returned no text)"]
-        return ToolResult(
-            content=[TextPart(text=t) for t in texts],
-            is_error=self.is_error,
-            structured=self.structured,
-        )
 
 
 Invoker = Callable[[str, RemoteToolSpec, dict[str, Any]], Awaitable[ToolResult]]

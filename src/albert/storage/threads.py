@@ -120,8 +120,9 @@ class HistoryEntry(NamedTuple):
     tool_calls: list[StoredCall]
     tool_call_id: str | None
     name: str | None
-    # What the model's view of a tool result needs of its meta (albert.tools.fence):
-    # source, truncated, own_words; empty for other messages.
+    # What the model's view of a tool result needs of its meta (albert.chat.history):
+    # source, truncated, own_words, total_chars, preface_chars, fence_label; empty for
+    # other messages.
     meta: dict[str, Any]
 
 
@@ -602,11 +603,7 @@ class ThreadStore:
                 else [],
                 r["tool_call_id"],
                 r["name"],
-                {
-                    "source": r["source"],
-                    "truncated": bool(r["truncated"]),
-                    "own_words": bool(r["own_words"]),
-                }
+                {key: r[key] for key in _RESULT_NOTES if r[key] is not None}
                 if r["role"] == "tool"
                 else {},
             )
@@ -626,12 +623,14 @@ def _newest_messages_sql(columns: str) -> str:
 
 
 _HISTORY_SQL = _newest_messages_sql("*")
-# A tool result's meta is read only for the keys its fence needs (not its arguments).
+# A tool result's meta is read only for the keys the model's view of it needs (not its
+# arguments): who wrote it, and our notes (albert.tools.base.ToolResult).
+_RESULT_NOTES = ("source", "truncated", "own_words", "total_chars", "preface_chars", "fence_label")
 _MODEL_HISTORY_SQL = _newest_messages_sql(
     "role, content, status, tool_calls, tool_call_id, name, "
     + ", ".join(
         f"CASE WHEN role = 'tool' AND meta <> '' THEN json_extract(meta, '$.{key}') END AS {key}"
-        for key in ("source", "truncated", "own_words")
+        for key in _RESULT_NOTES
     )
 )
 

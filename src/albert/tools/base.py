@@ -19,14 +19,42 @@ class TextPart(BaseModel):
     text: str
 
 
+CUT_NOTE = (
+    "\n\n[… result cut: {shown:,} of {total:,} characters shown. "
+    "The rest was not sent to you; say so if it matters.]"
+)
+
+
+class Cut(BaseModel):
+    """A result's text was cut to fit: the model sees its first `shown` of `total` chars."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    shown: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+
 class ToolResult(BaseModel):
-    """What a tool returns: content parts for the model, optional structured data."""
+    """A tool's result: the tool's own words, and Albert's notes about them, kept apart.
+
+    `content` (and `structured`) are what the tool produced. The other fields are ours:
+    the model reads them outside the tool's untrusted-text fence (albert.tools.fence),
+    and no code ever has to find them again inside the tool's text.
+    """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     content: list[TextPart]
     is_error: bool = False
     structured: dict[str, Any] | None = None
+    # Albert wrote the whole result (a refusal, a timeout, a failure): nothing to fence.
+    own_words: bool = False
+    # Albert's line before the tool's text (a page read back says which call and where).
+    preface: str = ""
+    # Who the fence names when it is not the tool itself (a page of an earlier output).
+    fence_label: str | None = None
+    cut: Cut | None = None
+    duration_ms: float = 0.0
 
     @classmethod
     def text(cls, text: str, *, structured: dict[str, Any] | None = None) -> "ToolResult":
@@ -39,8 +67,32 @@ class ToolResult(BaseModel):
         return cls(content=[TextPart(text=f"Error: {message}")], is_error=True)
 
     def joined_text(self) -> str:
-        """All text parts joined, as the model sees them."""
+        """The tool's whole text: its parts joined."""
         return "\n\n".join(part.text for part in self.content)
+
+    @property
+    def truncated(self) -> bool:
+        """The model sees only the start of the text."""
+        return self.cut is not None
+
+    def shown_text(self) -> str:
+        """The tool's text as far as the model sees it."""
+        text = self.joined_text()
+        return text if self.cut is None else text[: self.cut.shown]
+
+    def cut_note(self) -> str:
+        """Our note after a cut text (empty when nothing was cut)."""
+        if self.cut is None:
+            return ""
+        return CUT_NOTE.format(shown=self.cut.shown, total=self.cut.total)
+
+    def cut_to(self, max_chars: int) -> "ToolResult":
+        """This result, its text cut to `max_chars` when longer (a prefix, so the model can
+        read on from where it stopped)."""
+        total = len(self.joined_text())
+        if total <= max_chars:
+            return self
+        return self.model_copy(update={"cut": Cut(shown=max_chars, total=total)})
 
 
 @runtime_checkable

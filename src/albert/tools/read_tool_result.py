@@ -1,28 +1,17 @@
 """read_tool_result: page through a tool output that was cut before it reached the model.
 
-A page is the stored output as the tool produced it, after a header line of ours; the
-model gets the page fenced, naming the call it came from (albert.tools.fence).
+A page is the stored output as the tool produced it; our line before it (the result's
+`preface`) says which call and which characters. The model gets the page fenced, naming
+the call it came from (albert.tools.fence).
 """
-
-import re
 
 from pydantic import Field
 
 from albert.storage.threads import ToolOutputs
-from albert.tools.base import LocalTool, ToolInput, ToolResult
+from albert.tools.base import LocalTool, TextPart, ToolInput, ToolResult
 
 NAME = "read_tool_result"
 PAGE_CHARS = 20_000
-_HEADER = re.compile(
-    r"\[(?P<call_id>[^\n]*): characters [\d,]+–[\d,]+ of [\d,]+; "
-    r"(?:next offset \d+|this is the end)\]\n"
-)
-
-
-def page_header(text: str) -> tuple[str, str] | None:
-    """The header line a page starts with, and the call id it names; None for no page."""
-    found = _HEADER.match(text)
-    return (found.group(0), found.group("call_id")) if found else None
 
 
 class ReadToolResultInput(ToolInput):
@@ -56,8 +45,11 @@ def read_tool_result_tool(
             return ToolResult.error(f"offset {args.offset} is past the end ({total:,} characters)")
         end = args.offset + len(part)
         tail = f"next offset {end}" if end < total else "this is the end"
-        header = f"[{args.call_id}: characters {args.offset:,}–{end:,} of {total:,}; {tail}]\n"
-        return ToolResult.text(header + part)
+        return ToolResult(
+            content=[TextPart(text=part)],
+            preface=f"[{args.call_id}: characters {args.offset:,}–{end:,} of {total:,}; {tail}]\n",
+            fence_label=f"output of call {args.call_id} read back",
+        )
 
     return LocalTool(
         NAME,

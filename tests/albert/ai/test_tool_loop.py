@@ -23,7 +23,7 @@ from albert.ai.tool_loop import STEP_CAP_NOTE, PartialTurn, ToolLoop
 from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.fence import for_model
-from albert.tools.guard import GuardedResult, ToolGuard
+from albert.tools.guard import ToolGuard
 from albert.tools.progress import current_reporter
 from albert.tools.registry import ToolRegistry
 
@@ -84,8 +84,8 @@ class Recorder:
     def on_tool_progress(self, step, call, progress, total, message) -> None:
         self.events.append(("progress", f"{progress}/{total} {message}"))
 
-    async def on_tool_result(self, step, call, outcome: GuardedResult, source) -> None:
-        self.events.append(("result", outcome.result.joined_text()))
+    async def on_tool_result(self, step, call, outcome: ToolResult, source) -> None:
+        self.events.append(("result", outcome.joined_text()))
 
 
 GUARD = ToolGuard(timeout_seconds=2, max_chars=50_000)
@@ -369,7 +369,9 @@ async def test_calls_over_the_per_step_bound_are_answered_without_running() -> N
         results = [m for m in history if m.role == "tool"]
         assert [c.id for c in assistant.tool_calls] == [m.tool_call_id for m in results]
         assert len(results) == asked
-        ran_results = [for_model("count", "local", f"counted:{i}") for i in range(ran)]
+        ran_results = [
+            for_model("count", "local", ToolResult.text(f"counted:{i}")) for i in range(ran)
+        ]
         assert [m.content for m in results[:ran]] == ran_results
         for m in results[ran:]:
             assert m.content.startswith("count was not run: one step may call at most")

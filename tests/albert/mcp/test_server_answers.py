@@ -18,10 +18,16 @@ import pytest
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpServerIn
+from albert.tools.base import ToolResult
 from tests.albert.mcp.conftest import fast_settings
 from tests.albert.mcp.test_manager import Harness, harness, make, wait_state
 from tests.albert.mcp.unruly_server import UnrulyServer
 from tests.support.asgi_server import AsgiServer
+
+
+def texts_of(result: ToolResult) -> list[str]:
+    """The text parts of a call's result."""
+    return [part.text for part in result.content]
 
 
 @pytest.fixture
@@ -124,7 +130,7 @@ async def test_a_result_of_two_million_parts_is_refused_before_it_is_parsed(
         with pytest.raises(AnswerRefused):
             await conn.call_tool("big", {})
         # The session is fine: the next call is answered.
-        assert (await conn.call_tool("text", {})).texts == ["plain"]
+        assert texts_of(await conn.call_tool("text", {})) == ["plain"]
     finally:
         await conn.close()
 
@@ -136,10 +142,10 @@ async def test_an_abandoned_call_leaves_the_session_working(json_response: bool)
         try:
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(conn.call_tool("slow", {}), 0.2)
-            assert (await conn.call_tool("text", {})).texts == ["plain"]
+            assert texts_of(await conn.call_tool("text", {})) == ["plain"]
             await asyncio.sleep(1.2)  # whatever the server makes of it, it is over by now
             assert server.state["slow_started"] == 1
-            assert (await conn.call_tool("text", {})).texts == ["plain"]
+            assert texts_of(await conn.call_tool("text", {})) == ["plain"]
         finally:
             await conn.close()
 
@@ -148,9 +154,9 @@ async def test_results_keep_structured_content_resources_and_links(unruly: Unrul
     conn = await connection(unruly.url)
     try:
         structured = await conn.call_tool("structured_only", {})
-        assert structured.texts == ['{"apy": 4.2, "tvl": 10}']
+        assert texts_of(structured) == ['{"apy": 4.2, "tvl": 10}']
         assert structured.structured == {"apy": 4.2, "tvl": 10}
-        texts = (await conn.call_tool("resources", {})).texts
+        texts = texts_of(await conn.call_tool("resources", {}))
         assert texts[0] == "[resource file:///report.md]\n# Report"
         assert texts[1] == "[resource link vault-1 <https://example.org/v/1>]"
         assert texts[2] == "[image content (image/png) omitted: only text reaches the model]"
@@ -312,9 +318,9 @@ async def test_progress_a_server_reports_reaches_the_running_call(json_response:
         try:
             with reporting(lambda done, total, message: reports.append((done, total, message))):
                 result = await conn.call_tool("progressive", {})
-            assert result.texts == ["done"]
+            assert texts_of(result) == ["done"]
             assert reports == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
             # Outside a call nobody listens, and nothing breaks.
-            assert (await conn.call_tool("progressive", {})).texts == ["done"]
+            assert texts_of(await conn.call_tool("progressive", {})) == ["done"]
         finally:
             await conn.close()
