@@ -33,7 +33,7 @@ MAX_CANDIDATES = 4
 PROTOCOL_LINE = re.compile(r"^- ([a-z0-9][a-z0-9._-]*): \d+ vaults on ([^;]+);", re.MULTILINE)
 ASSET_LINE = re.compile(r"^- (\S+) on ([a-z0-9._-]+): \d+ vaults", re.MULTILINE)
 VAULT_LINE = re.compile(r"\[([a-z0-9._-]+) on ([a-z0-9._-]+)\] assets ([^;]+);")
-VAULT_ID_LINE = re.compile(r"; id (\S+)\s*$", re.MULTILINE)
+VAULT_ID_LINE = re.compile(r"; id (\S+?)(?:; page \S+)?\s*$", re.MULTILINE)
 _ASSET_QUERY = re.compile(r"No vault holds a token matching '([^']+)'")
 
 

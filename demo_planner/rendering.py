@@ -15,12 +15,29 @@ from albert.ai.model import ChatMessage, ChatToolCall
 from albert.tools.base import ToolSpec
 from demo_planner.followups import FollowUp
 from demo_planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
+from demo_planner.vault_table import lead_sentence, more_line, read_page, table
 
 LABEL = (
     "*Demo planner — no language model is configured; "
     "this answer is assembled by rules from tool results.*"
 )
 RESULT_CHARS = 2_500
+# What each tool's answer is headed with (a tool not named here: its name).
+TITLES = {
+    "analyze_token": "Token analysis",
+    "analyze_address": "Address check",
+    "search_tokens": "Tokens found",
+    "search_feed": "What the market says",
+    "wallet_top_positions": "Top positions",
+    "wallet_positions": "Positions",
+    "vault_history": "History",
+    "analyze_risk": "Risk analysis",
+    "analyze_yield": "Yield analysis",
+    "search_vaults": "Vault search",
+    "top_yields": "Top yields",
+    "search_protocols": "Protocols",
+    "search_vault_assets": "Assets",
+}
 MORE = "\n…(more in the tool result)"
 # The data server appends its yield-versus-risk guidelines after a rated result's own text
 # (data_server/coaching.py); a long result is cut before them, not through them, so a wallet
@@ -145,7 +162,16 @@ def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: st
             body,
             "",
         ]
-    lines = [f"From **{name}** ({_short_args(call.arguments if call else '{}')}):", "", body, ""]
+    page = read_page(full)
+    if page is not None:
+        lines = [lead_sentence(page), "", *table(page), ""]
+        more = more_line(page)
+        if more is not None:
+            lines += [more, ""]
+        if page.rest:
+            lines += [_shown(page.rest), ""]
+    else:
+        lines = [f"**{TITLES.get(name, name)}**:", "", body, ""]
     cut = _CUT.search(full)
     if cut:
         lines += [
@@ -212,20 +238,25 @@ def acknowledgement_text(previous: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# One question per tool that the help offers: each answers with data in the demo world
+# (tests/e2e/test_local_stack.py asks every one): the address is a recorded exploiter's,
+# the ENS name one of the local chain's fixture wallets.
+HELP_EXAMPLES = {
+    "analyze_token": "What is PEPE?",
+    "analyze_address": "Is 0x47666Fab8bd0Ac7003bce3f5C3585383F09486E2 risky?",
+    "search_tokens": "Stablecoins over $1M market cap on ethereum",
+    "search_feed": "What is the market saying about Aave?",
+    "search_vaults": "USDC vaults on base with TVL above $10M",
+    "top_yields": "Top stablecoin yields",
+    "wallet_top_positions": "Top 5 positions by value for yield-farmer.eth",
+}
+
+
 def help_text(tools: dict[str, ToolSpec], previous: str | None = None) -> str:
     """What the planner can do with the tools available now; after an answered question,
     also how to refine it (a message that is no refinement never repeats its plan)."""
-    examples = {
-        "analyze_token": "“What is PEPE?”",
-        "analyze_address": "“Is 0x… risky?”",
-        "search_tokens": "“Stablecoins over $1M market cap on ethereum”",
-        "search_feed": "“What is the market saying about Aave?”",
-        "search_vaults": "“USDC vaults on base with TVL above $10M”",
-        "top_yields": "“Top stablecoin yields”",
-        "wallet_top_positions": "“Top 5 positions by value for vitalik.eth”",
-    }
     lines = [LABEL, "", "I could not match that question to a tool. Try, for example:"]
-    lines += [f"- {text}" for name, text in examples.items() if name in tools]
+    lines += [f"- “{text}”" for name, text in HELP_EXAMPLES.items() if name in tools]
     if len(lines) == 3:
         lines = [LABEL, "", "No tools are available right now, so I cannot look anything up."]
     elif previous:

@@ -151,6 +151,7 @@ FLAG_SYNONYMS: dict[str, tuple[str, ...]] = {
     ),
     "audited": ("audited", "with audits"),
     "include_inactive": ("inactive", "paused", "retired", "eol", "deprecated", "closed"),
+    "include_outliers": ("outlier", "outliers", "absurd", "implausible"),
 }  # fmt: skip
 FLAG_OFF_WORDS: dict[str, tuple[str, ...]] = {
     "audited": ("unaudited", "un-audited"),

@@ -293,6 +293,29 @@ class SearchVaultsInput(VaultFilters):
     )
     page: int = Field(1, ge=1, le=100, description="1-based page number.")
     per_page: int = Field(10, ge=1, le=50, description="Results per page, 1–50 (default 10).")
+    include_outliers: bool = Field(
+        False,
+        description="True: a search ranked by highest APY keeps vaults whose APY is above "
+        "1,000 % or whose TVL is unknown (left out by default: likely broken data).",
+    )
+
+    def without_outliers(self) -> bool:
+        """Ranked by highest APY, with no APY bound of the caller's: outliers are left out."""
+        return (
+            self.sort_by == "apy"
+            and self.sort_direction == "desc"
+            and self.max_apy is None
+            and not self.include_outliers
+        )
+
+
+# An APY above this (percent) is likely broken data or a one-off: left out of "highest"
+# rankings unless asked for, and labelled wherever it is shown.
+OUTLIER_APY = 1000.0
+OUTLIERS_LEFT_OUT = (
+    "Left out as likely outliers: vaults above 1,000% APY or with unknown TVL "
+    "(include_outliers=true shows them, labelled)."
+)
 
 
 class VaultSearchResult(BaseModel):
@@ -326,11 +349,12 @@ def vault_line(v: VaultHit) -> str:
     """One readable line describing a vault."""
     assets = "/".join(v.asset_symbols) or "?"
     score = "n/a" if v.security_score is None else f"{v.security_score:.0f}/100"
+    outlier = "; likely outlier" if v.apy is not None and v.apy > OUTLIER_APY else ""
     return (
         f"- {v.name} [{v.protocol} on {v.chain}] assets {assets}; APY {fmt_pct(v.apy)} "
         f"(base {fmt_pct(v.apy_base)}, rewards {fmt_pct(v.apy_reward)}); "
-        f"TVL {fmt_usd(v.tvl_usd)}; security {score}; risk {v.risk_rating or 'unrated'}; "
-        f"id {v.id}"
+        f"TVL {fmt_usd(v.tvl_usd)}; security {score}; risk {v.risk_rating or 'unrated'}"
+        f"{outlier}; id {v.id}" + (f"; page {v.url}" if v.url else "")
     )
 
 
@@ -348,6 +372,12 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
         await deps.chains.check(params.chains_to_check())
     except ValueError as exc:
         raise ToolFailure(str(exc)) from exc
+    trimmed = params.without_outliers()
+    if trimmed:
+        # Likely broken data would lead every "highest APY" answer: left out, and said so.
+        params = params.model_copy(
+            update={"max_apy": OUTLIER_APY, "min_tvl_usd": params.min_tvl_usd or 0.0}
+        )
     filter_by = compile_filters(params)
     sort_by = sort_expression(params.sort_by, params.sort_direction, bool(params.query))
     page, _ = await deps.index.search(
@@ -372,7 +402,10 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
             f"{page.found} vaults match; page {params.page} of {total_pages}, "
             f"sorted by {sort_by.split(',')[0]}."
         )
-        text = "\n".join([head, *(vault_line(v) for v in page.hits)])
+        lines = [head, *(vault_line(v) for v in page.hits)]
+        if trimmed:
+            lines.append(OUTLIERS_LEFT_OUT)
+        text = "\n".join(lines)
     elif page.found:
         text = f"{page.found} vaults match, but page {params.page} is past the last page."
     else:
@@ -380,6 +413,8 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
             "No vault matches these filters. Loosen one (lower min_tvl_usd or min_apy, drop "
             "the chain or protocol) and search again."
         )
+        if trimmed:
+            text += "\n" + OUTLIERS_LEFT_OUT
     return ToolOutput(data=data, text=text, coach=[v.coach_item() for v in page.hits])
 
 

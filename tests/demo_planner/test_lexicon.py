@@ -23,6 +23,7 @@ def test_vault_search_fields_by_meaning(specs) -> None:
         "il_risk": "il_risk",
         "audited": "audited",
         "include_inactive": "include_inactive",
+        "include_outliers": "include_outliers",
     }
     assert {f.name for f in lex.enums["risk_rating"]} == {"risk_ratings", "max_risk_rating"}
     assert lex.sort_values[("tvl", None)] == "tvl_usd"

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from demo_planner import LABEL
+from demo_planner.rendering import HELP_EXAMPLES
 from evals.cases import Case, ExpectedCall
 from evals.client import EvalClient
 from evals.scorer import score
@@ -186,3 +187,25 @@ async def test_a_wallet_question_by_ens_name_is_answered_from_the_chain(stack) -
     # The answer is the chain's, not a guess: the figures change with the chain.
     assert f"${in_vault:,.2f}" in turn.answer
     assert TREASURY in turn.answer and YEARN_USDC_BASE in turn.answer
+
+
+FIGURE = re.compile(r"\d[\d,.]*\s*%|\$\s?\d|\b\d[\d,]*(?:\.\d+)?\b")
+
+
+@pytest.mark.parametrize("tool", sorted(HELP_EXAMPLES))
+async def test_every_example_the_help_offers_answers_with_data(
+    stack: RuntimeProcess, tool: str
+) -> None:
+    # The help's examples (its one list, not a copy) through the whole stack: each runs
+    # its tool with success and answers with a table or figures from the results.
+    question = HELP_EXAMPLES[tool]
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, question)
+    results = [f for f in frames if f["type"] == "tool_result"]
+    assert tool in [r["name"] for r in results], question
+    assert all(r["ok"] for r in results), [r["content"][:200] for r in results]
+    answer = answer_text(frames).removeprefix(LABEL)
+    assert "| --- |" in answer or FIGURE.search(answer), answer[:500]
+    assert "could not" not in answer and "No data on record" not in answer, answer[:500]

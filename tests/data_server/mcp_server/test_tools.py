@@ -454,3 +454,31 @@ async def test_infinity_and_long_values_are_refused_briefly_without_a_traceback(
     (text,) = texts(long)
     assert long.is_error and len(text) < 1_000 and "(100,000 characters)" in text
     assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
+
+
+async def test_a_ranking_by_highest_apy_leaves_out_likely_outliers_and_says_so(
+    app_server: AppServer,
+) -> None:
+    vaults = active_vaults(app_server.store)
+    plausible = sorted(
+        (v.apy for v in vaults if v.apy is not None and v.apy <= 1000 and v.tvl_usd is not None),
+        reverse=True,
+    )
+    outliers = [v for v in vaults if v.apy is not None and v.apy > 1000]
+    assert outliers, "the recorded pools hold at least one APY above 1,000%"
+    ranked = await call(app_server, "search_vaults", {"sort_by": "apy", "per_page": 20})
+    found = ok(ranked)
+    assert [v["apy"] for v in found["vaults"]] == pytest.approx(plausible[:20], rel=1e-6)
+    assert "Left out as likely outliers" in texts(ranked)[0]
+    # Asked for, they lead, and each is labelled.
+    asked = await call(
+        app_server, "search_vaults", {"sort_by": "apy", "per_page": 5, "include_outliers": True}
+    )
+    top = ok(asked)["vaults"][0]
+    assert top["apy"] == pytest.approx(max(v.apy for v in outliers), rel=1e-6)
+    first_line = texts(asked)[0].splitlines()[1]
+    assert first_line.startswith(f"- {top['name']} [") and "; likely outlier;" in first_line
+    assert "Left out" not in texts(asked)[0]
+    # A caller's own APY bound is kept as given: nothing is left out behind it.
+    bounded = await call(app_server, "search_vaults", {"sort_by": "apy", "max_apy": 50})
+    assert "Left out" not in texts(bounded)[0]
