@@ -10,13 +10,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
+def is_postgres_url(url: str) -> bool:
+    """True for a libpq URL (postgresql:// or postgres://)."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
 class DataServerSettings(BaseModel):
     """Every knob of the data server; aliases are the environment variable names."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
 
-    # Write store (SQLite) filled by the pipeline.
+    # Write store filled by the pipeline: PostgreSQL when `database_url` is a
+    # postgresql:// URL (replicas share it), else the SQLite file at `db_path`.
     db_path: Path = Field(Path(".state/data_server.sqlite3"), alias="DATA_SERVER_DB_PATH")
+    database_url: SecretStr = Field(SecretStr(""), alias="DATABASE_URL")
 
     # Serving store (Typesense).
     typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
@@ -71,6 +78,10 @@ class DataServerSettings(BaseModel):
         """Build settings from environment-style names; unknown names are ignored."""
         names = {f.alias for f in cls.model_fields.values() if f.alias}
         return cls.model_validate({k: v for k, v in env.items() if k in names and v is not None})
+
+    def uses_postgres(self) -> bool:
+        """True when the write store is the PostgreSQL database at `database_url`."""
+        return is_postgres_url(self.database_url.get_secret_value())
 
     def chain_rpc_urls(self) -> dict[str, str]:
         """Chain slug → RPC URL for every chain the wallet tools can read."""
