@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import BaseModel, Field
 
-from albert.search.typesense_client import TypesenseClient
+from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
 from data_server.gc_pause import collector_paused
 from data_server.pipeline.enrich import (
@@ -63,6 +63,9 @@ class PipelineReport(BaseModel):
 
     run: RunRecord
     publish_error: str | None = None
+    upserted: int = Field(0, description="Documents the index accepted in this run")
+    deleted: int = Field(0, description="Documents removed from the index in this run")
+    incremental: bool = Field(False, description="Only changes since the last publish sent")
     duration_s: float = Field(description="Wall time of the whole run")
 
     @property
@@ -144,9 +147,15 @@ FIRST_SLICE = 250
 
 
 def _write_slice(
-    store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
+    store: VaultStore,
+    vaults: list[Vault],
+    revision: int,
+    seq: int | None,
+    since: int | None = None,
 ) -> tuple[UpsertCounts, DocumentBatch | None]:
-    """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
+    """Upsert one slice (one transaction) and encode its documents for publish `seq`:
+    all of them, or (`since`, an incremental publish) those whose rows changed after
+    that revision; an unchanged vault's document is already in the index."""
     # One serialisation per vault serves the stored row and its hash.
     records = [vault.model_dump_json() for vault in vaults]
     rows: dict[str, int] = {}
@@ -155,7 +164,8 @@ def _write_slice(
         return counts, None
     # A vault listed twice is published as stored: its last record.
     last = {vault.id: vault for vault in vaults}
-    return counts, encode_vaults(last.values(), seq, rows)
+    changed = [v for v in last.values() if since is None or rows[v.id] > since]
+    return counts, encode_vaults(changed, seq, rows)
 
 
 class _SourceWriter:
@@ -176,6 +186,7 @@ class _SourceWriter:
         self.counts = UpsertCounts()
         self.written: set[str] = set()
         self.error: str | None = None
+        self.removed = 0
         self._revision: int | None = None
 
     async def write(self, vaults: list[Vault]) -> None:
@@ -183,13 +194,14 @@ class _SourceWriter:
         if self.error is not None or not vaults:
             return
         seq = self.publisher.seq if self.publisher is not None else None
+        since = self.publisher.since_revision if self.publisher is not None else None
         try:
             if self._revision is None:
                 self._revision = await asyncio.to_thread(self.store.next_revision)
             for start in range(0, len(vaults), self.slice_size):
                 part = vaults[start : start + self.slice_size]
                 written, batch = await asyncio.to_thread(
-                    _write_slice, self.store, part, self._revision, seq
+                    _write_slice, self.store, part, self._revision, seq, since
                 )
                 self.counts.inserted += written.inserted
                 self.counts.updated += written.updated
@@ -199,6 +211,17 @@ class _SourceWriter:
                     await self.publisher.push(batch)
         except Exception as exc:  # a store write failing for one source is logged too
             self.error = describe_error(exc)
+
+    async def _remove_gone(self, listed: set[str]) -> None:
+        """Remove the stored vaults of this source that it no longer lists, and (with the
+        publish) their documents. Only after a complete, successful parse of the source."""
+        stored = await asyncio.to_thread(lambda: self.store.vault_ids(source=self.source))
+        gone = [vault_id for vault_id in stored if vault_id not in listed]
+        if not gone:
+            return
+        self.removed = await asyncio.to_thread(self.store.remove_vaults, gone)
+        if self.publisher is not None:
+            self.publisher.remove(gone)
 
     async def finish(self, result: ProcessorResult) -> SourceRun:
         """Write the source's vaults not written yet, then its history; its outcome."""
@@ -217,6 +240,7 @@ class _SourceWriter:
             history = [p for p in result.history if p.vault_id in known]
             try:
                 await asyncio.to_thread(self.store.upsert_history, history)
+                await self._remove_gone(known)
             except Exception as exc:
                 self.error = describe_error(exc)
         if self.error is not None:
@@ -373,7 +397,10 @@ async def _run(
     progress.start(len(sources) + 1)
     publisher: Publisher | None = None
     if index_client is not None:
-        publisher = Publisher(store, index_client, collection=collection, run_id=run_id)
+        since = await incremental_base(store, index_client, collection)
+        publisher = Publisher(
+            store, index_client, collection=collection, run_id=run_id, since_revision=since
+        )
     try:
         fetched = await _fetch_all(sources, http)
         # Enrichment reads the store as it was before this run writes anything.
@@ -443,8 +470,31 @@ async def _run(
         progress.finish(f"run {run_id}: aborted")
         raise
     return PipelineReport(
-        run=record, publish_error=publish_error, duration_s=round(time.monotonic() - started, 3)
+        run=record,
+        publish_error=publish_error,
+        duration_s=round(time.monotonic() - started, 3),
+        upserted=publisher.upserted if publisher is not None else 0,
+        deleted=publisher.deleted if publisher is not None else 0,
+        incremental=publisher is not None and publisher.since_revision is not None,
     )
+
+
+async def incremental_base(
+    store: VaultStore, client: TypesenseClient, collection: str
+) -> int | None:
+    """The store revision an incremental publish can start from, or None for a full one.
+
+    That is the last successful publish's, when the collection still holds the number of
+    documents it left (an index wiped or rebuilt since gets everything again).
+    """
+    last = await asyncio.to_thread(store.last_publication, collection)
+    if last is None:
+        return None
+    try:
+        info = await client.retrieve_collection(collection)
+    except TypesenseError:
+        return None
+    return last.revision if info.num_documents == last.count else None
 
 
 def _describe(outcome: SourceRun) -> str:

@@ -273,8 +273,10 @@ class VaultStore:
         return int(row[0])
 
     def next_revision(self) -> int:
-        """The revision the next changing write takes."""
-        return self.revision() + 1
+        """The revision the next changing write takes: above every row's, a removed
+        vault's kept record included, so revisions never go back."""
+        with self._transaction() as conn:
+            return _revision_above_all(conn, 0)
 
     def upsert_vaults(
         self,
@@ -315,8 +317,7 @@ class VaultStore:
                 for row in conn.execute(sql, chunk):
                     existing[row[0]] = (row[1], row[2])
             if revision is None:
-                current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
-                next_revision = int(current.fetchone()[0]) + 1
+                next_revision = _revision_above_all(conn, 0)
             else:
                 next_revision = revision
             rows: list[tuple[Any, ...]] = []
@@ -382,6 +383,31 @@ class VaultStore:
                 )
             conn.executemany(_UPSERT_VAULT, rows)
         return UpsertCounts(inserted=inserted, updated=updated, unchanged=unchanged)
+
+    def remove_vaults(self, vault_ids: Iterable[str]) -> int:
+        """Delete vaults a source no longer lists; how many went. Their history stays.
+
+        A removed row an index may still hold a document of is kept in
+        `superseded_records`, like a replaced one, until a publish drops it.
+        """
+        ids = sorted(set(vault_ids))
+        removed = 0
+        with self._transaction() as conn:
+            for marks, chunk in _id_chunks(ids):
+                rows = conn.execute(
+                    f"SELECT id, revision FROM vaults WHERE id IN ({marks})", chunk
+                ).fetchall()
+                kept = _maybe_published(conn, [(row[0], row[1]) for row in rows])
+                for kept_marks, kept_chunk in _id_chunks(kept):
+                    conn.execute(
+                        "INSERT INTO superseded_records (vault_id, revision, record)"
+                        f" SELECT id, revision, record FROM vaults WHERE id IN ({kept_marks})"
+                        " ON CONFLICT DO NOTHING",
+                        kept_chunk,
+                    )
+                conn.execute(f"DELETE FROM vaults WHERE id IN ({marks})", chunk)
+                removed += len(rows)
+        return removed
 
     def upsert_history(self, points: Iterable[HistoryPoint]) -> int:
         """Insert or replace history points keyed by (vault_id, timestamp); returns how many."""
@@ -626,9 +652,18 @@ class VaultStore:
         )
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
-    def vault_ids(self) -> list[str]:
-        """All vault ids, sorted."""
-        return [r[0] for r in self._rows("SELECT id FROM vaults ORDER BY id")]
+    def vault_ids(
+        self, *, source: str | None = None, since_revision: int | None = None
+    ) -> list[str]:
+        """Vault ids (optionally of one source, or of rows changed after a revision), sorted."""
+        sql, params = "SELECT id FROM vaults WHERE 1 = 1", []
+        if source is not None:
+            sql += " AND source = ?"
+            params.append(source)
+        if since_revision is not None:
+            sql += " AND revision > ?"
+            params.append(since_revision)
+        return [r[0] for r in self._rows(sql + " ORDER BY id", params)]
 
     def history(
         self,

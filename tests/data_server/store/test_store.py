@@ -338,9 +338,10 @@ def test_a_store_from_before_the_publish_state_is_taken_as_open_if_it_may_be_pub
     conn.close()
     with VaultStore(db) as store:
         assert store.applied_migrations == [5]
-        store.upsert_vaults([_vault("a", apy=1.0)])
+        first: dict[str, int] = {}
+        store.upsert_vaults([_vault("a", apy=1.0)], row_revisions=first)
         store.upsert_vaults([_vault("a", apy=2.0)])
-        kept = ("defillama:ethereum:a", 1) in _superseded_keys(store)
+        kept = ("defillama:ethereum:a", first["defillama:ethereum:a"]) in _superseded_keys(store)
         assert kept is (history != "none")
 
 
