@@ -54,9 +54,12 @@ class DataServerSettings(BaseModel):
     api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
     requests_per_minute: int = Field(0, alias="DATA_SERVER_REQUESTS_PER_MINUTE", ge=0)
 
-    # Pipeline schedule (cron expression, UTC) and how old a publish may get before
-    # /healthz reports the index as stale.
-    pipeline_cron: str = Field("0 */6 * * *", alias="PIPELINE_CRON")
+    # Pipeline schedule: a cron expression (UTC) makes `albert-data serve` run the pipeline
+    # itself (one run at a time across replicas); empty, runs come from `albert-data run`.
+    # How old a publish, and the last run, may get before /healthz reports them as stale.
+    pipeline_cron: str = Field("", alias="PIPELINE_CRON")
+    # Answer the public APIs from the recorded responses (the local stack, tests, demos).
+    pipeline_offline: bool = Field(False, alias="PIPELINE_OFFLINE")
     stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)
 
     @field_validator("rpc_urls", mode="before")

@@ -18,6 +18,9 @@ from typing import Any
 from data_server.store.migrations import migrate_postgres
 from data_server.store.sqlite import VaultStore
 
+# The pipeline's run lock: a session-level advisory lock, held by one replica's run.
+PIPELINE_LOCK = 0x616C62657270
+
 # Writers take this transaction-level advisory lock first: like SQLite's BEGIN IMMEDIATE,
 # one changing transaction at a time, so "the next revision" is read and taken atomically
 # by whichever replica writes.
@@ -124,6 +127,22 @@ class PostgresVaultStore(VaultStore):
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield _Connection(conn)
+
+    @contextmanager
+    def pipeline_lock(self) -> Iterator[bool]:
+        """Hold the right to run the pipeline, if no replica holds it (True inside the
+        block), on a connection of its own: the server drops the advisory lock with the
+        session, so a replica that dies mid-run does not keep it."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (PIPELINE_LOCK,)).fetchone()
+            acquired = bool(row[0]) if row is not None else False
+            try:
+                yield acquired
+            finally:
+                if acquired:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (PIPELINE_LOCK,))
 
     @contextmanager
     def checkpoints_deferred(self) -> Iterator[None]:

@@ -8,6 +8,7 @@ publish" is a single comparison. History points are keyed by ``(vault_id, timest
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
@@ -161,6 +162,7 @@ class VaultStore:
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        self._run_lock = threading.Lock()
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             # In WAL mode NORMAL still keeps the file consistent after a crash; a power
@@ -264,6 +266,31 @@ class VaultStore:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             finally:
                 self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+    @contextmanager
+    def pipeline_lock(self) -> Iterator[bool]:
+        """Hold the right to run the pipeline on this store, if nobody else holds it: True
+        inside the block when this caller has it, False when another run (any process)
+        does. A lock file beside the database: the kernel drops it with its holder."""
+        if str(self.path) == ":memory:":
+            acquired = self._run_lock.acquire(blocking=False)
+            try:
+                yield acquired
+            finally:
+                if acquired:
+                    self._run_lock.release()
+            return
+        lock_path = self.path.with_name(self.path.name + ".pipeline.lock")
+        with lock_path.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     # -- writes -------------------------------------------------------------------------
 
