@@ -47,6 +47,7 @@ from data_server.processors import (
     YearnProcessor,
 )
 from data_server.processors.base import RawBatch, SlicedProcessor, describe_error
+from data_server.security.exploits import fetch_exploit_counts, with_exploits
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
 from data_server.store.sqlite import RunStatus, UpsertCounts
 from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_vaults
@@ -126,14 +127,31 @@ def _parse(processor: Processor, fetched: _Fetched) -> None:
     fetched.duration += time.monotonic() - started
 
 
+@dataclass
+class _Exploits:
+    """Exploits per protocol from the hacks register, or why they could not be read."""
+
+    counts: dict[str, int] | None = None
+    error: str | None = None
+
+
+async def _fetch_exploits(http: httpx.AsyncClient) -> _Exploits:
+    try:
+        return _Exploits(counts=await fetch_exploit_counts(http))
+    except Exception as exc:  # the scores then keep the sources' own inputs
+        return _Exploits(error=describe_error(exc))
+
+
 async def _fetch_all(
     sources: Sequence[Processor], http: httpx.AsyncClient | None
-) -> list[_Fetched]:
+) -> tuple[list[_Fetched], _Exploits]:
     client = http or httpx.AsyncClient(
         timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
     )
     try:
-        return list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+        exploits = asyncio.ensure_future(_fetch_exploits(client))
+        fetched = list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+        return fetched, await exploits
     finally:
         if http is None:
             await client.aclose()
@@ -177,9 +195,15 @@ class _SourceWriter:
     """
 
     def __init__(
-        self, store: VaultStore, publisher: Publisher | None, slice_size: int, source: str
+        self,
+        store: VaultStore,
+        publisher: Publisher | None,
+        slice_size: int,
+        source: str,
+        exploits: dict[str, int] | None = None,
     ) -> None:
         self.store = store
+        self.exploits = exploits or {}
         self.publisher = publisher
         self.slice_size = slice_size
         self.source = source
@@ -193,6 +217,7 @@ class _SourceWriter:
         """Write (and hand to the publisher) these vaults, unless an earlier write failed."""
         if self.error is not None or not vaults:
             return
+        vaults = with_exploits(vaults, self.exploits)
         seq = self.publisher.seq if self.publisher is not None else None
         since = self.publisher.since_revision if self.publisher is not None else None
         try:
@@ -402,11 +427,13 @@ async def _run(
             store, index_client, collection=collection, run_id=run_id, since_revision=since
         )
     try:
-        fetched = await _fetch_all(sources, http)
+        fetched, exploits = await _fetch_all(sources, http)
         # Enrichment reads the store as it was before this run writes anything.
         store_vaults = await asyncio.to_thread(_stored_namings, store)
         writers = {
-            index: _SourceWriter(store, publisher, slice_size, processor.name)
+            index: _SourceWriter(
+                store, publisher, slice_size, processor.name, exploits.counts or {}
+            )
             for index, processor in enumerate(sources)
         }
         # Large sources first: their final vaults are written and published while they
@@ -438,6 +465,8 @@ async def _run(
             else:
                 outcome = await writers[index].finish(one.result)
             outcome.duration_s = round(one.duration, 3)
+            if exploits.error is not None and outcome.ok:
+                outcome.warnings.append(f"exploit history: {exploits.error}")
             store.record_source(run_id, outcome)
             outcomes.append(outcome)
             progress.step(_describe(outcome))
