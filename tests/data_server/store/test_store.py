@@ -424,3 +424,37 @@ def test_a_reader_on_the_wal_keeps_it_and_the_checkpoint_does_not_wait(tmp_path:
             reader.close()
         assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
         assert len(store.get_vaults([v.id for v in vaults])) == 1500
+
+
+def test_one_pipeline_run_at_a_time_across_stores_of_one_database(
+    new_store: StoreFactory,
+) -> None:
+    # Two opens of one database stand for two replicas (or a replica and `albert-data run`).
+    with new_store() as first, new_store() as second:
+        with first.pipeline_lock() as held:
+            assert held
+            with second.pipeline_lock() as other:
+                assert not other
+        with second.pipeline_lock() as after:
+            assert after
+
+
+def test_removed_vaults_keep_their_history_and_revisions_never_go_back(
+    new_store: StoreFactory,
+) -> None:
+    with new_store() as store:
+        store.upsert_vaults([_vault("a"), _vault("b")])
+        store.upsert_history([HistoryPoint(vault_id="defillama:ethereum:b", timestamp=1, apy=1.0)])
+        store.publish_begins()  # an index may hold documents of both
+        store.upsert_vaults([_vault("b", apy=9.0)])
+        top = store.revision()
+        assert store.remove_vaults(["defillama:ethereum:b", "nope"]) == 1
+        assert store.vault_ids() == ["defillama:ethereum:a"]
+        assert len(store.history("defillama:ethereum:b")) == 1
+        # The removed row's record stays readable while a document may show it.
+        assert ("defillama:ethereum:b", top) in store.records_at([("defillama:ethereum:b", top)])
+        rows: dict[str, int] = {}
+        store.upsert_vaults([_vault("c")], row_revisions=rows)
+        assert rows["defillama:ethereum:c"] > top
+        assert store.vault_ids(since_revision=top) == ["defillama:ethereum:c"]
+        assert store.vault_ids(source="beefy") == []
