@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from data_server.store.migrations import migrate_postgres
-from data_server.store.sqlite import VaultStore
+from data_server.store.sqlite import UPSERT_VAULT_UPDATE, VAULT_COLUMNS, VaultStore
 
 # The pipeline's run lock: a session-level advisory lock, held by one replica's run.
 PIPELINE_LOCK = 0x616C62657270
@@ -68,6 +68,11 @@ class _Connection:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+
+    @property
+    def connection(self) -> Any:
+        """The psycopg connection, for what only PostgreSQL does (COPY)."""
+        return self._conn
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._conn.execute(_dialect(sql), tuple(params))
@@ -127,6 +132,29 @@ class PostgresVaultStore(VaultStore):
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield _Connection(conn)
+
+    def _write_vault_rows(self, conn: Any, rows: list[tuple[Any, ...]]) -> None:
+        """COPY the rows into a session table, then one upsert from it: a statement per
+        row, even pipelined, took three times as long as SQLite's. One statement may not
+        upsert a row twice, so of a vault listed twice its last row is taken, which is
+        what the row-by-row upsert leaves."""
+        if not rows:
+            return
+        raw = conn.connection
+        raw.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS vault_rows (LIKE vaults, ord INTEGER)"
+            " ON COMMIT DELETE ROWS"
+        )
+        with (
+            raw.cursor() as cursor,
+            cursor.copy(f"COPY vault_rows ({VAULT_COLUMNS}, ord) FROM STDIN") as copy,
+        ):
+            for ord_, row in enumerate(rows):
+                copy.write_row((*row, ord_))
+        raw.execute(
+            f"INSERT INTO vaults ({VAULT_COLUMNS}) SELECT DISTINCT ON (id) {VAULT_COLUMNS}"
+            " FROM vault_rows ORDER BY id, ord DESC" + _dialect(UPSERT_VAULT_UPDATE)
+        )
 
     @contextmanager
     def pipeline_lock(self) -> Iterator[bool]:

@@ -120,12 +120,11 @@ def _digest(record: str) -> str:
     return hashlib.sha256(record.encode()).hexdigest()
 
 
-# A duplicate id later in the same batch updates the row written earlier, as one loop would.
-_UPSERT_VAULT = """
-    INSERT INTO vaults (id, source, protocol, chain, name, status, apy, tvl_usd,
-        security_score, risk_rating, stablecoin, updated_at, record, content_hash, revision,
-        first_seen_at, changed_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VAULT_COLUMNS = (
+    "id, source, protocol, chain, name, status, apy, tvl_usd, security_score, risk_rating,"
+    " stablecoin, updated_at, record, content_hash, revision, first_seen_at, changed_at"
+)
+UPSERT_VAULT_UPDATE = """
     ON CONFLICT (id) DO UPDATE SET
         source = excluded.source, protocol = excluded.protocol, chain = excluded.chain,
         name = excluded.name, status = excluded.status, apy = excluded.apy,
@@ -135,6 +134,10 @@ _UPSERT_VAULT = """
         content_hash = excluded.content_hash, revision = excluded.revision,
         changed_at = excluded.changed_at
 """
+# A duplicate id later in the same batch updates the row written earlier, as one loop would.
+_UPSERT_VAULT = (
+    f"INSERT INTO vaults ({VAULT_COLUMNS}) VALUES ({', '.join('?' * 17)})" + UPSERT_VAULT_UPDATE
+)
 
 
 # What the tools read for a document's display fields: the record of the row revision it
@@ -408,8 +411,12 @@ class VaultStore:
                     " ON CONFLICT DO NOTHING",
                     chunk,
                 )
-            conn.executemany(_UPSERT_VAULT, rows)
+            self._write_vault_rows(conn, rows)
         return UpsertCounts(inserted=inserted, updated=updated, unchanged=unchanged)
+
+    def _write_vault_rows(self, conn: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Upsert vault rows (the columns of `VAULT_COLUMNS`, in order) in a transaction."""
+        conn.executemany(_UPSERT_VAULT, rows)
 
     def remove_vaults(self, vault_ids: Iterable[str]) -> int:
         """Delete vaults a source no longer lists; how many went. Their history stays.
