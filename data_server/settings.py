@@ -58,6 +58,8 @@ class DataServerSettings(BaseModel):
     # itself (one run at a time across replicas); empty, runs come from `albert-data run`.
     # How old a publish, and the last run, may get before /healthz reports them as stale.
     pipeline_cron: str = Field("", alias="PIPELINE_CRON")
+    # With a schedule: run once when the server starts too (an empty index fills at once).
+    pipeline_run_at_start: bool = Field(False, alias="PIPELINE_RUN_AT_START")
     # Answer the public APIs from the recorded responses (the local stack, tests, demos).
     pipeline_offline: bool = Field(False, alias="PIPELINE_OFFLINE")
     stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)

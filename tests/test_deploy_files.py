@@ -58,7 +58,7 @@ def test_compose_runs_the_data_server_with_typesense_and_postgres() -> None:
     # Published on loopback only, on the port the server listens on.
     assert server["ports"] == [f"127.0.0.1:{settings.port}:{settings.port}"]
     # The pipeline schedules itself, and the server starts once both stores are healthy.
-    assert settings.pipeline_cron
+    assert settings.pipeline_cron and settings.pipeline_run_at_start
     assert {name: dep["condition"] for name, dep in server["depends_on"].items()} == {
         "postgres": "service_healthy",
         "typesense": "service_healthy",

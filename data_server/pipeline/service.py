@@ -97,7 +97,9 @@ class PipelineScheduler:
 
     def start(self) -> None:
         """Begin ticking in a task of its own."""
-        config = ScheduleSettings(cron=self.settings.pipeline_cron)
+        config = ScheduleSettings(
+            cron=self.settings.pipeline_cron, run_at_start=self.settings.pipeline_run_at_start
+        )
         self._task = asyncio.create_task(
             schedule(self._tick, config, self._stop, on_result=self._report)
         )
