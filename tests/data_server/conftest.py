@@ -3,7 +3,6 @@ write stores of both backends (SQLite files, databases on the session's PostgreS
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -37,10 +36,8 @@ def new_store(store_url: str) -> Iterator[StoreFactory]:
     """Opens the test's write store (again, as a restart or a second replica would); every
     store opened is closed after the test."""
     opened: list[VaultStore] = []
-    serial = itertools.count()
 
     def make() -> VaultStore:
-        next(serial)
         store = open_store(store_url)
         opened.append(store)
         return store
