@@ -45,6 +45,7 @@ def benchmarks() -> list[Benchmark]:
         Benchmark("cold_import", "Cold import", _lazy("cold_import")),
         Benchmark("concurrency", "Concurrent WebSocket clients", _lazy("concurrency")),
         Benchmark("data_server", "Data server: search and ingest", _lazy("data_server")),
+        Benchmark("write_store", "Write store: PostgreSQL against SQLite", _lazy("write_store")),
         Benchmark("mcp_recovery", "MCP recovery after a restart", _lazy("mcp_recovery")),
         Benchmark("workerd", "The worker on workerd, against CPython", _lazy("workerd")),
     ]

@@ -1,7 +1,8 @@
 """The data server's ASGI app: the MCP endpoint, a health check, and the platform services.
 
 /mcp        streamable-HTTP MCP endpoint with the ten vault and wallet tools
-/healthz    GET: search index reachable, write store readable, index not stale
+/healthz    GET: search index reachable, write store readable, index not stale, the last
+            pipeline run (when the server schedules it: how old, and whether stale)
 /readyz     GET: serving, and the search index answers (cheap: for start-up probes)
 /platform   reference platform services (token and address analysis, feed search)
 """
@@ -28,8 +29,9 @@ from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
+from data_server.pipeline.service import PipelineScheduler, pipeline_health
 from data_server.settings import DataServerSettings
-from data_server.store import VaultStore
+from data_server.store import VaultStore, open_store
 from data_server.wallets.positions import WalletReader
 from data_server.wallets.rpc import JsonRpcClient
 
@@ -113,7 +115,7 @@ def create_app(
     owns_http = http is None
     http_client = http or outbound_http(settings.search_timeout_seconds)
     owns_store = store is None
-    vault_store = store if store is not None else VaultStore(settings.db_path)
+    vault_store = store if store is not None else open_settings_store(settings)
 
     typesense = TypesenseClient(
         settings.typesense_url,
@@ -139,9 +141,13 @@ def create_app(
     async def healthz(request: Request) -> JSONResponse:
         index = await index_health(settings, typesense, vault_store)
         counts = await asyncio.to_thread(vault_store.counts)
+        pipeline = await asyncio.to_thread(pipeline_health, settings, vault_store)
+        # A schedule that stopped running is a fault even while the index still answers.
+        late = bool(settings.pipeline_cron) and pipeline["stale"]
         body = {
-            "status": "ok" if index.get("ok") else "degraded",
+            "status": "ok" if index.get("ok") and not late else "degraded",
             "index": index,
+            "pipeline": pipeline,
             "store": counts.model_dump(mode="json"),
             "wallet_chains": deps.wallets.chains if deps.wallets else [],
         }
@@ -181,9 +187,18 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(scope_app: Starlette) -> AsyncIterator[None]:
+        scheduler: PipelineScheduler | None = None
         try:
             async with session_lifespan(scope_app):
-                yield
+                if settings.pipeline_cron:
+                    scheduler = PipelineScheduler(settings, vault_store, typesense)
+                    scheduler.start()
+                    app.state.scheduler = scheduler
+                try:
+                    yield
+                finally:
+                    if scheduler is not None:
+                        await scheduler.stop()
         finally:
             if owns_http:
                 await http_client.aclose()
@@ -194,6 +209,11 @@ def create_app(
     app.state.deps = deps
     app.state.settings = settings
     return app
+
+
+def open_settings_store(settings: DataServerSettings) -> VaultStore:
+    """The write store the settings name: PostgreSQL by `DATABASE_URL`, else SQLite."""
+    return open_store(settings.database_url.get_secret_value(), settings.db_path)
 
 
 def outbound_http(timeout: float) -> httpx.AsyncClient:

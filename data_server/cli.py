@@ -1,13 +1,18 @@
 """``albert-data``: the data server's command line.
 
-    albert-data pipeline run      [--db PATH] [--typesense-url URL --typesense-key KEY]
+    albert-data run               the same as `pipeline run`
+    albert-data pipeline run      [--db PATH | --database-url URL]
+                                  [--typesense-url URL --typesense-key KEY]
                                   [--collection NAME] [--offline] [--no-publish]
     albert-data pipeline check    [--db PATH] [--typesense-url URL --typesense-key KEY] [--json]
     albert-data pipeline schedule [--cron EXPR] [--max-runs N] [--offline] …
 
-Defaults come from the data server settings (``DATA_SERVER_DB_PATH``, ``TYPESENSE_URL``,
+Defaults come from the data server settings (``DATABASE_URL``, ``DATA_SERVER_DB_PATH``,
+``TYPESENSE_URL``,
 ``TYPESENSE_API_KEY``, ``TYPESENSE_VAULTS_COLLECTION``, ``PIPELINE_CRON``). ``--offline``
 serves the public APIs from the recorded responses (the local stack has no internet).
+A run takes the store's run lock: while another run (a replica's schedule, another
+command) holds it, `run` exits with 3 and changes nothing.
 """
 
 from __future__ import annotations
@@ -20,13 +25,18 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from albert.search.typesense_client import TypesenseClient
 from data_server.settings import DataServerSettings
 
+if TYPE_CHECKING:
+    from data_server.store import VaultStore
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_PARTIAL = 2
+EXIT_BUSY = 3
 
 
 def _settings() -> DataServerSettings:
@@ -35,6 +45,11 @@ def _settings() -> DataServerSettings:
 
 def _add_store_and_index(parser: argparse.ArgumentParser, settings: DataServerSettings) -> None:
     parser.add_argument("--db", type=Path, default=settings.db_path, help="SQLite write store")
+    parser.add_argument(
+        "--database-url",
+        default=settings.database_url.get_secret_value(),
+        help="postgresql://… write store (instead of --db)",
+    )
     parser.add_argument("--typesense-url", default=settings.typesense_url)
     parser.add_argument("--typesense-key", default=settings.typesense_api_key.get_secret_value())
     parser.add_argument("--collection", default=settings.vaults_collection)
@@ -59,10 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline = commands.add_parser("pipeline", help="the vault data pipeline")
     steps = pipeline.add_subparsers(dest="step", required=True)
 
-    run = steps.add_parser("run", help="fetch, store and publish once")
-    _add_store_and_index(run, settings)
-    _add_run_options(run)
-    run.set_defaults(handler=_cmd_run)
+    for where in (steps, commands):
+        run = where.add_parser("run", help="fetch, store and publish once")
+        _add_store_and_index(run, settings)
+        _add_run_options(run)
+        run.set_defaults(handler=_cmd_run)
 
     check = steps.add_parser("check", help="compare the write store with the index")
     _add_store_and_index(check, settings)
@@ -72,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     sched = steps.add_parser("schedule", help="run on a cron schedule until stopped")
     _add_store_and_index(sched, settings)
     _add_run_options(sched)
-    sched.add_argument("--cron", default=settings.pipeline_cron, help="cron expression, UTC")
+    sched.add_argument(
+        "--cron", default=settings.pipeline_cron or "0 */6 * * *", help="cron expression, UTC"
+    )
     sched.add_argument("--max-runs", type=int, default=None)
     sched.add_argument("--run-at-start", action="store_true")
     sched.set_defaults(handler=_cmd_schedule)
@@ -82,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=settings.port)
     serve.set_defaults(handler=_cmd_serve)
     return parser
+
+
+def _open_store(args: argparse.Namespace) -> VaultStore:
+    from data_server.store import open_store
+
+    return open_store(args.database_url, args.db)
 
 
 def _index_client(args: argparse.Namespace) -> TypesenseClient | None:
@@ -99,14 +123,16 @@ async def _run_once(args: argparse.Namespace) -> int:
         run_pipeline,
     )
     from data_server.pipeline.progress import NullProgress
-    from data_server.store import VaultStore
 
     sources = offline_processors() if args.offline else default_processors()
     http = offline_http() if args.offline else None
     client = _index_client(args)
     progress = NullProgress() if args.no_progress else RichProgress()
     try:
-        with VaultStore(args.db) as store:
+        with _open_store(args) as store, store.pipeline_lock() as acquired:
+            if not acquired:
+                print("another pipeline run holds the store's run lock; nothing done")
+                return EXIT_BUSY
             if isinstance(progress, RichProgress):
                 with progress:
                     report = await run_pipeline(
@@ -130,6 +156,8 @@ async def _run_once(args: argparse.Namespace) -> int:
             f"{source.updated} updated), {source.history_points} history points, "
             f"{len(source.warnings)} warnings"
         )
+    mode = "changes since the last publish" if report.incremental else "the whole store"
+    print(f"  sent {report.upserted} documents ({mode}), deleted {report.deleted}")
     if run.publication is not None:
         pub = run.publication
         print(f"  published {pub.count} documents to '{pub.collection}' (store revision "
@@ -145,10 +173,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 async def _check(args: argparse.Namespace) -> int:
     from data_server.pipeline import check
-    from data_server.store import VaultStore
 
     async with TypesenseClient(args.typesense_url, args.typesense_key) as client:
-        with VaultStore(args.db) as store:
+        with _open_store(args) as store:
             report = await check(store, client, collection=args.collection)
     print(report.model_dump_json(indent=2) if args.json else report.summary())
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -10,13 +10,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
+def is_postgres_url(url: str) -> bool:
+    """True for a libpq URL (postgresql:// or postgres://)."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
 class DataServerSettings(BaseModel):
     """Every knob of the data server; aliases are the environment variable names."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
 
-    # Write store (SQLite) filled by the pipeline.
+    # Write store filled by the pipeline: PostgreSQL when `database_url` is a
+    # postgresql:// URL (replicas share it), else the SQLite file at `db_path`.
     db_path: Path = Field(Path(".state/data_server.sqlite3"), alias="DATA_SERVER_DB_PATH")
+    database_url: SecretStr = Field(SecretStr(""), alias="DATABASE_URL")
 
     # Serving store (Typesense).
     typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
@@ -47,9 +54,14 @@ class DataServerSettings(BaseModel):
     api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
     requests_per_minute: int = Field(0, alias="DATA_SERVER_REQUESTS_PER_MINUTE", ge=0)
 
-    # Pipeline schedule (cron expression, UTC) and how old a publish may get before
-    # /healthz reports the index as stale.
-    pipeline_cron: str = Field("0 */6 * * *", alias="PIPELINE_CRON")
+    # Pipeline schedule: a cron expression (UTC) makes `albert-data serve` run the pipeline
+    # itself (one run at a time across replicas); empty, runs come from `albert-data run`.
+    # How old a publish, and the last run, may get before /healthz reports them as stale.
+    pipeline_cron: str = Field("", alias="PIPELINE_CRON")
+    # With a schedule: run once when the server starts too (an empty index fills at once).
+    pipeline_run_at_start: bool = Field(False, alias="PIPELINE_RUN_AT_START")
+    # Answer the public APIs from the recorded responses (the local stack, tests, demos).
+    pipeline_offline: bool = Field(False, alias="PIPELINE_OFFLINE")
     stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)
 
     @field_validator("rpc_urls", mode="before")
@@ -71,6 +83,10 @@ class DataServerSettings(BaseModel):
         """Build settings from environment-style names; unknown names are ignored."""
         names = {f.alias for f in cls.model_fields.values() if f.alias}
         return cls.model_validate({k: v for k, v in env.items() if k in names and v is not None})
+
+    def uses_postgres(self) -> bool:
+        """True when the write store is the PostgreSQL database at `database_url`."""
+        return is_postgres_url(self.database_url.get_secret_value())
 
     def chain_rpc_urls(self) -> dict[str, str]:
         """Chain slug → RPC URL for every chain the wallet tools can read."""

@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.typesense_fixture",
+    "tests.postgres_fixture",
     "tests.localchain_fixture",
     "tests.support.process_guard",
     "tests.support.ports",

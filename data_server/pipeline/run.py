@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import BaseModel, Field
 
-from albert.search.typesense_client import TypesenseClient
+from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.fixtures import YEARN_CHAINS, offline_transport, recorded_chart_pools
 from data_server.gc_pause import collector_paused
 from data_server.pipeline.enrich import (
@@ -47,6 +47,7 @@ from data_server.processors import (
     YearnProcessor,
 )
 from data_server.processors.base import RawBatch, SlicedProcessor, describe_error
+from data_server.security.exploits import fetch_exploit_counts, with_exploits
 from data_server.store import Publication, RunRecord, SourceRun, VaultStore
 from data_server.store.sqlite import RunStatus, UpsertCounts
 from data_server.vaults.index import COLLECTION, DocumentBatch, Publisher, encode_vaults
@@ -63,6 +64,9 @@ class PipelineReport(BaseModel):
 
     run: RunRecord
     publish_error: str | None = None
+    upserted: int = Field(0, description="Documents the index accepted in this run")
+    deleted: int = Field(0, description="Documents removed from the index in this run")
+    incremental: bool = Field(False, description="Only changes since the last publish sent")
     duration_s: float = Field(description="Wall time of the whole run")
 
     @property
@@ -123,14 +127,31 @@ def _parse(processor: Processor, fetched: _Fetched) -> None:
     fetched.duration += time.monotonic() - started
 
 
+@dataclass
+class _Exploits:
+    """Exploits per protocol from the hacks register, or why they could not be read."""
+
+    counts: dict[str, int] | None = None
+    error: str | None = None
+
+
+async def _fetch_exploits(http: httpx.AsyncClient) -> _Exploits:
+    try:
+        return _Exploits(counts=await fetch_exploit_counts(http))
+    except Exception as exc:  # the scores then keep the sources' own inputs
+        return _Exploits(error=describe_error(exc))
+
+
 async def _fetch_all(
     sources: Sequence[Processor], http: httpx.AsyncClient | None
-) -> list[_Fetched]:
+) -> tuple[list[_Fetched], _Exploits]:
     client = http or httpx.AsyncClient(
         timeout=HTTP_TIMEOUT, headers={"user-agent": USER_AGENT}, follow_redirects=True
     )
     try:
-        return list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+        exploits = asyncio.ensure_future(_fetch_exploits(client))
+        fetched = list(await asyncio.gather(*(_fetch_one(p, client) for p in sources)))
+        return fetched, await exploits
     finally:
         if http is None:
             await client.aclose()
@@ -144,9 +165,15 @@ FIRST_SLICE = 250
 
 
 def _write_slice(
-    store: VaultStore, vaults: list[Vault], revision: int, seq: int | None
+    store: VaultStore,
+    vaults: list[Vault],
+    revision: int,
+    seq: int | None,
+    since: int | None = None,
 ) -> tuple[UpsertCounts, DocumentBatch | None]:
-    """Upsert one slice (one transaction) and encode its documents for publish `seq`."""
+    """Upsert one slice (one transaction) and encode its documents for publish `seq`:
+    all of them, or (`since`, an incremental publish) those whose rows changed after
+    that revision; an unchanged vault's document is already in the index."""
     # One serialisation per vault serves the stored row and its hash.
     records = [vault.model_dump_json() for vault in vaults]
     rows: dict[str, int] = {}
@@ -155,7 +182,8 @@ def _write_slice(
         return counts, None
     # A vault listed twice is published as stored: its last record.
     last = {vault.id: vault for vault in vaults}
-    return counts, encode_vaults(last.values(), seq, rows)
+    changed = [v for v in last.values() if since is None or rows[v.id] > since]
+    return counts, encode_vaults(changed, seq, rows)
 
 
 class _SourceWriter:
@@ -167,29 +195,38 @@ class _SourceWriter:
     """
 
     def __init__(
-        self, store: VaultStore, publisher: Publisher | None, slice_size: int, source: str
+        self,
+        store: VaultStore,
+        publisher: Publisher | None,
+        slice_size: int,
+        source: str,
+        exploits: dict[str, int] | None = None,
     ) -> None:
         self.store = store
+        self.exploits = exploits or {}
         self.publisher = publisher
         self.slice_size = slice_size
         self.source = source
         self.counts = UpsertCounts()
         self.written: set[str] = set()
         self.error: str | None = None
+        self.removed = 0
         self._revision: int | None = None
 
     async def write(self, vaults: list[Vault]) -> None:
         """Write (and hand to the publisher) these vaults, unless an earlier write failed."""
         if self.error is not None or not vaults:
             return
+        vaults = with_exploits(vaults, self.exploits)
         seq = self.publisher.seq if self.publisher is not None else None
+        since = self.publisher.since_revision if self.publisher is not None else None
         try:
             if self._revision is None:
                 self._revision = await asyncio.to_thread(self.store.next_revision)
             for start in range(0, len(vaults), self.slice_size):
                 part = vaults[start : start + self.slice_size]
                 written, batch = await asyncio.to_thread(
-                    _write_slice, self.store, part, self._revision, seq
+                    _write_slice, self.store, part, self._revision, seq, since
                 )
                 self.counts.inserted += written.inserted
                 self.counts.updated += written.updated
@@ -199,6 +236,17 @@ class _SourceWriter:
                     await self.publisher.push(batch)
         except Exception as exc:  # a store write failing for one source is logged too
             self.error = describe_error(exc)
+
+    async def _remove_gone(self, listed: set[str]) -> None:
+        """Remove the stored vaults of this source that it no longer lists, and (with the
+        publish) their documents. Only after a complete, successful parse of the source."""
+        stored = await asyncio.to_thread(lambda: self.store.vault_ids(source=self.source))
+        gone = [vault_id for vault_id in stored if vault_id not in listed]
+        if not gone:
+            return
+        self.removed = await asyncio.to_thread(self.store.remove_vaults, gone)
+        if self.publisher is not None:
+            self.publisher.remove(gone)
 
     async def finish(self, result: ProcessorResult) -> SourceRun:
         """Write the source's vaults not written yet, then its history; its outcome."""
@@ -217,6 +265,7 @@ class _SourceWriter:
             history = [p for p in result.history if p.vault_id in known]
             try:
                 await asyncio.to_thread(self.store.upsert_history, history)
+                await self._remove_gone(known)
             except Exception as exc:
                 self.error = describe_error(exc)
         if self.error is not None:
@@ -373,13 +422,18 @@ async def _run(
     progress.start(len(sources) + 1)
     publisher: Publisher | None = None
     if index_client is not None:
-        publisher = Publisher(store, index_client, collection=collection, run_id=run_id)
+        since = await incremental_base(store, index_client, collection)
+        publisher = Publisher(
+            store, index_client, collection=collection, run_id=run_id, since_revision=since
+        )
     try:
-        fetched = await _fetch_all(sources, http)
+        fetched, exploits = await _fetch_all(sources, http)
         # Enrichment reads the store as it was before this run writes anything.
         store_vaults = await asyncio.to_thread(_stored_namings, store)
         writers = {
-            index: _SourceWriter(store, publisher, slice_size, processor.name)
+            index: _SourceWriter(
+                store, publisher, slice_size, processor.name, exploits.counts or {}
+            )
             for index, processor in enumerate(sources)
         }
         # Large sources first: their final vaults are written and published while they
@@ -411,6 +465,8 @@ async def _run(
             else:
                 outcome = await writers[index].finish(one.result)
             outcome.duration_s = round(one.duration, 3)
+            if exploits.error is not None and outcome.ok:
+                outcome.warnings.append(f"exploit history: {exploits.error}")
             store.record_source(run_id, outcome)
             outcomes.append(outcome)
             progress.step(_describe(outcome))
@@ -443,8 +499,31 @@ async def _run(
         progress.finish(f"run {run_id}: aborted")
         raise
     return PipelineReport(
-        run=record, publish_error=publish_error, duration_s=round(time.monotonic() - started, 3)
+        run=record,
+        publish_error=publish_error,
+        duration_s=round(time.monotonic() - started, 3),
+        upserted=publisher.upserted if publisher is not None else 0,
+        deleted=publisher.deleted if publisher is not None else 0,
+        incremental=publisher is not None and publisher.since_revision is not None,
     )
+
+
+async def incremental_base(
+    store: VaultStore, client: TypesenseClient, collection: str
+) -> int | None:
+    """The store revision an incremental publish can start from, or None for a full one.
+
+    That is the last successful publish's, when the collection still holds the number of
+    documents it left (an index wiped or rebuilt since gets everything again).
+    """
+    last = await asyncio.to_thread(store.last_publication, collection)
+    if last is None:
+        return None
+    try:
+        info = await client.retrieve_collection(collection)
+    except TypesenseError:
+        return None
+    return last.revision if info.num_documents == last.count else None
 
 
 def _describe(outcome: SourceRun) -> str:

@@ -37,7 +37,9 @@ Where the inputs come from
 * protocol age (a lower bound in every case): DefiLlama, the longest ``count`` (days of
   history) among the project's pools; Beefy, days since the platform's first Beefy vault
   in the configs; Yearn, ``riskScore.externalProtocolLongevity`` (1 → 730 days … 5 → 0).
-* exploits: no recorded source carries them, so 0 unless a caller passes facts.
+* exploits: DefiLlama's hacks register (``https://api.llama.fi/hacks``), the records whose
+  protocol name in slug form is the vault's protocol (``data_server.security.exploits``);
+  the pipeline fetches it with the sources, and without it keeps 0 and says so in the run.
 * flags: Beefy vault risks and platform tags, Yearn risk level and shutdown, vault status.
 """
 

@@ -1,6 +1,10 @@
-"""The SQLite write store of the data server."""
+"""The write store of the data server: SQLite by default, PostgreSQL by `DATABASE_URL`."""
 
-from data_server.store.migrations import MIGRATIONS, Migration, migrate
+from __future__ import annotations
+
+from pathlib import Path
+
+from data_server.store.migrations import MIGRATIONS, Migration, migrate, migrate_postgres
 from data_server.store.sqlite import (
     ProtocolSummary,
     Publication,
@@ -12,6 +16,25 @@ from data_server.store.sqlite import (
     VaultStore,
     content_hash,
 )
+
+
+def open_store(database_url: str = "", db_path: str | Path = "") -> VaultStore:
+    """The write store a URL names: PostgreSQL for postgresql://…, else the SQLite file.
+
+    psycopg (the ``postgres`` extra) is imported only for a PostgreSQL URL.
+    """
+    if database_url.startswith(("postgresql://", "postgres://")):
+        from data_server.store.postgres import PostgresVaultStore
+
+        return PostgresVaultStore(database_url)
+    if database_url.startswith("sqlite:///"):
+        return VaultStore(database_url.removeprefix("sqlite:///"))
+    if database_url:
+        raise ValueError("DATABASE_URL must be postgresql://… or sqlite:///path")
+    if not str(db_path):
+        raise ValueError("no write store: set DATABASE_URL or a SQLite path")
+    return VaultStore(db_path)
+
 
 __all__ = [
     "MIGRATIONS",
@@ -26,4 +49,6 @@ __all__ = [
     "VaultStore",
     "content_hash",
     "migrate",
+    "migrate_postgres",
+    "open_store",
 ]

@@ -8,6 +8,7 @@ publish" is a single comparison. History points are keyed by ``(vault_id, timest
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
@@ -119,12 +120,11 @@ def _digest(record: str) -> str:
     return hashlib.sha256(record.encode()).hexdigest()
 
 
-# A duplicate id later in the same batch updates the row written earlier, as one loop would.
-_UPSERT_VAULT = """
-    INSERT INTO vaults (id, source, protocol, chain, name, status, apy, tvl_usd,
-        security_score, risk_rating, stablecoin, updated_at, record, content_hash, revision,
-        first_seen_at, changed_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VAULT_COLUMNS = (
+    "id, source, protocol, chain, name, status, apy, tvl_usd, security_score, risk_rating,"
+    " stablecoin, updated_at, record, content_hash, revision, first_seen_at, changed_at"
+)
+UPSERT_VAULT_UPDATE = """
     ON CONFLICT (id) DO UPDATE SET
         source = excluded.source, protocol = excluded.protocol, chain = excluded.chain,
         name = excluded.name, status = excluded.status, apy = excluded.apy,
@@ -134,6 +134,10 @@ _UPSERT_VAULT = """
         content_hash = excluded.content_hash, revision = excluded.revision,
         changed_at = excluded.changed_at
 """
+# A duplicate id later in the same batch updates the row written earlier, as one loop would.
+_UPSERT_VAULT = (
+    f"INSERT INTO vaults ({VAULT_COLUMNS}) VALUES ({', '.join('?' * 17)})" + UPSERT_VAULT_UPDATE
+)
 
 
 # What the tools read for a document's display fields: the record of the row revision it
@@ -161,6 +165,7 @@ class VaultStore:
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        self._run_lock = threading.Lock()
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             # In WAL mode NORMAL still keeps the file consistent after a crash; a power
@@ -192,12 +197,29 @@ class VaultStore:
     ) -> None:
         self.close()
 
-    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    # The four ways the store reaches its database; the PostgreSQL adapter
+    # (`data_server.store.postgres`) overrides these and the SQL only SQLite speaks. Every
+    # statement is written with `?` placeholders.
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Rows of one statement, readable by column name and by position."""
         with self._lock:
             return self._conn.execute(sql, tuple(params)).fetchall()
 
+    def _tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one statement as plain tuples (no row object per row, for bulk reads)."""
+        with self._lock:
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, tuple(params)).fetchall()
+
+    def _write(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Run one changing statement in a transaction of its own; its RETURNING rows."""
+        with self._transaction() as conn:
+            return conn.execute(sql, tuple(params)).fetchall()
+
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Any]:
         """The connection, under the lock, inside one write transaction: committed when the
         block ends, rolled back when it raises."""
         with self._lock:
@@ -248,6 +270,31 @@ class VaultStore:
             finally:
                 self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
+    @contextmanager
+    def pipeline_lock(self) -> Iterator[bool]:
+        """Hold the right to run the pipeline on this store, if nobody else holds it: True
+        inside the block when this caller has it, False when another run (any process)
+        does. A lock file beside the database: the kernel drops it with its holder."""
+        if str(self.path) == ":memory:":
+            acquired = self._run_lock.acquire(blocking=False)
+            try:
+                yield acquired
+            finally:
+                if acquired:
+                    self._run_lock.release()
+            return
+        lock_path = self.path.with_name(self.path.name + ".pipeline.lock")
+        with lock_path.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     # -- writes -------------------------------------------------------------------------
 
     def revision(self) -> int:
@@ -256,8 +303,10 @@ class VaultStore:
         return int(row[0])
 
     def next_revision(self) -> int:
-        """The revision the next changing write takes."""
-        return self.revision() + 1
+        """The revision the next changing write takes: above every row's, a removed
+        vault's kept record included, so revisions never go back."""
+        with self._transaction() as conn:
+            return _revision_above_all(conn, 0)
 
     def upsert_vaults(
         self,
@@ -298,8 +347,7 @@ class VaultStore:
                 for row in conn.execute(sql, chunk):
                     existing[row[0]] = (row[1], row[2])
             if revision is None:
-                current = conn.execute("SELECT COALESCE(MAX(revision), 0) FROM vaults")
-                next_revision = int(current.fetchone()[0]) + 1
+                next_revision = _revision_above_all(conn, 0)
             else:
                 next_revision = revision
             rows: list[tuple[Any, ...]] = []
@@ -358,12 +406,42 @@ class VaultStore:
             kept = _maybe_published(conn, superseded) if superseded else []
             for marks, chunk in _id_chunks(kept):
                 conn.execute(
-                    "INSERT OR IGNORE INTO superseded_records (vault_id, revision, record)"
-                    f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})",
+                    "INSERT INTO superseded_records (vault_id, revision, record)"
+                    f" SELECT id, revision, record FROM vaults WHERE id IN ({marks})"
+                    " ON CONFLICT DO NOTHING",
                     chunk,
                 )
-            conn.executemany(_UPSERT_VAULT, rows)
+            self._write_vault_rows(conn, rows)
         return UpsertCounts(inserted=inserted, updated=updated, unchanged=unchanged)
+
+    def _write_vault_rows(self, conn: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Upsert vault rows (the columns of `VAULT_COLUMNS`, in order) in a transaction."""
+        conn.executemany(_UPSERT_VAULT, rows)
+
+    def remove_vaults(self, vault_ids: Iterable[str]) -> int:
+        """Delete vaults a source no longer lists; how many went. Their history stays.
+
+        A removed row an index may still hold a document of is kept in
+        `superseded_records`, like a replaced one, until a publish drops it.
+        """
+        ids = sorted(set(vault_ids))
+        removed = 0
+        with self._transaction() as conn:
+            for marks, chunk in _id_chunks(ids):
+                rows = conn.execute(
+                    f"SELECT id, revision FROM vaults WHERE id IN ({marks})", chunk
+                ).fetchall()
+                kept = _maybe_published(conn, [(row[0], row[1]) for row in rows])
+                for kept_marks, kept_chunk in _id_chunks(kept):
+                    conn.execute(
+                        "INSERT INTO superseded_records (vault_id, revision, record)"
+                        f" SELECT id, revision, record FROM vaults WHERE id IN ({kept_marks})"
+                        " ON CONFLICT DO NOTHING",
+                        kept_chunk,
+                    )
+                conn.execute(f"DELETE FROM vaults WHERE id IN ({marks})", chunk)
+                removed += len(rows)
+        return removed
 
     def upsert_history(self, points: Iterable[HistoryPoint]) -> int:
         """Insert or replace history points keyed by (vault_id, timestamp); returns how many."""
@@ -410,13 +488,10 @@ class VaultStore:
         ids = list({vault_id: None for vault_id, _ in wanted})
         out: dict[tuple[str, int], str] = {}
         for marks, chunk in _id_chunks(ids):
-            with self._lock:
-                cursor = self._conn.cursor()
-                cursor.row_factory = None  # plain tuples: no Row object per row
-                rows = cursor.execute(_SELECT_RECORDS_AT.format(marks=marks), chunk * 2)
-                for vault_id, revision, record in rows.fetchall():
-                    if (vault_id, revision) in wanted:
-                        out[(vault_id, revision)] = record
+            rows = self._tuples(_SELECT_RECORDS_AT.format(marks=marks), chunk * 2)
+            for vault_id, revision, record in rows:
+                if (vault_id, revision) in wanted:
+                    out[(vault_id, revision)] = record
         return out
 
     def published_records(self, vault_ids: Iterable[str]) -> list[tuple[str, str, int]]:
@@ -433,67 +508,69 @@ class VaultStore:
     def start_run(self) -> str:
         """Open a run in the log and return its id."""
         run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO runs (id, started_at, status) VALUES (?, ?, 'running')",
-                (run_id, time.time()),
-            )
+        self._write(
+            "INSERT INTO runs (id, started_at, status) VALUES (?, ?, 'running')",
+            (run_id, time.time()),
+        )
         return run_id
 
     def record_source(self, run_id: str, result: SourceRun) -> None:
         """Record one source's outcome within a run."""
-        with self._lock:
-            self._conn.execute(
-                """
-                INSERT OR REPLACE INTO run_sources (run_id, source, ok, vaults, history_points,
-                    inserted, updated, unchanged, warnings, error, duration_s)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                (
-                    run_id,
-                    result.source,
-                    int(result.ok),
-                    result.vaults,
-                    result.history_points,
-                    result.inserted,
-                    result.updated,
-                    result.unchanged,
-                    json.dumps(result.warnings),
-                    result.error,
-                    result.duration_s,
-                ),
-            )
+        self._write(
+            """
+            INSERT INTO run_sources (run_id, source, ok, vaults, history_points,
+                inserted, updated, unchanged, warnings, error, duration_s)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, source) DO UPDATE SET ok = excluded.ok,
+                vaults = excluded.vaults, history_points = excluded.history_points,
+                inserted = excluded.inserted, updated = excluded.updated,
+                unchanged = excluded.unchanged, warnings = excluded.warnings,
+                error = excluded.error, duration_s = excluded.duration_s
+            """,
+            (
+                run_id,
+                result.source,
+                int(result.ok),
+                result.vaults,
+                result.history_points,
+                result.inserted,
+                result.updated,
+                result.unchanged,
+                json.dumps(result.warnings),
+                result.error,
+                result.duration_s,
+            ),
+        )
 
     def finish_run(self, run_id: str, status: RunStatus) -> None:
         """Close a run with its final status."""
-        with self._lock:
-            self._conn.execute(
-                "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?",
-                (time.time(), status, run_id),
-            )
+        self._write(
+            "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?",
+            (time.time(), status, run_id),
+        )
 
     def record_publication(self, publication: Publication) -> Publication:
         """Store what a publish pushed; returns it with its id."""
-        with self._lock:
-            cursor = self._conn.execute(
-                """
-                INSERT INTO publications (run_id, collection, published_at, count,
-                    newest_updated_at, revision, checksum, sample, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                (
-                    publication.run_id,
-                    publication.collection,
-                    publication.published_at,
-                    publication.count,
-                    publication.newest_updated_at,
-                    publication.revision,
-                    publication.checksum,
-                    json.dumps(publication.sample),
-                    publication.error,
-                ),
-            )
-        return publication.model_copy(update={"id": cursor.lastrowid})
+        rows = self._write(
+            """
+            INSERT INTO publications (run_id, collection, published_at, count,
+                newest_updated_at, revision, checksum, sample, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            RETURNING id
+            """,
+            (
+                publication.run_id,
+                publication.collection,
+                publication.published_at,
+                publication.count,
+                publication.newest_updated_at,
+                publication.revision,
+                publication.checksum,
+                json.dumps(publication.sample),
+                publication.error,
+            ),
+        )
+        return publication.model_copy(update={"id": int(rows[0][0])})
 
     def last_publication(self, collection: str, *, successful: bool = True) -> Publication | None:
         """The newest publication to a collection (by default only one without error)."""
@@ -543,7 +620,7 @@ class VaultStore:
         ids = [
             r[0]
             for r in self._rows(
-                "SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,)
+                "SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", (limit,)
             )
         ]
         return [run for run_id in ids if (run := self.get_run(run_id)) is not None]
@@ -609,9 +686,18 @@ class VaultStore:
         )
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
-    def vault_ids(self) -> list[str]:
-        """All vault ids, sorted."""
-        return [r[0] for r in self._rows("SELECT id FROM vaults ORDER BY id")]
+    def vault_ids(
+        self, *, source: str | None = None, since_revision: int | None = None
+    ) -> list[str]:
+        """Vault ids (optionally of one source, or of rows changed after a revision), sorted."""
+        sql, params = "SELECT id FROM vaults WHERE 1 = 1", []
+        if source is not None:
+            sql += " AND source = ?"
+            params.append(source)
+        if since_revision is not None:
+            sql += " AND revision > ?"
+            params.append(since_revision)
+        return [r[0] for r in self._rows(sql + " ORDER BY id", params)]
 
     def history(
         self,
@@ -649,7 +735,7 @@ class VaultStore:
         if protocol is not None:
             sql += " WHERE protocol = ?"
             params.append(protocol.lower())
-        groups: dict[str, list[sqlite3.Row]] = {}
+        groups: dict[str, list[Any]] = {}
         for row in self._rows(sql, params):
             groups.setdefault(row["protocol"], []).append(row)
         out = []
@@ -711,7 +797,7 @@ class VaultStore:
         return int(self._rows("SELECT COUNT(*) FROM vaults WHERE revision > ?", (revision,))[0][0])
 
 
-def _maybe_published(conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> list[str]:
+def _maybe_published(conn: Any, rows: list[tuple[str, int]]) -> list[str]:
     """The ids of those (vault id, row revision) rows an index may hold a document of
     (see migration 5)."""
     state = conn.execute("SELECT open, through FROM publish_state WHERE id = 1").fetchone()
@@ -721,16 +807,16 @@ def _maybe_published(conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> l
     return [vault_id for vault_id, revision in rows if revision <= through]
 
 
-def _revision_above_all(conn: sqlite3.Connection, at_least: int) -> int:
+def _revision_above_all(conn: Any, at_least: int) -> int:
     """A revision no vault row and no superseded record has, and above `at_least`."""
-    top = conn.execute(
-        "SELECT MAX(COALESCE((SELECT MAX(revision) FROM vaults), 0),"
-        " COALESCE((SELECT MAX(revision) FROM superseded_records), 0))"
-    ).fetchone()[0]
-    return max(int(top), at_least) + 1
+    tops = conn.execute(
+        "SELECT (SELECT COALESCE(MAX(revision), 0) FROM vaults),"
+        " (SELECT COALESCE(MAX(revision), 0) FROM superseded_records)"
+    ).fetchone()
+    return max(int(tops[0]), int(tops[1]), at_least) + 1
 
 
-def _publication(row: sqlite3.Row) -> Publication:
+def _publication(row: Any) -> Publication:
     return Publication(
         id=row["id"],
         run_id=row["run_id"],

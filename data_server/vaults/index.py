@@ -393,8 +393,16 @@ class Publisher:
         run_id: str | None = None,
         batch_size: int = BATCH_SIZE,
         queue_size: int = 8,
+        since_revision: int | None = None,
     ) -> None:
+        """`since_revision` makes the publish incremental: the index is taken to hold every
+        row up to that store revision (the last successful publish's), so only rows
+        changed after it are sent and nothing else is removed but the vaults handed to
+        `remove`. Without it, the whole store is sent and older documents are removed."""
         self.store = store
+        self.since_revision = since_revision
+        self._gone: set[str] = set()
+        self.deleted = 0
         self.client = client
         self.collection = collection
         self.run_id = run_id
@@ -412,6 +420,16 @@ class Publisher:
         self._error: Exception | None = None
         # A batch taken from the queue that did not fit into the import being joined.
         self._held: DocumentBatch | object | None = _NOTHING
+
+    @property
+    def upserted(self) -> int:
+        """Documents the index accepted in this publish."""
+        return len(self._pushed)
+
+    def remove(self, vault_ids: Iterable[str]) -> None:
+        """Vaults the store no longer has: their documents go when the publish finishes."""
+        self._gone.update(vault_ids)
+        self._start()
 
     @property
     def started(self) -> bool:
@@ -491,7 +509,9 @@ class Publisher:
         self._start()
         # Vaults this run did not write (a failed source's, or ones a source no longer
         # lists) are published as stored; the next batch is encoded during an import.
-        stored = await asyncio.to_thread(self.store.vault_ids)
+        stored = await asyncio.to_thread(
+            lambda: self.store.vault_ids(since_revision=self.since_revision)
+        )
         missing = [vault_id for vault_id in stored if vault_id not in self._sent]
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start : start + self.batch_size]
@@ -506,11 +526,16 @@ class Publisher:
             checksum = await fingerprint
         if self._error is not None:
             raise self._error
-        try:
-            await self.client.delete_documents(self.collection, f"publish_seq:<{self.seq}")
-        except TypesenseError as exc:
-            if exc.status != 404:
-                raise
+        for vault_id in sorted(self._gone):
+            self.deleted += await self.client.delete_document(self.collection, vault_id)
+        if self.since_revision is None:
+            try:
+                self.deleted += await self.client.delete_documents(
+                    self.collection, f"publish_seq:<{self.seq}"
+                )
+            except TypesenseError as exc:
+                if exc.status != 404:
+                    raise
         # The index holds this publish's documents only: replaced rows that none of them
         # was built from are no longer read.
         try:

@@ -339,6 +339,18 @@ class TypesenseClient:
         )
         return int(resp.json().get("num_deleted", 0))
 
+    async def delete_document(self, collection: str, doc_id: str) -> bool:
+        """Delete one document by id; False when there was none."""
+        try:
+            await self._request(
+                "DELETE", f"/collections/{_seg(collection)}/documents/{_seg(doc_id)}"
+            )
+        except TypesenseError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     async def upsert_alias(self, alias: str, collection: str) -> None:
         """Point an alias at a collection (atomic switch for blue/green publishing)."""
         await self._request(

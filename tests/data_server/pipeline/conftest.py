@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
 from data_server.fixtures import Handler, fixture_handler, offline_transport
 from data_server.store import VaultStore
+from tests.data_server.conftest import StoreFactory
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> VaultStore:
-    """A fresh SQLite write store in a temporary file."""
-    with VaultStore(tmp_path / "store.db") as opened:
-        yield opened  # type: ignore[misc]
+def store(new_store: StoreFactory) -> VaultStore:
+    """A fresh write store, SQLite and PostgreSQL in turn."""
+    return new_store()
 
 
 def http_client(handler: Handler = fixture_handler) -> httpx.AsyncClient:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from albert.search.typesense_client import TypesenseClient
-from data_server.cli import EXIT_FAILED, EXIT_OK, main
+from data_server.cli import EXIT_BUSY, EXIT_FAILED, EXIT_OK, main
 from data_server.fixtures import BEEFY_CHAINS, load
 from data_server.pipeline import seed_local
 from data_server.store import VaultStore
@@ -72,3 +72,16 @@ def test_cli_pipeline_run_then_check(
             f"{typesense_server.url}/collections/{name}",
             headers={"X-TYPESENSE-API-KEY": typesense_server.api_key},
         )
+
+
+def test_albert_data_run_waits_for_no_one_while_another_run_holds_the_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "store.db"
+    with VaultStore(db) as store, store.pipeline_lock() as held:
+        assert held
+        code = main(["run", "--db", str(db), "--offline", "--no-publish", "--no-progress"])
+    assert code == EXIT_BUSY
+    assert "holds the store's run lock" in capsys.readouterr().out
+    with VaultStore(db) as store:
+        assert store.runs() == []

@@ -395,3 +395,51 @@ async def test_a_crash_midway_leaves_the_index_with_committed_vaults_and_older_d
     assert len(newer) >= 20
     # The slices from the 40th on, and Yearn, were never written: older documents.
     assert len(older) >= _expected_count() - 39 * 20
+
+
+def _without_pool(pool_id: str):
+    """A handler serving /pools without one recorded pool (the source no longer lists it)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = fixture_handler(request)
+        if request.url.host == "yields.llama.fi" and request.url.path == "/pools":
+            body = json.loads(response.content)
+            body["data"] = [row for row in body["data"] if row.get("poolId") != pool_id]
+            return httpx.Response(200, json=body, headers={"date": response.headers["date"]})
+        return response
+
+    return handler
+
+
+async def test_a_run_over_unchanged_recordings_publishes_nothing_and_gone_vaults_are_deleted(
+    store: VaultStore, index_client: TypesenseClient, collection: str
+) -> None:
+    expected = _expected_count()
+    async with http_client() as http:
+        first = await run_pipeline(_subset(), store, index_client, http=http, collection=collection)
+        second = await run_pipeline(
+            _subset(), store, index_client, http=http, collection=collection
+        )
+    assert first.ok and not first.incremental and first.upserted == expected
+    assert second.ok and second.incremental
+    assert (second.upserted, second.deleted) == (0, 0)
+    assert second.run.publication is not None and second.run.publication.count == expected
+    assert (await check(store, index_client, collection=collection)).ok
+
+    # One changed pool: one document sent. One pool gone: one document deleted.
+    rows = [r for r in load(CAMEL)["pools"] if r["project"] == "falcon-finance"]
+    changed, gone = rows[0]["poolId"], next(r["poolId"] for r in load(CAMEL)["pools"][5:])
+    async with http_client(_with_changed_pool(changed, 0.5)) as http:
+        third = await run_pipeline(_subset(), store, index_client, http=http, collection=collection)
+    assert (third.upserted, third.deleted) == (1, 0)
+    async with http_client(_without_pool(gone)) as http:
+        fourth = await run_pipeline(
+            _subset(), store, index_client, http=http, collection=collection
+        )
+    assert fourth.ok and (fourth.upserted, fourth.deleted) == (1, 1)  # `changed` reverted
+    gone_ids = [vid for vid in store.vault_ids() if vid.endswith(gone)]
+    assert gone_ids == []
+    assert store.counts().vaults == expected - 1
+    info = await index_client.retrieve_collection(collection)
+    assert info.num_documents == expected - 1
+    assert (await check(store, index_client, collection=collection)).ok

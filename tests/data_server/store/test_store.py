@@ -1,17 +1,28 @@
-"""The SQLite write store: migrations, idempotent upserts, history, run log, queries."""
+"""The write store on SQLite and PostgreSQL: migrations, upserts, history, run log, queries."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from data_server.store import MIGRATIONS, Migration, Publication, SourceRun, VaultStore, migrate
+from data_server.store import (
+    MIGRATIONS,
+    Migration,
+    Publication,
+    SourceRun,
+    VaultStore,
+    migrate,
+    migrate_postgres,
+    open_store,
+)
 from data_server.store.sqlite import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT
 from data_server.vaults.model import HistoryPoint, Vault
+from tests.data_server.conftest import StoreFactory
 
 
 def _vault(native: str, *, apy: float = 5.0, protocol: str = "aave-v3", **extra: object) -> Vault:
@@ -47,10 +58,10 @@ def test_migrations_apply_once(tmp_path: Path) -> None:
 def test_new_migration_applies_in_order_and_failed_one_rolls_back(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
     assert migrate(conn) == [m.version for m in MIGRATIONS]
-    extra = Migration(99, "extra", "CREATE TABLE extra (x INTEGER);")
+    extra = Migration(99, "extra", "CREATE TABLE extra (x INTEGER);", "")
     assert migrate(conn, (*MIGRATIONS, extra)) == [99]
     assert migrate(conn, (*MIGRATIONS, extra)) == []
-    broken = Migration(100, "broken", "CREATE TABLE half (x INTEGER); NOT SQL;")
+    broken = Migration(100, "broken", "CREATE TABLE half (x INTEGER); NOT SQL;", "")
     with pytest.raises(sqlite3.Error):
         migrate(conn, (*MIGRATIONS, extra, broken))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -61,8 +72,35 @@ def test_new_migration_applies_in_order_and_failed_one_rolls_back(tmp_path: Path
     conn.close()
 
 
-def test_upsert_is_idempotent_and_tracks_revisions(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_postgres_migrations_apply_once_in_order_and_a_failed_one_rolls_back(
+    postgres_database: Callable[[], str],
+) -> None:
+    import psycopg
+
+    url = postgres_database()
+    with open_store(url) as first:
+        assert first.applied_migrations == [m.version for m in MIGRATIONS]
+    with open_store(url) as second:
+        assert second.applied_migrations == []
+    with psycopg.connect(url, autocommit=True) as conn:
+        extra = Migration(99, "extra", "", "CREATE TABLE extra (x INTEGER);")
+        assert migrate_postgres(conn, (*MIGRATIONS, extra)) == [99]
+        assert migrate_postgres(conn, (*MIGRATIONS, extra)) == []
+        broken = Migration(100, "broken", "", "CREATE TABLE half (x INTEGER); NOT SQL;")
+        with pytest.raises(psycopg.Error):
+            migrate_postgres(conn, (*MIGRATIONS, extra, broken))
+        assert conn.execute("SELECT to_regclass('half')").fetchone() == (None,)
+        versions = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        assert 99 in versions and 100 not in versions
+        # A year of daily points per vault goes to one of the history table's partitions.
+        partitions = conn.execute(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'history'::regclass"
+        ).fetchone()
+        assert partitions == (16,)
+
+
+def test_upsert_is_idempotent_and_tracks_revisions(new_store: StoreFactory) -> None:
+    with new_store() as store:
         counts = store.upsert_vaults([_vault("a"), _vault("b")])
         assert (counts.inserted, counts.updated, counts.unchanged) == (2, 0, 0)
         rev = store.revision()
@@ -82,10 +120,12 @@ def test_upsert_is_idempotent_and_tracks_revisions(tmp_path: Path) -> None:
         ]
 
 
-def test_upsert_counts_each_batch_against_every_stored_row_it_can_match(tmp_path: Path) -> None:
+def test_upsert_counts_each_batch_against_every_stored_row_it_can_match(
+    new_store: StoreFactory,
+) -> None:
     # A batch reads back only the stored rows in its id range; ids interleaved with those of
     # other batches, and duplicates inside one batch, must still be counted right.
-    with VaultStore(tmp_path / "s.db") as store:
+    with new_store() as store:
         store.upsert_vaults([_vault("b"), _vault("d")])
         store.upsert_vaults([_vault("a", id="beefy:ethereum:a", source="beefy")])
         counts = store.upsert_vaults([_vault("a"), _vault("d", apy=9.0), _vault("e"), _vault("e")])
@@ -96,8 +136,8 @@ def test_upsert_counts_each_batch_against_every_stored_row_it_can_match(tmp_path
         assert store.counts().by_source == {"beefy": 1, "defillama": 4}
 
 
-def test_fingerprint_changes_with_content(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_fingerprint_changes_with_content(new_store: StoreFactory) -> None:
+    with new_store() as store:
         store.upsert_vaults([_vault("a"), _vault("b")])
         before = store.fingerprint()
         store.upsert_vaults([_vault("b")])
@@ -108,8 +148,8 @@ def test_fingerprint_changes_with_content(tmp_path: Path) -> None:
         assert after.count == 2 and after.newest_updated_at == 1_800_000_000
 
 
-def test_history_is_keyed_by_vault_and_timestamp(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_history_is_keyed_by_vault_and_timestamp(new_store: StoreFactory) -> None:
+    with new_store() as store:
         vid = "defillama:ethereum:a"
         points = [HistoryPoint(vault_id=vid, timestamp=86_400 * d, apy=float(d)) for d in range(5)]
         store.upsert_history(points)
@@ -122,8 +162,8 @@ def test_history_is_keyed_by_vault_and_timestamp(tmp_path: Path) -> None:
         assert store.counts().history_points == 5
 
 
-def test_run_log_records_sources_and_publication(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_run_log_records_sources_and_publication(new_store: StoreFactory) -> None:
+    with new_store() as store:
         run_id = store.start_run()
         store.record_source(run_id, SourceRun(source="beefy", ok=True, vaults=3, inserted=3))
         store.record_source(run_id, SourceRun(source="yearn", ok=False, error="boom"))
@@ -149,8 +189,8 @@ def test_run_log_records_sources_and_publication(tmp_path: Path) -> None:
         assert store.runs()[0].id == run_id
 
 
-def test_protocols_summary(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_protocols_summary(new_store: StoreFactory) -> None:
+    with new_store() as store:
         store.upsert_vaults(
             [
                 _vault("a", apy=2.0),
@@ -166,8 +206,10 @@ def test_protocols_summary(tmp_path: Path) -> None:
         assert [s.protocol for s in store.protocols_summary(protocol="AAVE-V3")] == ["aave-v3"]
 
 
-def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Path) -> None:
-    with VaultStore(tmp_path / "s.db") as store:
+def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(
+    new_store: StoreFactory,
+) -> None:
+    with new_store() as store:
         store.publish_begins()  # documents of any row may be in the index
         rows: dict[str, int] = {}
         store.upsert_vaults([_vault("a"), _vault("b"), _vault("c")], row_revisions=rows)
@@ -209,7 +251,7 @@ def test_a_replaced_row_is_kept_until_a_publish_no_longer_needs_it(tmp_path: Pat
 
 
 def test_a_record_is_never_replaced_under_the_revision_it_was_written_at(
-    tmp_path: Path,
+    new_store: StoreFactory,
 ) -> None:
     vid = "defillama:ethereum:a"
 
@@ -217,7 +259,7 @@ def test_a_record_is_never_replaced_under_the_revision_it_was_written_at(
         records = store.records_at([(vid, r) for r in revisions])
         return [json.loads(records[(vid, r)])["apy"] for r in revisions]
 
-    with VaultStore(tmp_path / "store.db") as store:
+    with new_store() as store:
         store.publish_begins()  # documents of any row may be in the index
         rows: dict[str, int] = {}
         store.upsert_vaults([_vault("a", apy=1.0), _vault("b")], revision=5, row_revisions=rows)
@@ -254,10 +296,10 @@ def _superseded_keys(store: VaultStore) -> list[tuple[str, int]]:
 
 
 def test_replaced_rows_are_kept_only_where_an_index_may_hold_a_document_of_them(
-    tmp_path: Path,
+    new_store: StoreFactory,
 ) -> None:
     a, b = "defillama:ethereum:a", "defillama:ethereum:b"
-    with VaultStore(tmp_path / "s.db") as store:
+    with new_store() as store:
         # Never published: no index can hold a document of any row, so nothing is kept.
         store.upsert_vaults([_vault("a", apy=1.0), _vault("b", apy=1.0)])
         store.upsert_vaults([_vault("a", apy=2.0), _vault("b", apy=2.0)])
@@ -296,9 +338,10 @@ def test_a_store_from_before_the_publish_state_is_taken_as_open_if_it_may_be_pub
     conn.close()
     with VaultStore(db) as store:
         assert store.applied_migrations == [5]
-        store.upsert_vaults([_vault("a", apy=1.0)])
+        first: dict[str, int] = {}
+        store.upsert_vaults([_vault("a", apy=1.0)], row_revisions=first)
         store.upsert_vaults([_vault("a", apy=2.0)])
-        kept = ("defillama:ethereum:a", 1) in _superseded_keys(store)
+        kept = ("defillama:ethereum:a", first["defillama:ethereum:a"]) in _superseded_keys(store)
         assert kept is (history != "none")
 
 
@@ -381,3 +424,37 @@ def test_a_reader_on_the_wal_keeps_it_and_the_checkpoint_does_not_wait(tmp_path:
             reader.close()
         assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
         assert len(store.get_vaults([v.id for v in vaults])) == 1500
+
+
+def test_one_pipeline_run_at_a_time_across_stores_of_one_database(
+    new_store: StoreFactory,
+) -> None:
+    # Two opens of one database stand for two replicas (or a replica and `albert-data run`).
+    with new_store() as first, new_store() as second:
+        with first.pipeline_lock() as held:
+            assert held
+            with second.pipeline_lock() as other:
+                assert not other
+        with second.pipeline_lock() as after:
+            assert after
+
+
+def test_removed_vaults_keep_their_history_and_revisions_never_go_back(
+    new_store: StoreFactory,
+) -> None:
+    with new_store() as store:
+        store.upsert_vaults([_vault("a"), _vault("b")])
+        store.upsert_history([HistoryPoint(vault_id="defillama:ethereum:b", timestamp=1, apy=1.0)])
+        store.publish_begins()  # an index may hold documents of both
+        store.upsert_vaults([_vault("b", apy=9.0)])
+        top = store.revision()
+        assert store.remove_vaults(["defillama:ethereum:b", "nope"]) == 1
+        assert store.vault_ids() == ["defillama:ethereum:a"]
+        assert len(store.history("defillama:ethereum:b")) == 1
+        # The removed row's record stays readable while a document may show it.
+        assert ("defillama:ethereum:b", top) in store.records_at([("defillama:ethereum:b", top)])
+        rows: dict[str, int] = {}
+        store.upsert_vaults([_vault("c")], row_revisions=rows)
+        assert rows["defillama:ethereum:c"] > top
+        assert store.vault_ids(since_revision=top) == ["defillama:ethereum:c"]
+        assert store.vault_ids(source="beefy") == []

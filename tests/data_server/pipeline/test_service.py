@@ -1,0 +1,38 @@
+"""The pipeline inside the server: what /healthz says of the last run, and a locked run."""
+
+from __future__ import annotations
+
+import time
+
+from data_server.pipeline.service import pipeline_health, run_locked
+from data_server.settings import DataServerSettings
+from data_server.store import VaultStore
+from tests.data_server.conftest import StoreFactory
+
+SETTINGS = DataServerSettings(
+    PIPELINE_CRON="0 */6 * * *", STALE_AFTER_SECONDS=3600, PIPELINE_OFFLINE=True
+)
+
+
+def test_the_last_run_its_age_and_staleness(store: VaultStore) -> None:
+    never = pipeline_health(SETTINGS, store)
+    assert never == {"scheduled": "0 */6 * * *", "last_run": None, "age_seconds": None,
+                     "stale": True}  # fmt: skip
+    run_id = store.start_run()
+    store.finish_run(run_id, "ok")
+    fresh = pipeline_health(SETTINGS, store)
+    assert fresh["last_run"]["id"] == run_id and fresh["last_run"]["status"] == "ok"
+    assert fresh["age_seconds"] <= 5 and fresh["stale"] is False
+    store._write("UPDATE runs SET finished_at = ? WHERE id = ?", (time.time() - 7200, run_id))
+    old = pipeline_health(SETTINGS, store)
+    assert old["age_seconds"] >= 7200 - 5 and old["stale"] is True
+
+
+async def test_a_locked_run_runs_once_and_a_busy_one_not_at_all(new_store: StoreFactory) -> None:
+    first, second = new_store(), new_store()
+    report = await run_locked(SETTINGS, first, None)
+    assert report is not None and all(source.ok for source in report.run.sources)
+    with first.pipeline_lock() as held:
+        assert held
+        assert await run_locked(SETTINGS, second, None) is None
+    assert [run.id for run in second.runs()] == [report.run.id]
