@@ -22,6 +22,7 @@ from data_server.mcp_server.framework import (
     validation_message,
 )
 from data_server.mcp_server.vault_index import VaultHit
+from data_server.vaults.model import OUTLIER_APY, is_outlier
 
 RiskLevel = Literal["low", "medium", "high", "very_high"]
 RISK_ORDER: tuple[RiskLevel, ...] = ("low", "medium", "high", "very_high")
@@ -309,12 +310,9 @@ class SearchVaultsInput(VaultFilters):
         )
 
 
-# An APY above this (percent) is likely broken data or a one-off: left out of "highest"
-# rankings unless asked for, and labelled wherever it is shown.
-OUTLIER_APY = 1000.0
 OUTLIERS_LEFT_OUT = (
-    "Left out as likely outliers: vaults above 1,000% APY or with unknown TVL "
-    "(include_outliers=true shows them, labelled)."
+    "Left out as likely outliers: vaults above 1,000% APY, flagged as outliers by their "
+    "source, or with unknown TVL (include_outliers=true shows them, labelled)."
 )
 
 
@@ -349,7 +347,7 @@ def vault_line(v: VaultHit) -> str:
     """One readable line describing a vault."""
     assets = "/".join(v.asset_symbols) or "?"
     score = "n/a" if v.security_score is None else f"{v.security_score:.0f}/100"
-    outlier = "; likely outlier" if v.apy is not None and v.apy > OUTLIER_APY else ""
+    outlier = "; likely outlier" if v.outlier or is_outlier(v.apy, v.source_flags) else ""
     return (
         f"- {v.name} [{v.protocol} on {v.chain}] assets {assets}; APY {fmt_pct(v.apy)} "
         f"(base {fmt_pct(v.apy_base)}, rewards {fmt_pct(v.apy_reward)}); "
@@ -379,6 +377,8 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
             update={"max_apy": OUTLIER_APY, "min_tvl_usd": params.min_tvl_usd or 0.0}
         )
     filter_by = compile_filters(params)
+    if trimmed:
+        filter_by = fx.all_of([filter_by or None, fx.equals("outlier", False)]) or ""
     sort_by = sort_expression(params.sort_by, params.sort_direction, bool(params.query))
     page, _ = await deps.index.search(
         q=params.query,

@@ -60,6 +60,10 @@ class VaultHit(BaseModel):
     source_flags: list[str] = Field(default_factory=list)
     status: str | None = None
     url: str | None = None
+    outlier: bool = Field(False, description="Likely broken data: an absurd APY, or flagged")
+    # As the store's record has it (a display field, read without validation): see
+    # `YieldTrend` for its keys.
+    trend: dict[str, Any] | None = Field(None, description="The source's APY trend and forecast")
     updated_at: int | None = None
 
     def coach_item(self) -> CoachItem:
@@ -94,6 +98,7 @@ class VaultHit(BaseModel):
             security_score=self.security_score,
             risk_rating=self.risk_rating if self.risk_rating in _RATINGS else None,  # type: ignore[arg-type]
             url=self.url,
+            trend=self.trend,
             updated_at=self.updated_at or 0,
         )
 
@@ -117,6 +122,7 @@ _DISPLAY_DEFAULTS: dict[str, Any] = {
     "share_price": None,
     "exploits": None,
     "source_flags": [],
+    "trend": None,
 }
 
 

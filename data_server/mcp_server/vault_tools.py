@@ -14,7 +14,7 @@ from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.framework import StrictInput, ToolFailure, ToolOutput
 from data_server.mcp_server.search import vault_line
 from data_server.mcp_server.vault_index import VaultHit
-from data_server.vaults.model import HistoryPoint
+from data_server.vaults.model import HistoryPoint, YieldTrend
 
 DAY = 86_400
 
@@ -68,6 +68,15 @@ class YieldAnalysis(BaseModel):
     base_share_pct: float | None = Field(description="Share of APY from fees/interest, percent")
     reward_share_pct: float | None = Field(description="Share of APY from reward tokens, percent")
     sustainability: Sustainability
+    trend: YieldTrend | None = Field(
+        None, description="The source's 30-day mean, APY changes and forecast, when it has them"
+    )
+    sustainable: bool | None = Field(
+        None,
+        description="Whether today's APY looks likely to hold: mostly base yield, near its "
+        "30-day mean, not forecast down. None when too little is known.",
+    )
+    sustainable_because: list[str] = Field(default_factory=list)
     history: HistoryStats | None
     peers: PeerStats
     notes: list[str]
@@ -144,6 +153,71 @@ async def _peers(deps: ToolDeps, vault: VaultHit) -> PeerStats:
     return PeerStats(peers=len(apys), median_apy=statistics.median(apys), percentile=percentile)
 
 
+def _holds(
+    apy: float | None, reward_share: float | None, trend: YieldTrend | None
+) -> tuple[bool | None, list[str]]:
+    """Whether today's APY looks likely to hold, with the reasons for the verdict (each
+    from a figure the source gave); None when none of them is known."""
+    against: list[str] = []
+    for_: list[str] = []
+    if reward_share is not None:
+        if reward_share > 50:
+            against.append(f"{reward_share:.0f}% of it is paid in reward tokens")
+        else:
+            for_.append(f"{100 - reward_share:.0f}% of it is base yield")
+    mean = trend.apy_mean_30d if trend is not None else None
+    if apy is not None and mean:
+        if apy > 1.5 * mean:
+            against.append(f"it is well above its 30-day mean of {mean:.2f}%")
+        else:
+            for_.append(f"it is near or below its 30-day mean of {mean:.2f}%")
+    prediction = trend.prediction if trend is not None else None
+    if prediction is not None and prediction.predicted_class:
+        odds = "" if prediction.probability is None else f", {prediction.probability:.0f}%"
+        said = f"DefiLlama forecasts {prediction.predicted_class}{odds}"
+        down = prediction.predicted_class.lower() == "down"
+        (against if down and (prediction.probability or 0) >= 60 else for_).append(said)
+    if against:
+        return False, against
+    return (True, for_) if for_ else (None, [])
+
+
+def _trend_lines(trend: YieldTrend) -> list[str]:
+    """The source's trend of the APY, in the words of the answer."""
+    lines: list[str] = []
+    if trend.apy_mean_30d is not None:
+        lines.append(f"30-day mean APY {trend.apy_mean_30d:.2f}%.")
+    changes = [
+        f"{change:+.2f} points over {days}"
+        for change, days in (
+            (trend.apy_change_1d, "1 day"),
+            (trend.apy_change_7d, "7 days"),
+            (trend.apy_change_30d, "30 days"),
+        )
+        if change is not None
+    ]
+    if changes:
+        lines.append("APY change: " + ", ".join(changes) + ".")
+    prediction = trend.prediction
+    if prediction is not None and prediction.predicted_class:
+        detail = [
+            f"{prediction.probability:.0f}% probability"
+            if prediction.probability is not None
+            else "",
+            f"confidence {prediction.confidence}/3" if prediction.confidence is not None else "",
+        ]
+        extra = ", ".join(d for d in detail if d)
+        lines.append(
+            f"DefiLlama's forecast: {prediction.predicted_class}"
+            + (f" ({extra})." if extra else ".")
+        )
+    if trend.il_7d is not None:
+        lines.append(f"Impermanent loss over 7 days: {trend.il_7d:.2f}%.")
+    if trend.reward_tokens:
+        lines.append(f"Rewards are paid in {len(trend.reward_tokens)} token(s).")
+    return lines
+
+
 def _sustainability(reward_share: float | None) -> Sustainability:
     if reward_share is None:
         return "unknown"
@@ -163,6 +237,8 @@ async def analyze_yield(deps: ToolDeps, params: AnalyzeYieldInput) -> ToolOutput
     reward_share = vault.reward_share
     base_share = None if reward_share is None else round(100.0 - reward_share, 4)
     sustainability = _sustainability(reward_share)
+    trend = YieldTrend.model_validate(vault.trend) if vault.trend else None
+    sustainable, because = _holds(vault.apy, reward_share, trend)
     notes: list[str] = []
     if vault.apy is None:
         notes.append("The source reports no APY for this vault.")
@@ -194,6 +270,9 @@ async def analyze_yield(deps: ToolDeps, params: AnalyzeYieldInput) -> ToolOutput
         base_share_pct=base_share,
         reward_share_pct=reward_share,
         sustainability=sustainability,
+        trend=trend,
+        sustainable=sustainable,
+        sustainable_because=because,
         history=stats,
         peers=peers,
         notes=notes,
@@ -206,6 +285,11 @@ async def analyze_yield(deps: ToolDeps, params: AnalyzeYieldInput) -> ToolOutput
             f"Source of yield: {base_share:.0f}% base, {reward_share:.0f}% rewards "
             f"({sustainability.replace('_', ' ')})."
         )
+    if trend is not None:
+        lines += _trend_lines(trend)
+    if sustainable is not None:
+        verdict = "Likely to hold" if sustainable else "Not likely to hold"
+        lines.append(f"Sustainable? {verdict}: {'; '.join(because)}.")
     if stats:
         lines.append(
             f"{stats.points} daily points {stats.first_day}..{stats.last_day}: "

@@ -9,6 +9,7 @@ exporters store them (snake_case such as ``tvl_usd``/``il_risk``, ``poolId`` or
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Generator
 from operator import attrgetter
@@ -30,7 +31,13 @@ from data_server.processors.base import (
     vault_id,
 )
 from data_server.security import secured_vault
-from data_server.vaults.model import HistoryPoint, Vault
+from data_server.vaults.model import (
+    SOURCE_OUTLIER_FLAG,
+    HistoryPoint,
+    Vault,
+    YieldPrediction,
+    YieldTrend,
+)
 
 SOURCE = "defillama"
 YIELDS_URL = "https://yields.llama.fi"
@@ -63,11 +70,65 @@ class PoolRow(BaseModel):
     count: int | None = _alias("count")
     outlier: bool | None = _alias("outlier")
     pool_old: str | None = _alias("pool_old", "poolOld")
+    apy_mean_30d: float | None = _alias("apyMean30d", "apy_mean_30d")
+    apy_pct_1d: float | None = _alias("apyPct1D", "apy_pct_1d")
+    apy_pct_7d: float | None = _alias("apyPct7D", "apy_pct_7d")
+    apy_pct_30d: float | None = _alias("apyPct30D", "apy_pct_30d")
+    il_7d: float | None = _alias("il7d", "il_7d")
+    reward_tokens: list[str] | None = _alias("rewardTokens", "reward_tokens")
+    predictions: dict[str, Any] | None = _alias("predictions")
 
-    @field_validator("tvl_usd", "apy", "apy_base", "apy_reward", mode="before")
+    @field_validator(
+        "tvl_usd",
+        "apy",
+        "apy_base",
+        "apy_reward",
+        "apy_mean_30d",
+        "apy_pct_1d",
+        "apy_pct_7d",
+        "apy_pct_30d",
+        "il_7d",
+        mode="before",
+    )
     @classmethod
     def _finite(cls, value: Any) -> float | None:
         return to_float(value)
+
+    @field_validator("predictions", mode="before")
+    @classmethod
+    def _predictions(cls, value: Any) -> dict[str, Any] | None:
+        # Exports written from pandas keep it as the dict's Python repr: read as a literal.
+        if isinstance(value, str) and len(value) <= 500:
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                return None
+        return value if isinstance(value, dict) else None
+
+    def trend(self) -> YieldTrend | None:
+        """The row's APY trend, or None when it carries none of it."""
+        found = self.predictions or {}
+        prediction = None
+        if found.get("predictedClass") is not None:
+            prediction = YieldPrediction(
+                predicted_class=str(found["predictedClass"])[:40],
+                probability=to_float(found.get("predictedProbability")),
+                confidence=_int_or_none(found.get("binnedConfidence")),
+            )
+        trend = YieldTrend(
+            apy_mean_30d=self.apy_mean_30d,
+            apy_change_1d=self.apy_pct_1d,
+            apy_change_7d=self.apy_pct_7d,
+            apy_change_30d=self.apy_pct_30d,
+            il_7d=self.il_7d,
+            reward_tokens=[t.lower() for t in self.reward_tokens or [] if isinstance(t, str)][:10],
+            prediction=prediction,
+        )
+        return None if trend == YieldTrend() else trend
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # The models' own validators, without the Python wrappers of `model_validate` and of
@@ -280,7 +341,8 @@ class DefiLlamaProcessor:
             "il_risk": (row.il_risk or "").lower() == "yes",
             "exposure": "single" if (row.exposure or "").lower() == "single" else "multi",
             "url": row.url or f"https://defillama.com/yields/pool/{row.pool}",
+            "trend": row.trend(),
             "updated_at": updated,
         }
-        flags = ["defillama:outlier"] if row.outlier else None
+        flags = [SOURCE_OUTLIER_FLAG] if row.outlier else None
         return secured_vault(fields, protocol_age_days=project_days, source_flags=flags)

@@ -32,7 +32,7 @@ from typing_extensions import TypedDict
 
 from albert.search.typesense_client import TypesenseClient, TypesenseError
 from data_server.store import Publication, VaultStore
-from data_server.vaults.model import Vault
+from data_server.vaults.model import Vault, is_outlier
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,15 @@ SAMPLE_FIELDS = ("apy", "apy_base", "apy_reward", "tvl_usd", "security_score", "
 # What a publish keeps of each document it sent: its id and the sampled values.
 _COMPARED_FIELDS = ("id", *SAMPLE_FIELDS)
 # Fields the tools only display: read from the store's record of a document's row.
-DISPLAY_FIELDS = ("address", "url", "apy_reward", "share_price", "exploits", "source_flags")
+DISPLAY_FIELDS = (
+    "address",
+    "url",
+    "apy_reward",
+    "share_price",
+    "exploits",
+    "source_flags",
+    "trend",
+)
 
 
 def _field(name: str, type_: str, **options: Any) -> dict[str, Any]:
@@ -87,6 +95,9 @@ def collection_schema(name: str = COLLECTION) -> dict[str, Any]:
             _field("security_score", "float", **optional),
             _field("protocol_age_days", "int32", **optional),
             _field("audits", "int32", **optional),
+            # Likely broken data (albert data_server.vaults.model.is_outlier): left out of
+            # "highest APY" rankings unless asked for.
+            _field("outlier", "bool", **optional),
             _field("updated_at", "int64"),
             # Which publish wrote the document; older ones are removed after a full publish.
             _field("publish_seq", "int64"),
@@ -166,6 +177,8 @@ def record_document(record: Mapping[str, Any]) -> dict[str, Any]:
         "audits": inputs.get("audits"),
         "exploits": inputs.get("exploits"),
         "url": record.get("url"),
+        "trend": record.get("trend"),
+        "outlier": is_outlier(apy, inputs.get("source_flags")),
         "updated_at": record["updated_at"],
     }
     return {k: v for k, v in doc.items() if v is not None}
@@ -183,6 +196,7 @@ class _DisplayRecord(TypedDict, total=False):
     url: Any
     apy_reward: Any
     share_price: Any
+    trend: Any
     security_inputs: _DisplayInputs | None
 
 
@@ -213,6 +227,7 @@ def display_fields(record: Mapping[str, Any]) -> dict[str, Any]:
         "share_price": record.get("share_price"),
         "exploits": inputs.get("exploits"),
         "source_flags": inputs.get("source_flags") or None,
+        "trend": record.get("trend"),
     }
     return {name: value for name, value in values.items() if value is not None}
 
@@ -257,6 +272,7 @@ def vault_document(vault: Vault) -> dict[str, Any]:
             doc["protocol_age_days"] = inputs.protocol_age_days
         if inputs.audits is not None:
             doc["audits"] = inputs.audits
+    doc["outlier"] = is_outlier(apy, inputs.source_flags if inputs is not None else None)
     doc["updated_at"] = vault.updated_at
     return doc
 

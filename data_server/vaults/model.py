@@ -10,9 +10,46 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# An APY above this (percent) is likely broken data or a one-off: such a vault, and one its
+# source flags as an outlier, is left out of "highest APY" rankings unless asked for, and
+# labelled wherever it is shown.
+OUTLIER_APY = 1000.0
+SOURCE_OUTLIER_FLAG = "defillama:outlier"
+
+
+def is_outlier(apy: float | None, source_flags: list[str] | None) -> bool:
+    """A likely outlier: an absurd APY, or the source's own outlier flag."""
+    return (apy is not None and apy > OUTLIER_APY) or SOURCE_OUTLIER_FLAG in (source_flags or [])
+
+
 Exposure = Literal["single", "multi"]
 RiskRating = Literal["low", "medium", "high", "very_high"]
 VaultStatus = Literal["active", "paused", "eol"]
+
+
+class YieldPrediction(BaseModel):
+    """DefiLlama's forecast of a pool's APY over the next weeks, as it publishes it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    predicted_class: str | None = Field(None, description="'Stable/Up' or 'Down'")
+    probability: float | None = Field(None, description="Percent")
+    confidence: int | None = Field(None, description="1 (low) to 3 (high)")
+
+
+class YieldTrend(BaseModel):
+    """What a source says of where a vault's APY has been and may go (percent; the changes
+    are percentage points)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    apy_mean_30d: float | None = None
+    apy_change_1d: float | None = None
+    apy_change_7d: float | None = None
+    apy_change_30d: float | None = None
+    il_7d: float | None = Field(None, description="Impermanent loss over 7 days, percent")
+    reward_tokens: list[str] = Field(default_factory=list, description="Reward token addresses")
+    prediction: YieldPrediction | None = None
 
 
 class SecurityInputs(BaseModel):
@@ -55,6 +92,7 @@ class Vault(BaseModel):
     security_inputs: SecurityInputs | None = None
     risk_rating: RiskRating | None = None
     url: str | None = None
+    trend: YieldTrend | None = Field(None, description="The source's APY trend, when it has one")
     status: VaultStatus = Field(
         "active", description="active, paused, or eol (retired: deposits closed, withdraw only)"
     )

@@ -14,7 +14,7 @@ from mcp.types import CallToolResult
 from albert.search import SearchParams, TypesenseClient
 from data_server.coaching import GUIDELINES_HEADER
 from data_server.mcp_server import TOOL_NAMES
-from data_server.vaults.model import Vault
+from data_server.vaults.model import Vault, is_outlier
 from tests.data_server.mcp_server.servers import AppServer, active_vaults
 from tests.data_server.mcp_server.vault_data import BAND_APYS, WALLET_VAULT_ADDRESS
 
@@ -460,11 +460,18 @@ async def test_a_ranking_by_highest_apy_leaves_out_likely_outliers_and_says_so(
     app_server: AppServer,
 ) -> None:
     vaults = active_vaults(app_server.store)
+
+    def flagged(v: Vault) -> bool:
+        return is_outlier(v.apy, v.security_inputs.source_flags if v.security_inputs else None)
+
     plausible = sorted(
-        (v.apy for v in vaults if v.apy is not None and v.apy <= 1000 and v.tvl_usd is not None),
+        (v.apy for v in vaults if v.apy is not None and v.tvl_usd is not None and not flagged(v)),
         reverse=True,
     )
     outliers = [v for v in vaults if v.apy is not None and v.apy > 1000]
+    assert any(flagged(v) and v.apy is not None and v.apy <= 1000 for v in vaults), (
+        "the recorded pools hold one DefiLlama flags though its APY is not absurd"
+    )
     assert outliers, "the recorded pools hold at least one APY above 1,000%"
     ranked = await call(app_server, "search_vaults", {"sort_by": "apy", "per_page": 20})
     found = ok(ranked)
@@ -482,3 +489,39 @@ async def test_a_ranking_by_highest_apy_leaves_out_likely_outliers_and_says_so(
     # A caller's own APY bound is kept as given: nothing is left out behind it.
     bounded = await call(app_server, "search_vaults", {"sort_by": "apy", "max_apy": 50})
     assert "Left out" not in texts(bounded)[0]
+
+
+async def test_analyze_yield_says_whether_the_apy_holds_from_the_source_trend(
+    app_server: AppServer,
+) -> None:
+    # Both recordings' spellings carry the trend: camelCase with a predictions object, and
+    # snake_case with the predictions written as a Python dict's text.
+    with_trend = [
+        v
+        for v in active_vaults(app_server.store)
+        if v.trend is not None and v.trend.prediction is not None and v.apy
+    ]
+    assert {v.trend.reward_tokens != [] for v in with_trend if v.trend} == {True, False}
+    down = [
+        v
+        for v in with_trend
+        if v.trend and v.trend.prediction and v.trend.prediction.predicted_class == "Down"
+    ]
+    for vault in (with_trend[0], *down[:1]):
+        assert vault.trend is not None and vault.trend.prediction is not None
+        result = await call(app_server, "analyze_yield", {"vault_id": vault.id})
+        data = ok(result)
+        text = texts(result)[0]
+        assert data["trend"]["prediction"]["predicted_class"] == (
+            vault.trend.prediction.predicted_class
+        )
+        if vault.trend.apy_mean_30d is not None:
+            assert f"30-day mean APY {vault.trend.apy_mean_30d:.2f}%" in text
+        assert f"DefiLlama's forecast: {vault.trend.prediction.predicted_class}" in text
+        assert data["sustainable"] is not None
+        verdict = "Likely to hold" if data["sustainable"] else "Not likely to hold"
+        assert f"Sustainable? {verdict}: " in text
+        # The verdict follows its reasons, each a figure the source gave.
+        against = [r for r in data["sustainable_because"] if "forecasts Down" in r]
+        if against and (vault.trend.prediction.probability or 0) >= 60:
+            assert data["sustainable"] is False
