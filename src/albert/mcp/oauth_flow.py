@@ -134,10 +134,12 @@ class OAuthFlow:
         }
         if scope:
             params["scope"] = scope
+        # Tokens the server still takes are kept until the new ones arrive: an
+        # authorization the user abandons costs nothing.
         self._store.save(
             name,
             url,
-            record.without_tokens().model_copy(
+            record.model_copy(
                 update={
                     "resource": resource,
                     "issuer": str(metadata.issuer),
