@@ -43,6 +43,7 @@ from demo_planner.plans import (
     make_context,
     make_plan,
 )
+from demo_planner.pointers import point_into
 from demo_planner.reading import Reading, read
 from demo_planner.rendering import (
     acknowledgement_text,
@@ -189,6 +190,15 @@ class DemoPlanner:
         previous, followup = self.follow_up(request.messages, request.tools)
         if followup is not None:
             question = followup.question
+        else:
+            pointed = point_into(question, request.messages)
+            if pointed is not None:
+                followup = FollowUp(
+                    previous="",
+                    question=pointed.question,
+                    changes=[f"“{pointed.words}” as {pointed.vault} from earlier results"],
+                )
+                question = pointed.question
         step, calls, plan = self.next_calls(question, request.tools, since)
         if calls:
             for call in calls:

@@ -116,7 +116,11 @@ def render_answer(
 
 
 def follow_up_line(followup: FollowUp) -> str:
-    """'Taking “…” from your previous question, with “on base” instead of “on ethereum”.'"""
+    """'Taking “…” from your previous question, with “on base” instead of “on ethereum”.'
+    A question that points into earlier results has no previous question of its own:
+    'Reading “the first one” as WETH-USDC from earlier results: “…”.'"""
+    if not followup.previous:
+        return f"Reading {'; '.join(followup.changes)}: “{followup.question}”."
     return (
         f"Taking “{followup.previous}” from your previous question, with "
         f"{'; '.join(followup.changes)}. Read as: “{followup.question}”."

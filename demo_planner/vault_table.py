@@ -45,6 +45,7 @@ class VaultRow(NamedTuple):
     risk: str
     url: str | None
     outlier: bool
+    vault_id: str
 
 
 class VaultPage(NamedTuple):
@@ -81,6 +82,7 @@ def read_page(text: str) -> VaultPage | None:
                 risk=found["risk"],
                 url=found["url"],
                 outlier=found["outlier"] is not None,
+                vault_id=found["id"],
             )
         )
         index += 1

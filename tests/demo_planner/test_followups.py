@@ -16,6 +16,7 @@ import pytest
 
 from demo_planner import LABEL
 from demo_planner.followups import is_acknowledgement
+from demo_planner.vault_table import read_page
 from tests.demo_planner.world import World
 
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -267,3 +268,29 @@ def test_only_a_message_that_thanks_or_agrees_is_an_acknowledgement(
     message: str, thanks: bool
 ) -> None:
     assert is_acknowledgement(message) is thanks
+
+
+@ON_MODULE_LOOP
+async def test_a_question_that_points_into_earlier_results_names_that_vault(
+    tools: World,
+) -> None:
+    turns = await tools.converse(
+        [
+            "USDC vaults on base",
+            "how risky is the first one?",
+            "and the second one's history?",
+            "where does the yield of the last one come from?",
+            "what is the market saying about Aave and is it growing?",
+        ]
+    )
+    [listed] = turns[0].results_of("main")
+    page = read_page(listed)
+    assert page is not None and len(page.rows) >= 3
+    rows = page.rows
+    # Each points into the first turn's results, also after a turn that listed none.
+    assert turns[1].step_calls("main") == [("analyze_risk", {"vault_id": rows[0].vault_id})]
+    assert turns[2].step_calls("main") == [("vault_history", {"vault_id": rows[1].vault_id})]
+    assert turns[3].step_calls("main") == [("analyze_yield", {"vault_id": rows[-1].vault_id})]
+    assert f"Reading “the first one” as {rows[0].name} from earlier results" in turns[1].answer
+    # A longer question's "it" is its own: nothing is pointed at.
+    assert all("vault_id" not in args for _, args in turns[4].step_calls("main"))

@@ -21,7 +21,7 @@ def test_earlier_turns_are_optional_and_must_not_be_empty() -> None:
 
 def test_the_question_set_has_follow_ups_of_every_kind() -> None:
     follow_ups = [c for c in load_cases() if c.before]
-    assert 5 <= len(follow_ups) <= 8
+    assert 5 <= len(follow_ups) <= 16
     assert all(c.workload == "followup" for c in follow_ups)
     assert sum(c.no_tool_calls for c in follow_ups) == 1
 
