@@ -7,7 +7,6 @@ with the worded guideline band the data server returned next to the results.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
@@ -50,14 +49,6 @@ def purpose_of(call_id: str) -> str:
     """The plan step a call belongs to, from the id the planner gave it (demo_<step>_<n>)."""
     parts = call_id.split("_")
     return parts[1] if len(parts) >= 3 and parts[0] == "demo" else "main"
-
-
-def _short_args(arguments: str) -> str:
-    try:
-        data = json.loads(arguments or "{}")
-    except ValueError:
-        return arguments
-    return ", ".join(f"{k}={v}" for k, v in data.items()) or "no arguments"
 
 
 def _quoted(value: float) -> str:
