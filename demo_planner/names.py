@@ -25,6 +25,7 @@ from typing import Literal
 from demo_planner import vocabulary as voc
 from demo_planner.reading import Reading
 from demo_planner.text import is_ticker_shaped
+from demo_planner.vault_table import vault_rows
 
 CACHE_SECONDS = 600.0
 MAX_ASSET_ENTRIES = 512
@@ -32,8 +33,8 @@ MAX_CANDIDATES = 4
 
 PROTOCOL_LINE = re.compile(r"^- ([a-z0-9][a-z0-9._-]*): \d+ vaults on ([^;]+);", re.MULTILINE)
 ASSET_LINE = re.compile(r"^- (\S+) on ([a-z0-9._-]+): \d+ vaults", re.MULTILINE)
-VAULT_LINE = re.compile(r"\[([a-z0-9._-]+) on ([a-z0-9._-]+)\] assets ([^;]+);")
-VAULT_ID_LINE = re.compile(r"; id (\S+?)(?:; page \S+)?\s*$", re.MULTILINE)
+# A protocol or chain slug as the vault lines write it: only these are learned.
+_SLUG = re.compile(r"[a-z0-9._-]+")
 _ASSET_QUERY = re.compile(r"No vault holds a token matching '([^']+)'")
 
 
@@ -83,10 +84,12 @@ class NameIndex:
         self.assets[query.upper()] = (symbols, self.clock())
 
     def learn_vault_lines(self, text: str) -> None:
-        for protocol, chain, assets in VAULT_LINE.findall(text):
-            self.learned_protocols.add(protocol)
-            self.chains.add(chain)
-            for symbol in assets.split("/"):
+        for row in vault_rows(text):
+            if not (_SLUG.fullmatch(row.protocol) and _SLUG.fullmatch(row.chain) and row.assets):
+                continue
+            self.learned_protocols.add(row.protocol)
+            self.chains.add(row.chain)
+            for symbol in row.assets.split("/"):
                 symbol = symbol.strip().upper()
                 if symbol and symbol != "?":
                     entry = self.assets.get(symbol)

@@ -24,7 +24,6 @@ from demo_planner import vocabulary as voc
 from demo_planner.binding import Binding, bind_fields, look_back_days, sort_request
 from demo_planner.lexicon import PhraseTable, ToolLexicon, phrase_table
 from demo_planner.names import (
-    VAULT_ID_LINE,
     Candidate,
     NameIndex,
     Resolved,
@@ -35,6 +34,7 @@ from demo_planner.names import (
 from demo_planner.reading import Reading, read
 from demo_planner.text import is_ticker_shaped
 from demo_planner.tickers import feed_topic, token_symbols
+from demo_planner.vault_table import vault_rows
 
 VAULT_TOOLS = ("search_vaults", "top_yields", "search_protocols")
 VAULT_ID_TOOLS = ("analyze_yield", "analyze_risk", "vault_history")
@@ -661,7 +661,7 @@ def follow_calls(plan: Plan, ctx: Context, main_results: list[str]) -> list[Call
     if f.source == "token":
         symbols = _unique(TOKEN_HIT.findall(text) for text in main_results)
         return [Call(tool, {"symbol": s}) for s in symbols[: f.count] for tool in f.tools]
-    ids = _unique(VAULT_ID_LINE.findall(text) for text in main_results)
+    ids = _unique([row.vault_id for row in vault_rows(text)] for text in main_results)
     calls = []
     for vault_id in ids[: f.count]:
         for tool in f.tools:

@@ -1,9 +1,12 @@
-"""A page of vaults as an answer shows it: a lead sentence, then a table.
+"""The vault tools' lines, read once for the whole planner; and a page of vaults as an
+answer shows it: a lead sentence, then a table.
 
 The vault tools answer with a head line (`103 vaults match; page 1 of 11, sorted by
-apy:desc.`) and one line per vault (data_server/mcp_server/search.py `vault_line`). The
-answer keeps every figure as the tool wrote it; it only leaves out what a reader does not
-need (index ids) and links a vault's name to its page when the tool gave one.
+apy:desc.`) and one line per vault (data_server/mcp_server/search.py `vault_line`); this
+module is the planner's one reader of that line (`vault_rows`: the names it learns, the
+ids its follow-ups and pointers use). The answer keeps every figure as the tool wrote it;
+it only leaves out what a reader does not need (index ids) and links a vault's name to its
+page when the tool gave one.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ _LINE = re.compile(
     r"APY (?P<apy>[^ ;]+) \(base (?P<base>[^,]+), rewards (?P<rewards>[^)]+)\); "
     r"TVL (?P<tvl>[^;]+); security (?P<security>[^;]+); risk (?P<risk>[^;]+)"
     r"(?P<outlier>; likely outlier)?; id (?P<id>\S+?)"
-    r"(?:; page (?P<url>https://\S+))?$"
+    r"(?:; page (?P<url>https://\S+))?$",
+    re.MULTILINE,
 )
 _KEYS = {
     "apy": "APY",
@@ -37,6 +41,7 @@ class VaultRow(NamedTuple):
     name: str
     protocol: str
     chain: str
+    assets: str
     apy: str
     base: str
     rewards: str
@@ -60,6 +65,29 @@ class VaultPage(NamedTuple):
     rest: str  # what follows the vault lines (the guidelines), as the tool wrote it
 
 
+def vault_rows(text: str) -> list[VaultRow]:
+    """Every vault line in a tool's text, in order (wherever the tool put them)."""
+    return [_row(found) for found in _LINE.finditer(text)]
+
+
+def _row(found: re.Match[str]) -> VaultRow:
+    return VaultRow(
+        name=found["name"],
+        protocol=found["protocol"],
+        chain=found["chain"],
+        assets=found["assets"],
+        apy=found["apy"],
+        base=found["base"],
+        rewards=found["rewards"],
+        tvl=found["tvl"],
+        security=found["security"],
+        risk=found["risk"],
+        url=found["url"],
+        outlier=found["outlier"] is not None,
+        vault_id=found["id"],
+    )
+
+
 def read_page(text: str) -> VaultPage | None:
     """The page a vault tool answered, or None when the text is not one."""
     lines = text.strip().split("\n")
@@ -69,22 +97,7 @@ def read_page(text: str) -> VaultPage | None:
     rows: list[VaultRow] = []
     index = 1
     while index < len(lines) and (found := _LINE.match(lines[index])) is not None:
-        rows.append(
-            VaultRow(
-                name=found["name"],
-                protocol=found["protocol"],
-                chain=found["chain"],
-                apy=found["apy"],
-                base=found["base"],
-                rewards=found["rewards"],
-                tvl=found["tvl"],
-                security=found["security"],
-                risk=found["risk"],
-                url=found["url"],
-                outlier=found["outlier"] is not None,
-                vault_id=found["id"],
-            )
-        )
+        rows.append(_row(found))
         index += 1
     if not rows:
         return None

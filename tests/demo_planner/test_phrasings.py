@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from demo_planner import LABEL, DemoPlanner
-from demo_planner.names import VAULT_ID_LINE
+from demo_planner.vault_table import vault_rows
 from tests.demo_planner.world import Turn, World
 
 # One MCP session and one event loop for the whole table.
@@ -447,7 +447,7 @@ TOKEN_HIT = re.compile(r"^\d+\. .*?\(([A-Za-z0-9.$_-]{1,20})\):", re.MULTILINE)
 
 def _resolve(expected: dict[str, Any], turn: Turn) -> dict[str, Any]:
     main = "\n".join(turn.results_of("main"))
-    ids = VAULT_ID_LINE.findall(main)
+    ids = [row.vault_id for row in vault_rows(main)]
     symbols = TOKEN_HIT.findall(main)
     values = {
         FIRST: ids[0] if ids else None,
