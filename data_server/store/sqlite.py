@@ -648,14 +648,8 @@ class VaultStore:
         self, *, source: str | None = None, since_revision: int | None = None
     ) -> Iterator[Vault]:
         """Every vault (optionally of one source, or changed after a revision), by id."""
-        sql, params = "SELECT record FROM vaults WHERE 1 = 1", []
-        if source is not None:
-            sql += " AND source = ?"
-            params.append(source)
-        if since_revision is not None:
-            sql += " AND revision > ?"
-            params.append(since_revision)
-        for row in self._rows(sql + " ORDER BY id", params):
+        where, params = _vault_filter(source, since_revision)
+        for row in self._rows(f"SELECT record FROM vaults{where} ORDER BY id", params):
             yield Vault.model_validate_json(row[0])
 
     def records(self, *, after_id: str | None = None, limit: int = 1000) -> list[tuple[str, str]]:
@@ -690,14 +684,8 @@ class VaultStore:
         self, *, source: str | None = None, since_revision: int | None = None
     ) -> list[str]:
         """Vault ids (optionally of one source, or of rows changed after a revision), sorted."""
-        sql, params = "SELECT id FROM vaults WHERE 1 = 1", []
-        if source is not None:
-            sql += " AND source = ?"
-            params.append(source)
-        if since_revision is not None:
-            sql += " AND revision > ?"
-            params.append(since_revision)
-        return [r[0] for r in self._rows(sql + " ORDER BY id", params)]
+        where, params = _vault_filter(source, since_revision)
+        return [r[0] for r in self._rows(f"SELECT id FROM vaults{where} ORDER BY id", params)]
 
     def history(
         self,
@@ -840,3 +828,17 @@ def _id_chunks(ids: list[str]) -> Iterator[tuple[str, list[str]]]:
     for start in range(0, len(ids), _IDS_PER_QUERY):
         chunk = ids[start : start + _IDS_PER_QUERY]
         yield ",".join("?" * len(chunk)), chunk
+
+
+def _vault_filter(source: str | None, since_revision: int | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (with its leading space, or empty) and parameters of a vault read
+    limited to one source and/or to rows changed after a revision."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if source is not None:
+        clauses.append("source = ?")
+        params.append(source)
+    if since_revision is not None:
+        clauses.append("revision > ?")
+        params.append(since_revision)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
