@@ -23,6 +23,10 @@ from tests.albert.mcp.conftest import (  # noqa: F401  (fixtures: the object's S
 
 # The local stack's scripted model and platform services, as the e2e tests have them.
 from tests.e2e.conftest import model, platform  # noqa: F401
+from tests.e2e.test_mcp import FAST_MCP
+from tests.support.asgi_server import AsgiServer
+from tests.support.runtime_process import RuntimeProcess
+from tests.support.scripted_model import ScriptedModelServer
 
 EVERYTHING = PROJECT_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything"
 
@@ -92,3 +96,24 @@ def everything_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Everyth
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def runtime(
+    tmp_path_factory: pytest.TempPathFactory,
+    model: ScriptedModelServer,  # noqa: F811 (the fixture imported above)
+    platform: AsgiServer,  # noqa: F811
+) -> Iterator[RuntimeProcess]:
+    """The worker on the local runtime, with no MCP server but those a test adds, and fast
+    MCP retries (one per module)."""
+    state: Path = tmp_path_factory.mktemp("interop-runtime")
+    variables = {
+        "ALBERT_MODE": "local",
+        "MODEL_BASE_URL": model.base_url,
+        "PLATFORM_API_URL": platform.url,
+        "TOOL_TIMEOUT_SECONDS": "10",
+        "MCP_DEFAULT_SERVER_URL": "",  # only the servers a test adds
+        **FAST_MCP,
+    }
+    with RuntimeProcess(state, variables) as process:
+        yield process

@@ -14,13 +14,12 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 
-from tests.e2e.test_mcp import FAST_MCP, tool_names, wait_status
+from tests.e2e.test_mcp import tool_names, wait_status
 from tests.interop.conftest import Everything
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
@@ -29,23 +28,6 @@ from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToo
 
 VERDICT = "SAFE: a third-party verdict"
 APY = {"vault": "usdc", "apy": 4.2}
-
-
-@pytest.fixture(scope="module")
-def runtime(
-    tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer, platform: AsgiServer
-) -> Iterator[RuntimeProcess]:
-    state: Path = tmp_path_factory.mktemp("interop-runtime")
-    variables = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "PLATFORM_API_URL": platform.url,
-        "TOOL_TIMEOUT_SECONDS": "10",
-        "MCP_DEFAULT_SERVER_URL": "",  # only the servers a test adds
-        **FAST_MCP,
-    }
-    with RuntimeProcess(state, variables) as process:
-        yield process
 
 
 @pytest.fixture(scope="module")

@@ -10,35 +10,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
-from tests.e2e.test_mcp import FAST_MCP, system_prompt, wait_status
-from tests.support.asgi_server import AsgiServer
+from tests.e2e.test_mcp import system_prompt, wait_status
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.oauth_servers import SCOPE, SECRET_YIELD, GuardedServers, guarded_mcp
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
-
-
-@pytest.fixture(scope="module")
-def runtime(
-    tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer, platform: AsgiServer
-) -> Iterator[RuntimeProcess]:
-    state: Path = tmp_path_factory.mktemp("oauth-runtime")
-    variables = {
-        "ALBERT_MODE": "local",
-        "MODEL_BASE_URL": model.base_url,
-        "PLATFORM_API_URL": platform.url,
-        "TOOL_TIMEOUT_SECONDS": "10",
-        "MCP_DEFAULT_SERVER_URL": "",
-        **FAST_MCP,
-    }
-    with RuntimeProcess(state, variables) as process:
-        yield process
 
 
 @pytest.fixture
