@@ -256,7 +256,7 @@ class ServerState:
 
     def lost(self, reason: str) -> bool:
         """The connection is gone; False when the server was not up (nothing changes)."""
-        if self.state not in ("ready", "connecting", "needs_authorization"):
+        if self.state not in ("ready", "connecting"):
             return False
         self.conn = None
         self.last_error = reason
