@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -33,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from albert.mcp.pinned_transport import transport_for
 from albert.mcp.remote_tool import RemoteToolSpec
 from albert.mcp.response_guard import (
     ANSWER_REFUSED,
@@ -167,17 +167,7 @@ class McpConnection:
         auth: httpx2.Auth | None = None,
     ) -> httpx2.AsyncClient:
         """This connection's httpx2 client (the SDK's SSE transport asks for it this way)."""
-        if sys.platform == "emscripten":
-            # The platform's fetch opens the connection (and refuses private addresses).
-            inner: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport()
-        elif self._connect_check is None:
-            inner = httpx2.AsyncHTTPTransport(trust_env=False)
-        else:
-            from albert.mcp.pinned_transport import CheckedTransport
-
-            # Checked and pinned (no proxy from the environment: it would resolve the name).
-            inner = CheckedTransport(self._connect_check)
-        self._guard = ResponseGuard(inner)
+        self._guard = ResponseGuard(transport_for(self._connect_check))
         return httpx2.AsyncClient(
             headers=headers if headers is not None else self._headers,
             timeout=timeout,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
@@ -62,6 +61,7 @@ from albert.mcp.oauth_store import (
     OAuthStore,
     PendingAuthorization,
 )
+from albert.mcp.pinned_transport import transport_for
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
 
 log = logging.getLogger(__name__)
@@ -362,15 +362,8 @@ class OAuthFlow:
             raise AuthorizationFailed("the token endpoint's answer is not a bearer token") from None
 
     def _client(self) -> httpx2.AsyncClient:
-        if sys.platform == "emscripten":
-            # The platform's fetch opens the connection (and refuses private addresses).
-            transport: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport()
-        else:
-            from albert.mcp.pinned_transport import CheckedTransport
-
-            transport = CheckedTransport(ConnectCheck(self._mode, self._resolver))
         return httpx2.AsyncClient(
-            transport=transport,
+            transport=transport_for(ConnectCheck(self._mode, self._resolver)),
             timeout=REQUEST_SECONDS,
             follow_redirects=False,
             headers={"Accept-Encoding": "identity"},

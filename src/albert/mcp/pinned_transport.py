@@ -9,18 +9,30 @@ again). The name never reaches the system resolver, so a DNS answer that changes
 after the check (rebinding) cannot send a request elsewhere. The Host header is
 the URL's, and TLS verifies the original name (SNI and certificate).
 
-Imported only by albert.mcp.connection, i.e. only once an MCP server is configured.
-Under Pyodide the SDK's own fetch transport is used instead: there the platform
-opens the connection (see albert.mcp.connection).
+Imported only with albert.mcp.connection or albert.mcp.oauth_flow, i.e. only once an MCP
+server is configured. Under Pyodide httpx2's own transport (the platform's fetch) is used
+instead: there the platform opens the connection (`transport_for`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import httpx2
 
 from albert.mcp.ssrf import ConnectCheck, IpAddress, checked_addresses
+
+
+def transport_for(check: ConnectCheck | None) -> httpx2.AsyncBaseTransport:
+    """The transport an MCP server's (or its authorization server's) requests go through."""
+    if sys.platform == "emscripten":
+        # The platform's fetch opens the connection (and refuses private addresses).
+        return httpx2.AsyncHTTPTransport()
+    if check is None:
+        return httpx2.AsyncHTTPTransport(trust_env=False)
+    # Checked and pinned (no proxy from the environment: it would resolve the name).
+    return CheckedTransport(check)
 
 
 class CheckedTransport(httpx2.AsyncBaseTransport):
