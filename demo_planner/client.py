@@ -110,15 +110,14 @@ class DemoPlanner:
             call = calls.get(message.tool_call_id or "")
             if call is None:
                 continue
+            try:
+                query = str(json.loads(call.arguments).get("query") or "")
+            except (ValueError, AttributeError):
+                query = ""
             if call.name == CATALOGUE_TOOL and purpose_of(call.id) == "lookup":
-                self.names.learn_catalogue(message.content)
-            elif call.name == ASSET_LOOKUP_TOOL:
-                try:
-                    query = json.loads(call.arguments).get("query", "")
-                except ValueError:
-                    query = ""
-                if query:
-                    self.names.learn_assets(str(query), message.content)
+                self.names.learn_catalogue(message.content, query or None)
+            elif call.name == ASSET_LOOKUP_TOOL and query:
+                self.names.learn_assets(query, message.content)
             self.names.learn_vault_lines(message.content)
 
     def follow_up(

@@ -53,6 +53,7 @@ class NameIndex:
     learned_protocols: set[str] = field(default_factory=set)
     chains: set[str] = field(default_factory=set)
     assets: dict[str, tuple[list[str], float]] = field(default_factory=dict)
+    protocol_queries: dict[str, tuple[list[str], float]] = field(default_factory=dict)
 
     def has_catalogue(self) -> bool:
         """The full protocol list is fresh."""
@@ -65,12 +66,29 @@ class NameIndex:
             return None
         return entry[0]
 
-    def learn_catalogue(self, text: str) -> None:
+    def protocol_lookup(self, word: str) -> list[str] | None:
+        """Protocols the catalogue listed for a word, or None if never asked (or stale)."""
+        entry = self.protocol_queries.get(word.lower())
+        if entry is None or self.clock() - entry[1] >= CACHE_SECONDS:
+            return None
+        return entry[0]
+
+    def learn_catalogue(self, text: str, query: str | None = None) -> None:
+        """The catalogue's answer: all protocols by TVL, or (with `query`) those it matched."""
         found = PROTOCOL_LINE.findall(text)
         if not found and "No protocol matches" not in text:
             return
-        self.protocols = [slug for slug, _ in found]
-        self.protocols_at = self.clock()
+        slugs = [slug for slug, _ in found]
+        if query:
+            # Beyond the largest 50 a protocol is found only by its name.
+            if len(self.protocol_queries) >= MAX_ASSET_ENTRIES:
+                oldest = min(self.protocol_queries, key=lambda k: self.protocol_queries[k][1])
+                del self.protocol_queries[oldest]
+            self.protocol_queries[query.lower()] = (slugs, self.clock())
+            self.learned_protocols.update(slugs)
+        else:
+            self.protocols = slugs
+            self.protocols_at = self.clock()
         for _, chains in found:
             self.chains |= {c.strip() for c in chains.split(",") if c.strip()}
 
@@ -129,6 +147,14 @@ def protocol_matches(words: list[str], i: int, slugs: list[str]) -> tuple[list[s
         if prefix:
             return prefix, 1
     return [], 1
+
+
+def needs_name_lookup(word: str, slugs: list[str], index: NameIndex) -> bool:
+    """Whether a name must be asked of the catalogue by itself: it holds the largest
+    protocols only, so 'curve' may stand for more than the curve-dex it lists ('lido',
+    a slug itself, may not)."""
+    key = letters(word)
+    return index.protocol_lookup(word) is None and not any(letters(s) == key for s in slugs)
 
 
 @dataclass
@@ -214,6 +240,7 @@ def resolve(
         assets={a.upper() for a in schema.get("asset", set())},
         index=index,
         need_catalogue=need_catalogue and not index.has_catalogue(),
+        can_ask_name=need_catalogue,
     )
     out: list[Resolved] = []
     pending: list[str] = []
@@ -239,6 +266,7 @@ class _Known:
     assets: set[str]
     index: NameIndex
     need_catalogue: bool
+    can_ask_name: bool = False
 
     def ticker(self, c: Candidate) -> Resolved | None:
         """USDC, stETH, $AERO: an asset first; None while the index has not been asked."""
@@ -256,6 +284,8 @@ class _Known:
     def name(self, c: Candidate) -> Resolved | None:
         """Aave, curve, Morpho: a protocol first; None while the index has not been asked."""
         if self.need_catalogue:
+            return None
+        if self.can_ask_name and needs_name_lookup(c.text, self.slugs, self.index):
             return None
         protos, used = protocol_matches(self.words, c.index, self.slugs)
         if protos:

@@ -28,6 +28,7 @@ from demo_planner.names import (
     NameIndex,
     Resolved,
     candidates,
+    needs_name_lookup,
     protocol_matches,
     resolve,
 )
@@ -442,18 +443,19 @@ def _names(reading: Reading, ctx: Context, plan: Plan, lookups_done: bool) -> li
 def _lookups(
     reading: Reading, ctx: Context, schema: dict[str, set[str]], pending: list[Candidate]
 ) -> list[Call]:
-    """The catalogue if it is not cached, and an asset lookup per word not looked up yet."""
+    """The catalogue if it is not cached, each name asked of the catalogue, and an asset
+    lookup per word not looked up yet."""
     calls = []
     if ctx.has(CATALOGUE_TOOL) and not ctx.names.has_catalogue():
         calls.append(Call(CATALOGUE_TOOL, {"limit": CATALOGUE_LIMIT}))
-    if not ctx.has(ASSET_LOOKUP_TOOL):
-        return calls
     slugs = ctx.names.known_protocols(schema["protocol"])
     words = [t.text for t in reading.tokens]
     for c in pending:
-        if ctx.names.asset_lookup(c.text) is not None:
+        if not c.ticker and ctx.has(CATALOGUE_TOOL) and needs_name_lookup(c.text, slugs, ctx.names):
+            calls.append(Call(CATALOGUE_TOOL, {"query": c.text, "limit": CATALOGUE_LIMIT}))
+        if not ctx.has(ASSET_LOOKUP_TOOL) or ctx.names.asset_lookup(c.text) is not None:
             continue
-        # A name the schema already knows as a protocol needs only the catalogue.
+        # A name the schema already knows as a protocol needs no asset lookup.
         if not c.ticker and protocol_matches(words, c.index, slugs)[0]:
             continue
         calls.append(Call(ASSET_LOOKUP_TOOL, {"query": c.text}))
@@ -627,7 +629,16 @@ def _protocol_plan(reading: Reading, ctx: Context) -> Plan:
     binding.arguments.pop(lex.roles.get("sort", ""), None)
     schema = {"protocol": ctx.known("protocol"), "asset": ctx.known("asset")}
     named = candidates(reading, _known_name(ctx, schema))
-    words = [c.text.lower() for c in named if c.text.lower() not in voc.PROTOCOL_FILLER]
+    tokens = reading.words
+    words = []
+    for c in named:
+        if c.text.lower() in voc.PROTOCOL_FILLER:
+            continue
+        words.append(c.text.lower())
+        # "Aave v3": the version is part of the name the catalogue matches.
+        after = tokens[c.index + 1] if c.index + 1 < len(tokens) else ""
+        if re.fullmatch(r"v\d+", after):
+            words.append(after)
     args: dict[str, Any] = {}
     if words and lex.has("query"):
         args[lex.roles["query"]] = " ".join(words)

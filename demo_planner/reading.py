@@ -43,6 +43,11 @@ _CUES: dict[str, list[tuple[str, ...]]] = {
 _NEGATORS = _phrase_set(voc.NEGATORS)
 _SHORT_OR_AMBIGUOUS = set(voc.CHAIN_SHORT) | set(voc.CHAIN_AMBIGUOUS)
 _NOT_TICKER = {w.lower() for w in voc.NOT_TICKERS}
+_CHAIN_NOUNS = ("chain", "network", "mainnet")
+
+
+def _learned_only(word: str) -> bool:
+    return word not in voc.CHAIN_NAMES and word not in voc.CHAIN_SHORT
 
 
 @dataclass
@@ -102,6 +107,13 @@ def _gate_chains(mentions: list[Mention], tokens: list[Token]) -> list[Mention]:
     words = [t.low for t in tokens]
     out = []
     for m in mentions:
+        if m.kind == "chain" and m.start == m.end and _learned_only(words[m.start]):
+            # A chain known only from the index ('stable', 'tempo', 'ink') is read as one
+            # only where a chain is named: "stable yields" are not yields on Stable.
+            before = words[m.start - 1] if m.start > 0 else ""
+            after = words[m.end + 1] if m.end + 1 < len(words) else ""
+            if before not in voc.CHAIN_PREPOSITIONS and after not in _CHAIN_NOUNS:
+                continue
         if m.kind == "chain" and m.start == m.end and words[m.start] in _SHORT_OR_AMBIGUOUS:
             before = words[m.start - 1] if m.start > 0 else ""
             after = words[m.end + 1] if m.end + 1 < len(words) else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
@@ -56,11 +57,19 @@ def _letters(text: str) -> str:
 
 def protocol_matches(query: str, slug: str) -> bool:
     """Whether a protocol slug is what the query names (not a vault that mentions it)."""
+    words, parts = _name_words(query), set(re.split(r"[^a-z0-9]+", slug.lower()))
+    # "uniswap v9" names no version there is: not uniswap-v3 (v2, v4) by the word "uniswap".
+    asked, listed = _versions(re.split(r"[^a-z0-9]+", query.lower())), _versions(parts)
+    if asked and listed and not asked & listed:
+        return False
     needle, name = _letters(query), _letters(slug)
     if len(needle) >= 3 and (needle in name or (len(name) >= 3 and name in needle)):
         return True
-    parts = set(re.split(r"[^a-z0-9]+", slug.lower()))
-    return any(len(w) >= 3 and any(p.startswith(w) for p in parts) for w in _name_words(query))
+    return any(len(w) >= 3 and any(p.startswith(w) for p in parts) for w in words)
+
+
+def _versions(words: Iterable[str]) -> set[str]:
+    return {w for w in words if re.fullmatch(r"v\d+", w)}
 
 
 def _name_words(query: str) -> list[str]:

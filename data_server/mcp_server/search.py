@@ -435,9 +435,13 @@ class TopYieldsInput(StrictInput):
     min_security_score: Annotated[float, Field(ge=0, le=100)] | None = Field(
         None, description="Minimum security score, 0–100."
     )
-    max_apy: Percent = Field(
-        1000,
-        description="Upper APY bound in PERCENT to drop broken or one-off outliers (default 1000).",
+    max_apy: Percent | None = Field(
+        None,
+        description="Upper APY bound in PERCENT. Without one, likely outliers are left out "
+        "(above 1,000 %, flagged by their source, or TVL unknown).",
+    )
+    include_outliers: bool = Field(
+        False, description="True: keep likely outliers in the ranking, labelled."
     )
     limit: int = Field(10, ge=1, le=50, description="How many vaults to return (1–50).")
 
@@ -452,6 +456,7 @@ async def top_yields(deps: ToolDeps, params: TopYieldsInput) -> ToolOutput[Vault
             min_tvl_usd=params.min_tvl_usd,
             min_security_score=params.min_security_score,
             max_apy=params.max_apy,
+            include_outliers=params.include_outliers,
             min_apy=0,
             sort_by="apy",
             per_page=params.limit,

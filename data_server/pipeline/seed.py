@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Protocol
 
 from albert.search.typesense_client import TypesenseClient
+from data_server.fixtures import recordings_digest
 from data_server.pipeline.check import check
 from data_server.pipeline.progress import PipelineProgress
 from data_server.pipeline.run import PipelineReport, offline_http, offline_processors, run_pipeline
@@ -38,7 +39,8 @@ async def seed_local(
     """Run the offline pipeline (recorded responses, a few thousand real vaults).
 
     With ``skip_if_current`` nothing is done (None is returned) when the store already
-    holds vaults and the staleness check finds no drift against the index. ``typesense`` is
+    holds vaults seeded from these very recordings and the staleness check finds no drift
+    against the index. ``typesense`` is
     a client, or a running server (``TypesenseProcess``) for which one is made and closed.
     """
     if isinstance(typesense, TypesenseClient):
@@ -54,13 +56,15 @@ async def _seed(
     progress: PipelineProgress | None,
     skip_if_current: bool,
 ) -> PipelineReport | None:
+    # Which recordings the store was seeded from: new ones (a newer checkout) reseed it.
+    digest = recordings_digest()
     with VaultStore(db_path) as store:
-        if skip_if_current and store.counts().vaults:
+        if skip_if_current and store.counts().vaults and seeded_from(db_path) == digest:
             report = await check(store, typesense, collection=collection)
             if report.ok:
                 return None
         async with offline_http() as http:
-            return await run_pipeline(
+            report = await run_pipeline(
                 offline_processors(),
                 store,
                 typesense,
@@ -68,3 +72,16 @@ async def _seed(
                 http=http,
                 collection=collection,
             )
+    if report.ok:
+        _marker(db_path).write_text(digest + "\n")
+    return report
+
+
+def _marker(db_path: str | Path) -> Path:
+    return Path(f"{db_path}.recordings")
+
+
+def seeded_from(db_path: str | Path) -> str | None:
+    """The digest of the recordings a local store was last seeded from (None: unknown)."""
+    marker = _marker(db_path)
+    return marker.read_text().strip() if marker.exists() else None

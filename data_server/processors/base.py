@@ -51,6 +51,9 @@ _CHAIN_ALIASES = {
     "xdai": "gnosis",
     "zksync era": "zksync",
     "zksync": "zksync",
+    # DefiLlama's names of these chains carry a suffix nobody types.
+    "hyperliquid l1": "hyperliquid",
+    "plume mainnet": "plume",
 }
 
 # EVM chain ids used by Yearn and by Beefy's /tvl endpoint.

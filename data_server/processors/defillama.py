@@ -66,7 +66,8 @@ class PoolRow(BaseModel):
     underlying_tokens: list[str] | None = _alias("underlyingTokens", "underlying_tokens")
     pool_meta: str | None = _alias("poolMeta", "pool_meta")
     url: str | None = _alias("url", "defiLlamaUrl")
-    timestamp: str | None = _alias("timestamp")
+    # Mirrors that keep a fetch time per row name it `scrapedAt`.
+    timestamp: str | None = _alias("timestamp", "scrapedAt")
     count: int | None = _alias("count")
     outlier: bool | None = _alias("outlier")
     pool_old: str | None = _alias("pool_old", "poolOld")

@@ -17,6 +17,7 @@ import pytest
 from demo_planner import LABEL
 from demo_planner.followups import is_acknowledgement
 from demo_planner.vault_table import read_page
+from tests.demo_planner.test_phrasings import AAVE
 from tests.demo_planner.world import World
 
 ON_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -79,14 +80,14 @@ REFINEMENTS = [
     Talk(
         ["Aave vaults for USDC on ethereum", "what about Morpho?"],
         [
-            [vaults(chain="ethereum", protocol="aave-v3", asset_symbol="USDC")],
+            [vaults(chain="ethereum", **AAVE, asset_symbol="USDC")],
             [vaults(chain="ethereum", protocol="morpho-blue", asset_symbol="USDC")],
         ],
     ),
     Talk(
         ["aave vaults for USDC", "how about morpho"],
         [
-            [vaults(protocol="aave-v3", asset_symbol="USDC")],
+            [vaults(**AAVE, asset_symbol="USDC")],
             [vaults(protocol="morpho-blue", asset_symbol="USDC")],
         ],
         says=("“morpho” instead of “aave”",),

@@ -50,6 +50,9 @@ def tokens(**args: Any) -> tuple[str, dict[str, Any]]:
 
 
 CURVE = {"protocol": "curve-dex", "protocols": ["curve-llamalend"]}
+# Each name stands for every protocol of that name the index holds.
+AAVE = {"protocol": "aave-v3", "protocols": ["aave-v4"]}
+COMPOUND = {"protocol": "compound-v3", "protocols": ["compound-v2"]}
 
 SEVERAL_CONDITIONS = [
     Row(
@@ -124,7 +127,7 @@ SEVERAL_CONDITIONS = [
 ]
 
 LOOKS_LIKE_A_SYMBOL = [
-    Row("Aave's USDC vault APY", [vaults(protocol="aave-v3", asset_symbol="USDC")]),
+    Row("Aave's USDC vault APY", [vaults(**AAVE, asset_symbol="USDC")]),
     Row("USDC.e pools on arbitrum", [vaults(chain="arbitrum", asset_symbol="USDC.E")]),
     Row("sUSDe vaults", [vaults(asset_symbol="SUSDE")]),
     Row(
@@ -159,7 +162,7 @@ LOOKS_LIKE_A_SYMBOL = [
     ),
     Row(
         "which Aave vaults pay the most",
-        [vaults(protocol="aave-v3", sort_by="apy")],
+        [vaults(**AAVE, sort_by="apy")],
     ),
 ]
 
@@ -180,8 +183,7 @@ DROPPED_CONDITIONS = [
     ),
     Row(
         "Compare Aave and Compound for USDC",
-        [vaults(protocol="aave-v3", asset_symbol="USDC")],
-        says=("“Compound”: no asset, protocol or chain of that name",),
+        [vaults(**AAVE, asset_symbol="USDC"), vaults(**COMPOUND, asset_symbol="USDC")],
     ),
     Row(
         "stable yields above 10% excluding Beefy",

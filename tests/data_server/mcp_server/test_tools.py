@@ -96,7 +96,7 @@ async def test_or_group_is_parenthesised_so_the_chain_filter_holds(app_server: A
         flat = result["filter_by"].replace("(", "").replace(")", "")
         loose = await client.search(
             app_server.settings.vaults_collection,
-            SearchParams(q="*", filter_by=flat, per_page=50),
+            SearchParams(q="*", filter_by=flat, per_page=250),
         )
     assert "test:base:usdc-lending" in {h.document["id"] for h in loose.hits}
 
@@ -248,16 +248,31 @@ async def test_search_vault_assets(app_server: AppServer) -> None:
 
 async def test_top_yields(app_server: AppServer) -> None:
     vaults = active_vaults(app_server.store)
-    data = ok(await call(app_server, "top_yields", {"limit": 5}))
-    expected = sorted(
-        (
-            v.apy
-            for v in vaults
-            if v.apy is not None and 0 <= v.apy <= 1000 and (v.tvl_usd or 0) >= 1_000_000
-        ),
-        reverse=True,
-    )[:5]
-    assert [v["apy"] for v in data["vaults"]] == pytest.approx(expected, rel=1e-6)
+    result = await call(app_server, "top_yields", {"limit": 5})
+    data = ok(result)
+
+    def flagged(v: Vault) -> bool:
+        return is_outlier(v.apy, v.security_inputs.source_flags if v.security_inputs else None)
+
+    def ranked(keep_outliers: bool) -> list[float]:
+        return sorted(
+            (
+                v.apy
+                for v in vaults
+                if v.apy is not None
+                and 0 <= v.apy <= 1000
+                and (v.tvl_usd or 0) >= 1_000_000
+                and (keep_outliers or not flagged(v))
+            ),
+            reverse=True,
+        )[:5]
+
+    # Likely outliers (flagged by their source) are left out of the ranking, and said so.
+    assert [v["apy"] for v in data["vaults"]] == pytest.approx(ranked(False), rel=1e-6)
+    assert ranked(True) != ranked(False), "the recordings hold flagged outliers"
+    assert "Left out as likely outliers" in " ".join(texts(result))
+    kept = ok(await call(app_server, "top_yields", {"limit": 5, "include_outliers": True}))
+    assert [v["apy"] for v in kept["vaults"]] == pytest.approx(ranked(True), rel=1e-6)
     loose = ok(await call(app_server, "top_yields", {"limit": 5, "min_tvl_usd": 0}))
     assert loose["vaults"][0]["apy"] >= data["vaults"][0]["apy"]
     bad = await call(app_server, "top_yields", {"chain": "mordor"})
@@ -383,7 +398,7 @@ async def test_concurrent_calls_on_one_session(app_server: AppServer) -> None:
     assert ok(results[3])["total_value_usd"] == pytest.approx(8500.5)
 
 
-@pytest.mark.parametrize("query", ["pendle", "zzzqqq", "uniswap-v9"])
+@pytest.mark.parametrize("query", ["silo", "zzzqqq", "uniswap-v9"])
 async def test_search_protocols_returns_nothing_when_no_protocol_matches(
     app_server: AppServer, query: str
 ) -> None:
@@ -398,15 +413,17 @@ async def test_search_protocols_returns_nothing_when_no_protocol_matches(
     }
     # Vaults of other protocols that merely carry the name are pointed at, not listed.
     assert set(data["named_in_vaults"]) <= named
-    if query == "pendle":
-        assert {"beefy", "yearn-finance"} <= set(data["named_in_vaults"])
+    if query == "silo":
+        assert data["named_in_vaults"]
 
 
 async def test_search_protocols_matches_the_protocol_a_user_names(app_server: AppServer) -> None:
     data = ok(await call(app_server, "search_protocols", {"query": "Curve Finance"}))
     assert {p["protocol"] for p in data["protocols"]} == {"curve-dex", "curve-llamalend"}
     data = ok(await call(app_server, "search_protocols", {"query": "aave"}))
-    assert [p["protocol"] for p in data["protocols"]] == ["aave-v3"]
+    assert {p["protocol"] for p in data["protocols"]} == {"aave-v3", "aave-v4"}
+    data = ok(await call(app_server, "search_protocols", {"query": "Aave V4"}))
+    assert [p["protocol"] for p in data["protocols"]] == ["aave-v4"]
 
 
 async def raw_call(server: AppServer, body: bytes) -> dict[str, Any]:

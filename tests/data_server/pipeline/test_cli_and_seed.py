@@ -9,7 +9,7 @@ import pytest
 
 from albert.search.typesense_client import TypesenseClient
 from data_server.cli import EXIT_BUSY, EXIT_FAILED, EXIT_OK, main
-from data_server.fixtures import BEEFY_CHAINS, load
+from data_server.fixtures import BEEFY_CHAINS, load, recorded_pool_ids
 from data_server.pipeline import seed_local
 from data_server.store import VaultStore
 from tests.typesense_fixture import TypesenseServer, unique_name
@@ -18,9 +18,7 @@ from tests.typesense_fixture import TypesenseServer, unique_name
 def _full_count() -> int:
     beefy = sum(len(load(f"beefy/vaults_config_{c}.json")) for c in BEEFY_CHAINS)
     yearn = sum(len(load(f"yearn/vaults_{c}.json")["vaults"]) for c in (1, 8453))
-    pools = {r["poolId"] for r in load("defillama/pools_camel_30_2025-12-24_timwf.json")["pools"]}
-    pools |= {r["pool"] for r in load("defillama/pools_enriched_snake_2025-08-31_PaulApivat.json")}
-    return beefy + yearn + len(pools)
+    return beefy + yearn + len(recorded_pool_ids())
 
 
 async def test_seed_local_fills_store_and_index_with_thousands_of_vaults(
@@ -43,6 +41,15 @@ async def test_seed_local_fills_store_and_index_with_thousands_of_vaults(
     # A current store and index are left alone (here given the server, not a client).
     again = await seed_local(db, typesense_server, collection=collection, skip_if_current=True)
     assert again is None
+    # A store seeded from other recordings (an older checkout's) is seeded again, in place.
+    _pretend_seeded_from_older_recordings(db)
+    reseeded = await seed_local(db, index_client, collection=collection, skip_if_current=True)
+    assert reseeded is not None and reseeded.ok and reseeded.upserted == 0
+    assert await seed_local(db, index_client, collection=collection, skip_if_current=True) is None
+
+
+def _pretend_seeded_from_older_recordings(db: Path) -> None:
+    Path(f"{db}.recordings").write_text("recordings of an older checkout\n")
 
 
 def test_cli_pipeline_run_then_check(

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from albert.search.typesense_client import SearchParams, TypesenseClient
-from data_server.fixtures import fixture_handler, load
+from data_server.fixtures import csv_pool_rows, fixture_handler, load, recorded_pool_ids
 from data_server.pipeline import (
     NullProgress,
     RichProgress,
@@ -23,6 +23,7 @@ from data_server.pipeline import (
 )
 from data_server.pipeline.run import FIRST_SLICE
 from data_server.processors import BeefyProcessor, DefiLlamaProcessor, YearnProcessor
+from data_server.processors.base import chain_slug
 from data_server.store import VaultStore
 from data_server.store.sqlite import WAL_SIZE_LIMIT
 from data_server.vaults.index import record_document, with_display
@@ -31,7 +32,6 @@ from tests.typesense_fixture import TypesenseServer
 from .conftest import http_client
 
 CAMEL = "defillama/pools_camel_30_2025-12-24_timwf.json"
-SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
 
 
 def _subset() -> list:
@@ -40,8 +40,11 @@ def _subset() -> list:
 
 
 def _expected_count() -> int:
-    pools = {r["poolId"] for r in load(CAMEL)["pools"]} | {r["pool"] for r in load(SNAKE)}
-    return len(pools) + len(load("yearn/vaults_8453.json")["vaults"])
+    return len(recorded_pool_ids()) + len(load("yearn/vaults_8453.json")["vaults"])
+
+
+def top_tvl_ids() -> set[str]:
+    return {r["poolId"] for r in csv_pool_rows()}
 
 
 def _with_changed_pool(pool_id: str, apy_delta: float):
@@ -76,8 +79,9 @@ async def test_run_twice_is_idempotent_and_updates_values(
         "yearn": len(load("yearn/vaults_8453.json")["vaults"]),
     }
 
-    row = next(r for r in load(CAMEL)["pools"] if r["project"] == "falcon-finance")
-    vid = f"defillama:ethereum:{row['poolId']}"
+    # A pool only this recording lists: its row is the one the vault is made of.
+    row = next(r for r in load(CAMEL)["pools"] if r["poolId"] not in top_tvl_ids())
+    vid = f"defillama:{chain_slug(row['chain'])}:{row['poolId']}"
     async with http_client(_with_changed_pool(row["poolId"], 1.25)) as http:
         second = await run_pipeline(
             _subset(), store, index_client, http=http, collection=collection

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from data_server.fixtures import load, offline_transport, recorded_chart_pools
+from data_server.fixtures import csv_pool_rows, load, offline_transport, recorded_chart_pools
 from data_server.processors import DefiLlamaProcessor
-from data_server.processors.base import DAY, parse_time
-from data_server.vaults.model import Vault
+from data_server.processors.base import DAY, chain_slug, parse_time
+from data_server.vaults.model import Vault, is_outlier
 
 from .conftest import run_offline
 
@@ -19,11 +19,27 @@ SNAKE = "defillama/pools_enriched_snake_2025-08-31_PaulApivat.json"
 HISTORY = "defillama/pool_history_daily_6pools_PaulApivat.json"
 
 
+def _recordings() -> list[dict[str, dict]]:
+    """Each /pools recording by pool id, oldest first (2025-08-31, 2025-12-24, 2026-09-02)."""
+    return [
+        {r["pool"]: r for r in load(SNAKE)},
+        {r["poolId"]: r for r in load(CAMEL)["pools"]},
+        {r["poolId"]: r for r in csv_pool_rows()},
+    ]
+
+
+def _newest_apy() -> dict[str, float | None]:
+    newest: dict[str, float | None] = {}
+    for recording in _recordings():
+        newest.update({pool: row["apy"] for pool, row in recording.items()})
+    return newest
+
+
 async def test_pools_keep_percent_apy_and_stable_ids() -> None:
     result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
     by_id = {v.id: v for v in result.vaults}
-    camel = load(CAMEL)["pools"]
-    row = next(r for r in camel if r["project"] == "falcon-finance")
+    later = _recordings()[2]
+    row = next(r for r in load(CAMEL)["pools"] if r["poolId"] not in later)
     vault = by_id[f"defillama:ethereum:{row['poolId']}"]
     # DefiLlama already reports percent: the value passes through unchanged.
     assert vault.apy == pytest.approx(row["apy"])
@@ -31,7 +47,7 @@ async def test_pools_keep_percent_apy_and_stable_ids() -> None:
     assert 5.0 <= vault.apy <= 10.0  # the export was filtered to 5–10 % pools
     assert vault.tvl_usd == pytest.approx(row["tvlUsd"])
     assert vault.stablecoin is True and vault.exposure == "single"
-    assert vault.protocol == "falcon-finance"
+    assert vault.protocol == row["project"]
     assert vault.security_score is not None and vault.risk_rating is not None
 
 
@@ -46,22 +62,37 @@ async def test_snake_case_rows_are_normalised() -> None:
     assert vault.asset_symbols == [s.upper() for s in row["symbol"].split("-")]
     expected_time = datetime.fromisoformat(row["timestamp"].replace("Z", "+00:00"))
     assert vault.updated_at == int(expected_time.timestamp())
-    # Every source row becomes one vault; pools present in both files are merged once.
-    camel_ids = {r["poolId"] for r in load(CAMEL)["pools"]}
-    snake_ids = {r["pool"] for r in snake}
-    assert len(result.vaults) == len(camel_ids | snake_ids)
+    # Every source row becomes one vault; pools present in several files are merged once.
+    assert len(result.vaults) == len(_newest_apy())
 
 
-async def test_pool_in_both_recordings_keeps_the_newer_row() -> None:
-    camel = {r["poolId"]: r for r in load(CAMEL)["pools"]}
-    snake = {r["pool"]: r for r in load(SNAKE)}
-    shared = sorted(set(camel) & set(snake))
-    assert shared, "the two recordings overlap"
+async def test_pool_in_two_recordings_keeps_the_newer_row() -> None:
+    snake, camel, top = (set(recording) for recording in _recordings())
+    shared = sorted((camel & snake) | (top & (camel | snake)))
+    assert camel & snake - top and top & camel, "the recordings overlap"
     result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
     by_pool = {v.id.rsplit(":", 1)[1]: v for v in result.vaults}
+    newest = _newest_apy()
     for pool in shared:
-        # The camelCase export (2025-12-24) is newer than the snake_case one (2025-08-31).
-        assert by_pool[pool].apy == pytest.approx(camel[pool]["apy"])
+        assert by_pool[pool].apy == pytest.approx(newest[pool])
+
+
+async def test_a_mirror_export_reads_as_the_api_rows_it_was() -> None:
+    # The CSV mirror of /pools: every cell typed back, its fetch time the vault's time.
+    result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
+    by_id = {v.id: v for v in result.vaults}
+    rows = csv_pool_rows()
+    assert len(rows) == 424
+    scraped = int(datetime(2026, 9, 2, 11, 57, 41, tzinfo=UTC).timestamp())
+    for row in rows:
+        vault = by_id[f"defillama:{chain_slug(row['chain'])}:{row['poolId']}"]
+        assert vault.apy == (None if row["apy"] is None else pytest.approx(row["apy"]))
+        assert vault.tvl_usd == pytest.approx(row["tvlUsd"])
+        assert vault.updated_at == scraped
+        assert vault.stablecoin is row["stablecoin"]
+        flags = vault.security_inputs.source_flags if vault.security_inputs else None
+        assert is_outlier(vault.apy, flags) is (row["outlier"] or (vault.apy or 0) > 1000)
+    assert "defillama:hyperliquid:9f25a954-db87-4bb2-a8b2-4be0b843a44c" in by_id
 
 
 async def test_chart_history_is_daily_percent() -> None:
@@ -107,6 +138,7 @@ async def test_top_tvl_pools_get_charts_by_default() -> None:
     assert len(charts) == 3
     tvl = {r["pool"]: r["tvl_usd"] for r in load(SNAKE)}
     tvl.update({r["poolId"]: r["tvlUsd"] for r in load(CAMEL)["pools"]})
+    tvl.update({r["poolId"]: r["tvlUsd"] for r in csv_pool_rows()})
     top = sorted(tvl, key=lambda p: tvl[p] or 0, reverse=True)[:3]
     assert sorted(p.removeprefix("/chart/") for p in charts) == sorted(top)
 
@@ -144,7 +176,6 @@ async def test_slices_are_the_parsed_vaults_each_once_and_final(size: int) -> No
     assert [v.model_dump() for v in seen] == [v.model_dump() for v in whole.vaults]
     assert len({v.id for v in seen}) == len(seen)
     assert result == whole
-    camel = {r["poolId"]: r for r in load(CAMEL)["pools"]}
     by_pool = {v.id.rsplit(":", 1)[1]: v for v in seen}
-    shared = set(camel) & {r["pool"] for r in load(SNAKE)}
-    assert shared and all(by_pool[p].apy == pytest.approx(camel[p]["apy"]) for p in shared)
+    newest = _newest_apy()
+    assert all(by_pool[p].apy == pytest.approx(apy) for p, apy in newest.items())
