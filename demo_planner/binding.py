@@ -156,6 +156,8 @@ def _options(
         if _share_of(reading, cond, m):
             continue
         dist = _distance(reading, cond, m)
+        if cond.unit == "fraction" and m.start == cond.end + 1:
+            dist = 0.0  # "twice their market cap": what the multiple is of comes right after
         if dist <= MAX_DISTANCE:
             options.append((dist, mi))
     options.sort()
@@ -353,8 +355,10 @@ def bind_sort(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     family, direction = want
     window = _window(reading, lex) if family == "price_change" else None
     value = lex.sort_values.get((family, window)) or lex.sort_values.get((family, None))
-    if value is None and family == "price_change":
-        value = lex.sort_values.get((family, "24h"))
+    if value is None:
+        # 'by volume' where the schema sorts by volume_24h only: the window it has.
+        windows = [v for (f, _), v in lex.sort_values.items() if f == family]
+        value = lex.sort_values.get((family, "24h")) or (windows[0] if len(windows) == 1 else None)
     if value is None:
         b.unbound.append(f"sorting by {_describe(family)}: {lex.tool} cannot sort by it")
         return

@@ -43,6 +43,9 @@ FAMILY_SYNONYMS: dict[str, tuple[str, ...]] = {
         "of their market cap", "of their mcap", "of its mcap", "of market capitalisation",
         "of market capitalization", "of their market capitalization", "times market cap",
         "times their market cap", "volume relative to market cap", "vol to mcap",
+        # "twice their market cap", "half its mcap": a multiple of the token's own cap.
+        "their market cap", "its market cap", "their mcap", "its mcap",
+        "their market capitalization", "its market capitalization",
     ),
     "volume": (
         "volume", "trading volume", "24h volume", "daily volume", "vol", "traded volume",
@@ -302,6 +305,8 @@ FRACTIONS: dict[str, float] = {
     "one quarter": 0.25, "a third": 1 / 3, "one third": 1 / 3, "two thirds": 2 / 3,
     "two-thirds": 2 / 3, "three quarters": 0.75, "three-quarters": 0.75, "a tenth": 0.1,
     "one tenth": 0.1, "a fifth": 0.2, "one fifth": 0.2, "majority": 0.5,
+    # Multiples read the same way: "twice their market cap" is a ratio of 2.
+    "twice": 2.0, "double": 2.0, "thrice": 3.0, "triple": 3.0,
 }  # fmt: skip
 # "a" counts as one before these ("a year old", "a million", "a hundred").
 ONE_WORDS = ("a", "an", "one")

@@ -409,6 +409,16 @@ OTHERS = [
         [tokens(min_vol_mcap_ratio=0.25)],
     ),
     Row(
+        "tokens whose 24h volume is at least twice their market cap",
+        [tokens(min_vol_mcap_ratio=2.0)],
+    ),
+    Row(
+        "coins trading less than half their market cap in volume",
+        [tokens(max_vol_mcap_ratio=0.5)],
+    ),
+    Row("tokens sorted by volume_24h", [tokens(sort_by="volume_24h")]),
+    Row("sort ethereum tokens by 24h volume", [tokens(chain="ethereum", sort_by="volume_24h")]),
+    Row(
         "non-stablecoin tokens on base with liquidity above half a million",
         [tokens(chain="base", stablecoin=False, min_liquidity_usd=5e5)],
     ),
