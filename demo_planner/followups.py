@@ -133,6 +133,8 @@ def merge(
     changes: list[str] = []
     taken: set[int] = set()
     for part in parts:
+        if part.key == ("page",) and part.value[:1] in "+-":
+            part = _page_after(part, old)
         same = [i for i, p in enumerate(old) if i not in taken and _replaces(part, p)]
         if same:
             first = old[same[0]]
@@ -155,6 +157,13 @@ def merge(
     return FollowUp(previous=previous.strip(), question=text, changes=changes)
 
 
+def _page_after(step: Part, old: list[Part]) -> Part:
+    """'next page' after a question on page N (1 when it named none) asks page N + 1."""
+    shown = next((int(p.value) for p in old if p.key == ("page",)), 1)
+    page = max(1, shown + int(step.value))
+    return Part(("page",), step.start, step.end, f"page {page}", value=str(page))
+
+
 def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
     """The parts of a message that is only a refinement, or None when it says more."""
     words = reading.words
@@ -167,6 +176,9 @@ def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
         for i in range(m.start, m.end + 1)
         if words[i] in voc.FOLLOW_UP_FIELD_WORDS
     }
+    # "previous page" steps through pages: "previous" there asks no history.
+    for step in _page_step_parts(reading):
+        fields |= {t.index for t in reading.tokens if step.start <= t.start and t.end <= step.end}
     subject = any(
         any(not set(range(s, e + 1)) <= fields for s, e in spans)
         for cue, spans in reading.cues.items()
@@ -193,6 +205,7 @@ def _parts(reading: Reading, names: NameKinds) -> list[Part]:
         *sorts,
         *_mention_parts(reading),
         *_number_parts(reading, in_sort),
+        *_page_step_parts(reading),
         *_name_parts(reading, names),
     ]
     # A word read twice ("best DAI yields": a sort and an asset) is one part, the first.
@@ -275,7 +288,30 @@ def _number_parts(reading: Reading, in_sort: set[int]) -> list[Part]:
         out.append(Part(("count",), *_span(reading, start, end)))
     for _, start, end in reading.numbers.windows_days + reading.numbers.windows_hours:
         out.append(Part(("window",), *_span(reading, start, end)))
+    if reading.numbers.page is not None and reading.numbers.page_span is not None:
+        page = str(reading.numbers.page)
+        out.append(Part(("page",), *_span(reading, *reading.numbers.page_span), value=page))
     return out
+
+
+def _page_step_parts(reading: Reading) -> list[Part]:
+    """'next page', 'show me more', 'the previous ones': a page relative to the last one
+    (its value is the step, "+1" or "-1"; `merge` makes it a page number)."""
+    words, taken = reading.words, reading.numbers.consumed
+    for i, word in enumerate(words):
+        if i in taken:
+            continue
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        step, end = 0, i
+        if word == "next" and nxt in ("", *voc.PAGE_STEP_NOUNS):
+            step, end = 1, i + (nxt != "")
+        elif word in ("previous", "prev") and nxt in ("", *voc.PAGE_STEP_NOUNS):
+            step, end = -1, i + (nxt != "")
+        elif word == "more" and nxt in ("", "please", *voc.PAGE_STEP_NOUNS):
+            step, end = 1, i + (nxt not in ("", "please"))
+        if step:
+            return [Part(("page",), *_span(reading, i, end), value=f"{step:+d}")]
+    return []
 
 
 def _name_parts(reading: Reading, names: NameKinds) -> list[Part]:

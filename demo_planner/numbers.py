@@ -67,6 +67,7 @@ class Numbers:
     conditions: list[Condition] = field(default_factory=list)
     counts: list[tuple[int, int, int]] = field(default_factory=list)  # (n, start, end)
     page: int | None = None
+    page_span: tuple[int, int] | None = None
     windows_days: list[tuple[float, int, int]] = field(default_factory=list)
     windows_hours: list[tuple[float, int, int]] = field(default_factory=list)
     consumed: set[int] = field(default_factory=set)
@@ -247,6 +248,7 @@ def _page(words: list[str], q: Quantity, found: Numbers) -> bool:
     """'page 2'."""
     if q.start > 0 and words[q.start - 1] in voc.PAGE_WORDS and q.bare:
         found.page = int(q.value)
+        found.page_span = (q.start - 1, q.start)
         found.consumed |= {q.start - 1, q.start}
         return True
     return False

@@ -319,6 +319,9 @@ COUNT_AFTER = (
     "lowest", "safest", "most",
 )  # fmt: skip
 PAGE_WORDS = ("page", "pg", "p.")
+# "next page", "the next ones", "more results": a step through the previous answer's pages.
+PAGE_STEP_NOUNS = ("page", "pages", "ones", "results", "result", "rows", "vaults", "tokens",
+                   "pools")  # fmt: skip
 # Words before "over N days" that make it a look-back window ("its history over 30 days").
 WINDOW_LEADS = (
     "history", "trend", "trends", "chart", "performance", "evolution", "apy", "tvl", "change",

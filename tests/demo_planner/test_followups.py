@@ -50,6 +50,37 @@ STABLE_5M = vaults(stablecoin_only=True, min_tvl_usd=5e6)
 
 REFINEMENTS = [
     Talk(
+        ["USDC vaults on ethereum", "only the ones above 5%"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC")],
+            [vaults(chain="ethereum", asset_symbol="USDC", min_apy=5.0)],
+        ],
+        says=("Taking",),
+    ),
+    Talk(
+        ["USDC vaults on ethereum", "next page"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC")],
+            [vaults(chain="ethereum", asset_symbol="USDC", page=2)],
+        ],
+    ),
+    Talk(
+        ["USDC vaults on ethereum", "show me more", "and the next ones"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC")],
+            [vaults(chain="ethereum", asset_symbol="USDC", page=2)],
+            [vaults(chain="ethereum", asset_symbol="USDC", page=3)],
+        ],
+    ),
+    Talk(
+        ["tokens with market cap over 1B", "page 3", "previous page"],
+        [
+            [("search_tokens", {"min_market_cap_usd": 1e9})],
+            [("search_tokens", {"min_market_cap_usd": 1e9, "page": 3})],
+            [("search_tokens", {"min_market_cap_usd": 1e9, "page": 2})],
+        ],
+    ),
+    Talk(
         ["stablecoin vaults with TVL above $5M", "and on base?"],
         [[STABLE_5M], [vaults(chain="base", stablecoin_only=True, min_tvl_usd=5e6)]],
         says=(
