@@ -189,6 +189,13 @@ def _protocol_names(reading: Reading, ctx: Context) -> int:
 
 def _domain(reading: Reading, ctx: Context) -> str | None:
     """Vault question, token screen, or neither, by cue words and field mentions."""
+    if (
+        set(reading.words) & voc.PEG_WORDS
+        and not reading.has("token_list")
+        and not reading.has("vault")
+        and token_symbols(reading, names=False)
+    ):
+        return None  # "is USDe still pegged?" asks how one token trades, not for a screen
     vault_families, token_families = _families_by_domain(ctx)
     vault = len(reading.cues.get("vault", [])) + _unnamed_percentages(reading)
     screen = len(reading.cues.get("token_list", []))

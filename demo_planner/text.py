@@ -112,13 +112,17 @@ def find_entities(question: str) -> Entities:
 
 
 def is_ticker_shaped(word: str) -> bool:
-    """Written like a ticker: all capitals (PEPE, 3CRV), or lowercase prefix then capitals
-    (stETH, wstETH, cbBTC, sDAI), or $-prefixed."""
+    """Written like a ticker: all capitals (PEPE, 3CRV), capitals then a lowercase letter
+    (USDe, USDbC), lowercase prefix then capitals (stETH, wstETH, cbBTC, sDAI), or
+    $-prefixed."""
     if word.startswith("$"):
         return len(word) > 1
     letters = [c for c in word if c.isalpha()]
     if len(letters) < 2 and not any(c.isdigit() for c in word):
         return False
     if word.isupper():
+        return True
+    # USDe, USDbC: capitals with a lowercase letter after them (a plural 'APYs' is not).
+    if re.fullmatch(r"[A-Z]{2,}[a-z][A-Z]*", word) and not word.endswith("s"):
         return True
     return bool(re.fullmatch(r"[a-z]{1,4}[A-Z][A-Z0-9.+]*[a-z]?", word))

@@ -11,6 +11,7 @@ import re
 
 from demo_planner import vocabulary as voc
 from demo_planner.reading import Reading
+from demo_planner.text import is_ticker_shaped
 
 _DOLLAR = re.compile(r"\$([A-Za-z][A-Za-z0-9]{1,14})\b")
 _CAPS = re.compile(r"(?<![$\w])([A-Z][A-Z0-9]{1,14})\b")
@@ -27,6 +28,11 @@ def token_symbols(reading: Reading, *, names: bool = True) -> list[str]:
     found: list[str] = []
     for symbol in [*_DOLLAR.findall(text), *_CAPS.findall(text)]:
         _add(found, symbol)
+    for token in reading.tokens:
+        # Mixed-case tickers (USDe, stETH) the capitals pattern does not see.
+        if not token.text.isupper() and not token.text.startswith("$"):
+            if is_ticker_shaped(token.text) and token.text.isalnum():
+                _add(found, token.text)
     if not found:
         about = _ABOUT.search(text)
         word = about.group(1) if about else ""

@@ -319,6 +319,9 @@ COUNT_AFTER = (
     "lowest", "safest", "most",
 )  # fmt: skip
 PAGE_WORDS = ("page", "pg", "p.")
+# A peg question names one token: its price and 24h range answer it, not a screen.
+PEG_WORDS = frozenset({"peg", "pegged", "depeg", "depegged", "de-peg", "de-pegged", "depegging",
+                       "unpegged", "parity"})  # fmt: skip
 # "next page", "the next ones", "more results": a step through the previous answer's pages.
 PAGE_STEP_NOUNS = ("page", "pages", "ones", "results", "result", "rows", "vaults", "tokens",
                    "pools")  # fmt: skip

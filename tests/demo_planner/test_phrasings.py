@@ -417,6 +417,8 @@ OTHERS = [
         [tokens(max_vol_mcap_ratio=0.5)],
     ),
     Row("tokens sorted by volume_24h", [tokens(sort_by="volume_24h")]),
+    Row("is USDe still pegged?", [("analyze_token", {"symbol": "USDE"})], says=("24h range",)),
+    Row("did FDUSD depeg?", [("analyze_token", {"symbol": "FDUSD"})], says=("24h range",)),
     Row("sort ethereum tokens by 24h volume", [tokens(chain="ethereum", sort_by="volume_24h")]),
     Row(
         "non-stablecoin tokens on base with liquidity above half a million",

@@ -154,6 +154,9 @@ def _market_lines(m: MarketData) -> list[str]:
     if m.volume_24h_usd is not None:
         parts.append(f"24h volume {usd(m.volume_24h_usd)}")
     lines = [f"Market{as_of}: " + ", ".join(parts) + "."]
+    if m.low_24h_usd is not None and m.high_24h_usd is not None:
+        # The band a peg or a breakout is read from: exact figures, not rounded to cents.
+        lines.append(f"24h range: low {_price(m.low_24h_usd)}, high {_price(m.high_24h_usd)}.")
     extremes = []
     if m.ath_usd is not None:
         since = f", {m.ath_change_pct:+.1f}% since" if m.ath_change_pct is not None else ""
@@ -163,6 +166,14 @@ def _market_lines(m: MarketData) -> list[str]:
     if extremes:
         lines.append("; ".join(extremes) + ".")
     return lines
+
+
+def _price(value: float) -> str:
+    # Four significant digits, cents at least: $0.99507 must not read as $1.00.
+    if value <= 0:
+        return f"${value:.2f}"
+    decimals = max(2, 3 - math.floor(math.log10(value)))
+    return f"${value:,.{decimals}f}"
 
 
 def _supply_line(s: SupplyData | None) -> str | None:
