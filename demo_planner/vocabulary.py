@@ -436,6 +436,13 @@ YIELD_SOURCE_WORDS = (
     "organic", "sustainable", "sustainability", "explain", "decompose", "driven",
     "where does", "yield analysis", "analyze the yield", "analyse the yield",
     "yield breakdown", "apy breakdown", "yield made of", "made up of",
+    "break down the rewards", "break down the yield", "break down the apy",
+    "break down its rewards", "break down its yield", "break down its apy",
+    "rewards breakdown", "reward breakdown", "breakdown of the rewards",
+    "breakdown of its rewards", "breakdown of the yield", "breakdown of the apy",
+    "rewards broken down", "split between", "base versus rewards",
+    "base vs rewards", "how much is rewards", "how much of it is rewards", "reward split",
+    "rewards split", "reward tokens", "paid in",
 )  # fmt: skip
 # Words that refer to one vault picked from a search ("the best USDC vault").
 SINGULAR_PICK = (

@@ -417,6 +417,11 @@ OTHERS = [
         [tokens(max_vol_mcap_ratio=0.5)],
     ),
     Row("tokens sorted by volume_24h", [tokens(sort_by="volume_24h")]),
+    Row(
+        "break down the rewards of the largest sUSDe vault on Aave",
+        [vaults(**AAVE, asset_symbol="SUSDE", sort_by="tvl_usd")],
+        then=[("analyze_yield", {"vault_id": FIRST})],
+    ),
     Row("is USDe still pegged?", [("analyze_token", {"symbol": "USDE"})], says=("24h range",)),
     Row("did FDUSD depeg?", [("analyze_token", {"symbol": "FDUSD"})], says=("24h range",)),
     Row("sort ethereum tokens by 24h volume", [tokens(chain="ethereum", sort_by="volume_24h")]),
