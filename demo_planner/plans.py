@@ -23,6 +23,7 @@ from typing import Any
 from demo_planner import vocabulary as voc
 from demo_planner.binding import Binding, bind_fields, look_back_days, sort_request
 from demo_planner.lexicon import PhraseTable, ToolLexicon, phrase_table
+from demo_planner.named_vaults import named_vault
 from demo_planner.names import (
     Candidate,
     NameIndex,
@@ -538,24 +539,33 @@ def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     if not order or _only_protocols_named(reading, names):
         plan.route = "protocols"
         return _protocol_plan(reading, ctx)
+    named = named_vault(reading, names)
+    if named is not None and ctx.has("search_vaults"):
+        # "the Syrup USDC vault": its name is searched as text, its words are no filters.
+        order = ["search_vaults"]
+        names = [r for r in names if r.index not in named.indices]
     groups = _compare_groups(names, reading) or [names]
     for group in groups:
         bindings = []
         for tool in order:
             b = bind_fields(reading, ctx.lexicons[tool], known_chains=ctx.names.chains)
+            if named is not None:
+                lex = ctx.lexicons[tool]
+                b.arguments[lex.roles.get("query", "query")] = named.text
+                b.arguments.pop(lex.roles.get("sort", ""), None)
             # Names the tool cannot filter by count against it, like unbound conditions.
             b.unbound += _apply_names(b, ctx.lexicons[tool], group)
             bindings.append(b)
         best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
         tool, binding = order[best], bindings[best]
-        if tool == "search_vaults" and "sort_by" not in binding.arguments:
+        if tool == "search_vaults" and "sort_by" not in binding.arguments and named is None:
             if _wants_best_yield(reading):
                 binding.arguments["sort_by"] = "apy"
         plan.main.append(Call(tool, binding.arguments))
         for note in binding.unbound:
             if note not in plan.notes:
                 plan.notes.append(note)
-    plan.follow = _vault_follow(reading, ctx)
+    plan.follow = _vault_follow(reading, ctx, named=named is not None)
     return plan
 
 
@@ -653,15 +663,16 @@ def _protocol_plan(reading: Reading, ctx: Context) -> Plan:
     return Plan("protocols", main=[Call("search_protocols", args)], notes=binding.unbound)
 
 
-def _vault_follow(reading: Reading, ctx: Context) -> Follow | None:
-    """History, risk or yield analysis of the vault(s) a search finds, when asked."""
+def _vault_follow(reading: Reading, ctx: Context, *, named: bool = False) -> Follow | None:
+    """History, risk or yield analysis of the vault(s) a search finds, when asked (of the
+    one vault named by its own name, the search's best match)."""
     free = _free_cues(reading)
     if not free & {"history", "risk", "yield_source"}:
         return None
-    words = reading.words
+    words = [w.removesuffix("'s").removesuffix("’s") for w in reading.words]
     singular = any(w in voc.VAULT_NOUNS_SINGULAR for w in words) or "its" in words or "it" in words
     counted = reading.numbers.counts[0][0] if reading.numbers.counts else 0
-    picked = any(w in voc.SINGULAR_PICK for w in words)
+    picked = named or any(w in voc.SINGULAR_PICK for w in words)
     if not (singular and picked) and not counted:
         return None
     tools = [t for t in _analysis_tools(reading, "analyze_yield") if ctx.has(t)]

@@ -422,6 +422,17 @@ OTHERS = [
         [vaults(**AAVE, asset_symbol="SUSDE", sort_by="tvl_usd")],
         then=[("analyze_yield", {"vault_id": FIRST})],
     ),
+    Row(
+        "What has the Syrup USDC vault's APY done over the last month?",
+        [vaults(query="Syrup USDC")],
+        then=[("vault_history", {"vault_id": FIRST, "days": 30})],
+        says=("Syrup USDC",),
+    ),
+    Row(
+        "how risky is the Steakhouse USDC pool on base",
+        [vaults(chain="base", query="Steakhouse USDC")],
+        then=[("analyze_risk", {"vault_id": FIRST})],
+    ),
     Row("is USDe still pegged?", [("analyze_token", {"symbol": "USDE"})], says=("24h range",)),
     Row("did FDUSD depeg?", [("analyze_token", {"symbol": "FDUSD"})], says=("24h range",)),
     Row("sort ethereum tokens by 24h volume", [tokens(chain="ethereum", sort_by="volume_24h")]),
