@@ -176,6 +176,12 @@ def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
         for i in range(m.start, m.end + 1)
         if words[i] in voc.FOLLOW_UP_FIELD_WORDS
     }
+    # "just the ones yielding over 5%" points at the previous results: its field words
+    # ("yielding") name a condition on them, not a subject of their own.
+    if set(words) & voc.FOLLOW_UP_POINTERS:
+        fields |= {
+            i for m in reading.mentions if m.kind == "family" for i in range(m.start, m.end + 1)
+        }
     # "previous page" steps through pages: "previous" there asks no history.
     for step in _page_step_parts(reading):
         fields |= {t.index for t in reading.tokens if step.start <= t.start and t.end <= step.end}

@@ -98,6 +98,7 @@ class Plan:
     band: Band | None = None
     unavailable: str | None = None
     resolved: list[Resolved] = field(default_factory=list)
+    vault_name: str = ""  # a vault named by its own name, searched as text
 
 
 @dataclass
@@ -544,6 +545,8 @@ def _vault_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
         # "the Syrup USDC vault": its name is searched as text, its words are no filters.
         order = ["search_vaults"]
         names = [r for r in names if r.index not in named.indices]
+        plan.resolved = [r for r in plan.resolved if r.index not in named.indices]
+        plan.vault_name = named.text
     groups = _compare_groups(names, reading) or [names]
     for group in groups:
         bindings = []

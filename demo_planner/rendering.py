@@ -85,6 +85,8 @@ def render_answer(
     if looked:
         parts = [f"{r.word} → {r.kind} {', '.join(r.values)}" for r in looked]
         sections += ["Names checked against the vault index: " + "; ".join(parts) + ".", ""]
+    if plan.vault_name:
+        sections += [f"“{plan.vault_name}” is read as a vault's name and searched as text.", ""]
     followed = False
     for message in tool_messages:
         call = calls.get(message.tool_call_id or "")

@@ -115,8 +115,10 @@ def read_page(text: str) -> VaultPage | None:
 def lead_sentence(page: VaultPage) -> str:
     """One sentence that answers: how many matched, and which vault leads the order."""
     first = page.rows[0]
-    key = _KEYS.get(page.key, page.key.replace("_", " "))
+    key = _KEYS.get(page.key, page.key.replace("_", " ").strip())
     order = "highest" if page.direction == "desc" else "lowest"
+    if page.key == "_text_match":
+        order, key = "closest", "match to the name"
     leader = f"**{_cell(first.name)}** ({first.protocol} on {first.chain})"
     figures = f"{first.apy} APY and {first.tvl} TVL"
     matched = "vault matches" if page.found == "1" else "vaults match"

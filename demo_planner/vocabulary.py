@@ -657,3 +657,5 @@ ACKNOWLEDGEMENT_CORE = frozenset(
 )
 # Field names that are also vault cue words but, in a follow-up, only name the field.
 FOLLOW_UP_FIELD_WORDS = frozenset({"apy", "apr", "apys", "aprs", "tvl"})
+# Words that point at the previous answer's results ("only the ones above 5%").
+FOLLOW_UP_POINTERS = frozenset({"ones", "those", "them", "these"})

@@ -293,8 +293,9 @@ async def analyze_yield(deps: ToolDeps, params: AnalyzeYieldInput) -> ToolOutput
     if stats:
         lines.append(
             f"{stats.points} daily points {stats.first_day}..{stats.last_day}: "
-            f"APY mean {stats.apy_mean}%, range {stats.apy_min}–{stats.apy_max}%, "
-            f"stdev {stats.apy_stdev}."
+            f"APY mean {stats.apy_mean}%, range {stats.apy_min}–{stats.apy_max}%"
+            # One point has no spread: say nothing rather than "stdev None".
+            + (f", stdev {stats.apy_stdev}." if stats.apy_stdev is not None else ".")
         )
     if peers.peers:
         lines.append(

@@ -58,6 +58,14 @@ REFINEMENTS = [
         says=("Taking",),
     ),
     Talk(
+        ["stablecoin vaults on base", "just the ones paying more than 4%"],
+        [
+            [vaults(chain="base", stablecoin_only=True)],
+            [vaults(chain="base", stablecoin_only=True, min_apy=4.0)],
+        ],
+        says=("Taking",),
+    ),
+    Talk(
         ["USDC vaults on ethereum", "next page"],
         [
             [vaults(chain="ethereum", asset_symbol="USDC")],
