@@ -316,6 +316,12 @@ OUTLIERS_LEFT_OUT = (
 )
 
 
+ONLY_OUTLIERS_MATCH = (
+    "Only vaults usually left out of APY rankings match (flagged as likely outliers by their "
+    "source, or with TVL unknown), so they are shown; none above 1,000% APY."
+)
+
+
 class VaultSearchResult(BaseModel):
     """One page of matching vaults."""
 
@@ -371,6 +377,7 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
     except ValueError as exc:
         raise ToolFailure(str(exc)) from exc
     trimmed = params.without_outliers()
+    asked = params
     if trimmed:
         # Likely broken data would lead every "highest APY" answer: left out, and said so.
         params = params.model_copy(
@@ -387,6 +394,19 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
         page=params.page,
         per_page=params.per_page,
     )
+    only_outliers = False
+    if trimmed and not page.found:
+        # Only left-out vaults match (flagged, or TVL unknown): shown labelled rather than
+        # nothing, still none above 1,000 % APY.
+        filter_by = compile_filters(asked.model_copy(update={"max_apy": OUTLIER_APY}))
+        page, _ = await deps.index.search(
+            q=params.query,
+            filter_by=filter_by,
+            sort_by=sort_by,
+            page=params.page,
+            per_page=params.per_page,
+        )
+        only_outliers = bool(page.found)
     total_pages = -(-page.found // params.per_page) if page.found else 0
     data = VaultSearchResult(
         found=page.found,
@@ -403,7 +423,9 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
             f"sorted by {sort_by.split(',')[0]}."
         )
         lines = [head, *(vault_line(v) for v in page.hits)]
-        if trimmed:
+        if only_outliers:
+            lines.append(ONLY_OUTLIERS_MATCH)
+        elif trimmed:
             lines.append(OUTLIERS_LEFT_OUT)
         text = "\n".join(lines)
     elif page.found:

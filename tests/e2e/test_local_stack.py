@@ -209,3 +209,38 @@ async def test_every_example_the_help_offers_answers_with_data(
     answer = answer_text(frames).removeprefix(LABEL)
     assert "| --- |" in answer or FIGURE.search(answer), answer[:500]
     assert "could not" not in answer and "No data on record" not in answer, answer[:500]
+
+
+async def test_two_protocols_compared_each_answer_with_their_own_vaults(stack) -> None:
+    # The default world holds both lenders' WETH markets: one search per protocol, each
+    # with vaults of its own protocol in the table.
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, "Compare Aave and Morpho yields for WETH")
+    searches = [c["arguments"] for c in tool_calls(frames) if c["name"] == "search_vaults"]
+    assert {a.get("protocol") for a in searches} == {"aave-v3", "morpho-blue"}
+    answer = answer_text(frames)
+    for protocol in ("aave-v3", "morpho-blue"):
+        assert re.search(rf"\| {protocol} \| \w+ \| [\d.]+% \|", answer), answer[:1500]
+
+
+APY_CELL = re.compile(r"^\| \[?[^|]+\| [^|]+ \| [^|]+ \| ([\d,.]+)% \|", re.MULTILINE)
+
+
+@pytest.mark.parametrize("question", ["highest yields", "highest audited yields on Base"])
+async def test_no_absurd_apy_leads_a_highest_yields_answer(stack, question: str) -> None:
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, question)
+    apys = [float(v.replace(",", "")) for v in APY_CELL.findall(answer_text(frames))]
+    assert apys, answer_text(frames)[:800]
+    assert apys == sorted(apys, reverse=True) and apys[0] <= 1000, apys
+    answer = answer_text(frames)
+    lines = answer.splitlines()
+    first_row = lines[next(i for i, line in enumerate(lines) if line.startswith("| --- |")) + 1]
+    # A likely outlier leads only where nothing else matched, and the answer says so.
+    tvl = first_row.split("|")[7].strip()
+    if "likely outlier" in first_row or tvl == "n/a":
+        assert "Only vaults usually left out of APY rankings match" in answer, answer[:1500]

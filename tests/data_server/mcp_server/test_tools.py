@@ -506,6 +506,25 @@ async def test_a_ranking_by_highest_apy_leaves_out_likely_outliers_and_says_so(
     # A caller's own APY bound is kept as given: nothing is left out behind it.
     bounded = await call(app_server, "search_vaults", {"sort_by": "apy", "max_apy": 50})
     assert "Left out" not in texts(bounded)[0]
+    # Where only left-out vaults match (here: TVL unknown), they are shown and said to be,
+    # still none above 1,000 %.
+    unknown_tvl = [v for v in vaults if v.tvl_usd is None and v.apy is not None and v.apy <= 1000]
+    assert unknown_tvl, "the recordings hold vaults without a TVL"
+    chain, protocol = unknown_tvl[0].chain, unknown_tvl[0].protocol
+    expected = [
+        v
+        for v in vaults
+        if (v.chain, v.protocol) == (chain, protocol) and v.apy is not None and v.apy <= 1000
+    ]
+    assert all(v.tvl_usd is None or flagged(v) for v in expected)
+    only = await call(
+        app_server,
+        "search_vaults",
+        {"chain": chain, "protocol": protocol, "sort_by": "apy", "per_page": 50},
+    )
+    shown = ok(only)
+    assert shown["found"] == len(expected) and all(v["apy"] <= 1000 for v in shown["vaults"])
+    assert "Only vaults usually left out of APY rankings match" in texts(only)[0]
 
 
 async def test_analyze_yield_says_whether_the_apy_holds_from_the_source_trend(
