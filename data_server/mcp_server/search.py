@@ -21,7 +21,7 @@ from data_server.mcp_server.framework import (
     ToolOutput,
     validation_message,
 )
-from data_server.mcp_server.vault_index import VaultHit
+from data_server.mcp_server.vault_index import SearchPage, VaultHit
 from data_server.vaults.model import OUTLIER_APY, is_outlier
 
 RiskLevel = Literal["low", "medium", "high", "very_high"]
@@ -387,18 +387,8 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
     if trimmed:
         filter_by = fx.all_of([filter_by or None, fx.equals("outlier", False)]) or ""
     sort_by = sort_expression(params.sort_by, params.sort_direction, bool(params.query))
-    page, _ = await deps.index.search(
-        q=params.query,
-        filter_by=filter_by,
-        sort_by=sort_by,
-        page=params.page,
-        per_page=params.per_page,
-    )
-    only_outliers = False
-    if trimmed and not page.found:
-        # Only left-out vaults match (flagged, or TVL unknown): shown labelled rather than
-        # nothing, still none above 1,000 % APY.
-        filter_by = compile_filters(asked.model_copy(update={"max_apy": OUTLIER_APY}))
+
+    async def one_page(filter_by: str) -> SearchPage:
         page, _ = await deps.index.search(
             q=params.query,
             filter_by=filter_by,
@@ -406,6 +396,15 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
             page=params.page,
             per_page=params.per_page,
         )
+        return page
+
+    page = await one_page(filter_by)
+    only_outliers = False
+    if trimmed and not page.found:
+        # Only left-out vaults match (flagged, or TVL unknown): shown rather than nothing,
+        # still none above 1,000 % APY.
+        filter_by = compile_filters(asked.model_copy(update={"max_apy": OUTLIER_APY}))
+        page = await one_page(filter_by)
         only_outliers = bool(page.found)
     total_pages = -(-page.found // params.per_page) if page.found else 0
     data = VaultSearchResult(
