@@ -40,8 +40,8 @@ async def seed_local(
 
     With ``skip_if_current`` nothing is done (None is returned) when the store already
     holds vaults seeded from these very recordings and the staleness check finds no drift
-    against the index. ``typesense`` is
-    a client, or a running server (``TypesenseProcess``) for which one is made and closed.
+    against the index. ``typesense`` is a client, or a running server (``TypesenseProcess``)
+    for which one is made and closed.
     """
     if isinstance(typesense, TypesenseClient):
         return await _seed(db_path, typesense, collection, progress, skip_if_current)
