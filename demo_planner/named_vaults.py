@@ -56,9 +56,11 @@ def _written_as_name(reading: Reading, index: int, names: dict[int, Resolved]) -
     """A word the question reads as a name (a ticker, or a candidate name such as
     "Syrup"); a capitalised first word ("Largest") is not one."""
     token = reading.tokens[index]
-    if token.low in _NOT_NAME or token.low in voc.STOPWORDS:
+    if token.low in _NOT_NAME:
         return False
-    return index in names or is_ticker_shaped(token.text) or token.text[:1].isdigit()
+    if is_ticker_shaped(token.text) or token.text[:1].isdigit():
+        return True  # "USD" in "Gauntlet USD Alpha", though "usd" is a stopword
+    return index in names and token.low not in voc.STOPWORDS
 
 
 def _own_word(reading: Reading, index: int, resolved: Resolved | None) -> bool:

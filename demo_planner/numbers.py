@@ -244,6 +244,34 @@ def read_numbers(tokens: list[Token]) -> Numbers:
     return found
 
 
+def add_implicit_ratios(numbers: Numbers, words: list[str], ratio_starts: list[int]) -> None:
+    """'volume exceeds their market cap': a comparator right before a ratio field, with no
+    number, compares it with one (each start is where a ratio field's mention begins)."""
+    for start in ratio_starts:
+        if start - 1 in numbers.consumed:
+            continue
+        for phrases, side in ((_MIN_BEFORE, "min"), (_MAX_BEFORE, "max")):
+            cmp = _ends_with(words, start, phrases)
+            if not cmp:
+                continue
+            first = start - len(cmp)
+            numbers.conditions.append(
+                Condition(
+                    side=side,  # type: ignore[arg-type]
+                    low=1.0 if side == "min" else None,
+                    high=1.0 if side == "max" else None,
+                    unit="fraction",
+                    start=first,
+                    end=start - 1,
+                    text=" ".join(cmp),
+                    strict=tuple(cmp) in _STRICT,
+                    comparator_first=True,
+                )
+            )
+            numbers.consumed |= set(range(first, start))
+            break
+
+
 def _page(words: list[str], q: Quantity, found: Numbers) -> bool:
     """'page 2'."""
     if q.start > 0 and words[q.start - 1] in voc.PAGE_WORDS and q.bare:

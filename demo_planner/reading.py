@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from demo_planner import vocabulary as voc
 from demo_planner.lexicon import Mention, PhraseTable, find_mentions
-from demo_planner.numbers import Numbers, read_numbers
+from demo_planner.numbers import Numbers, add_implicit_ratios, read_numbers
 from demo_planner.text import (
     Entities,
     Token,
@@ -183,6 +183,8 @@ def read(question: str, table: PhraseTable) -> Reading:
     words = [t.low for t in tokens]
     mentions = _gate_chains(find_mentions(tokens, table, numbers.consumed), tokens)
     mentions = _gate_price_words(mentions, numbers, words)
+    ratios = [m.start for m in mentions if m.kind == "family" and m.key.endswith("_ratio")]
+    add_implicit_ratios(numbers, words, ratios)
     return Reading(
         question=question,
         entities=entities,

@@ -425,7 +425,7 @@ PROTOCOL_TALK_WORDS = (
 HISTORY_WORDS = (
     "history", "historical", "over time", "trend", "trends", "chart", "past", "evolution",
     "evolved", "changed", "timeline", "time series", "daily", "track", "tracked", "graph",
-    "last", "previous", "was", "been",
+    "last", "previous", "was", "been", "performed", "performance", "lately", "recently",
 )  # fmt: skip
 RISK_WORDS = (
     "risk", "risks", "risky", "safe", "safety", "security", "score", "audit", "audits",

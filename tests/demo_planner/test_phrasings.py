@@ -433,6 +433,15 @@ OTHERS = [
         [vaults(chain="base", query="Steakhouse USDC")],
         then=[("analyze_risk", {"vault_id": FIRST})],
     ),
+    Row(
+        "How has the Gauntlet USD Alpha vault performed lately?",
+        [vaults(query="Gauntlet USD Alpha")],
+        then=[("vault_history", {"vault_id": FIRST})],
+    ),
+    Row(
+        "coins whose 24h trading volume exceeds their market cap",
+        [tokens(min_vol_mcap_ratio=1.0)],
+    ),
     Row("is USDe still pegged?", [("analyze_token", {"symbol": "USDE"})], says=("24h range",)),
     Row("did FDUSD depeg?", [("analyze_token", {"symbol": "FDUSD"})], says=("24h range",)),
     Row("sort ethereum tokens by 24h volume", [tokens(chain="ethereum", sort_by="volume_24h")]),
