@@ -176,12 +176,10 @@ def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
         for i in range(m.start, m.end + 1)
         if words[i] in voc.FOLLOW_UP_FIELD_WORDS
     }
-    # "just the ones yielding over 5%" points at the previous results: its field words
-    # ("yielding") name a condition on them, not a subject of their own.
+    # "just the ones yielding over 5%", "only the audited ones" point at the previous
+    # results: their field and flag words are conditions on them, not a subject.
     if set(words) & voc.FOLLOW_UP_POINTERS:
-        fields |= {
-            i for m in reading.mentions if m.kind == "family" for i in range(m.start, m.end + 1)
-        }
+        fields |= {i for m in reading.mentions for i in range(m.start, m.end + 1)}
     # "previous page" steps through pages: "previous" there asks no history.
     for step in _page_step_parts(reading):
         fields |= {t.index for t in reading.tokens if step.start <= t.start and t.end <= step.end}
@@ -210,8 +208,8 @@ def _parts(reading: Reading, names: NameKinds) -> list[Part]:
     found = [
         *sorts,
         *_mention_parts(reading),
-        *_number_parts(reading, in_sort),
         *_page_step_parts(reading),
+        *_number_parts(reading, in_sort),
         *_name_parts(reading, names),
     ]
     # A word read twice ("best DAI yields": a sort and an asset) is one part, the first.
@@ -309,7 +307,9 @@ def _page_step_parts(reading: Reading) -> list[Part]:
             continue
         nxt = words[i + 1] if i + 1 < len(words) else ""
         step, end = 0, i
-        if word == "next" and nxt in ("", *voc.PAGE_STEP_NOUNS):
+        if word == "next" and nxt.isdigit():
+            step, end = 1, i + 1  # "next 10": the next page of results
+        elif word == "next" and nxt in ("", *voc.PAGE_STEP_NOUNS):
             step, end = 1, i + (nxt != "")
         elif word in ("previous", "prev") and nxt in ("", *voc.PAGE_STEP_NOUNS):
             step, end = -1, i + (nxt != "")

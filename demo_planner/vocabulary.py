@@ -641,7 +641,8 @@ FOLLOW_UP_FILLER = frozenset(
     """and also what about how same for on in with only just but instead then now ok okay
     please the by sorted sort order ordered show me of at to it that those these them one ones
     again rather if let's lets try switch change make too as well i want give list results
-    result same thing do can you , . ? ! ( ) : ;""".split()
+    result same thing do can you keep filter narrow down restrict having where whose
+    , . ? ! ( ) : ;""".split()
 )
 # A message made of these words only ("thanks, that's helpful!", "ok great") thanks or
 # agrees: it asks for nothing, so it gets a short reply, not the help text's examples.

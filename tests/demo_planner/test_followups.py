@@ -81,6 +81,27 @@ REFINEMENTS = [
         ],
     ),
     Talk(
+        ["USDC vaults on ethereum", "just the audited ones"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC")],
+            [vaults(chain="ethereum", asset_symbol="USDC", audited=True)],
+        ],
+    ),
+    Talk(
+        ["USDC vaults on ethereum", "keep only the ones with TVL above 100M"],
+        [
+            [vaults(chain="ethereum", asset_symbol="USDC")],
+            [vaults(chain="ethereum", asset_symbol="USDC", min_tvl_usd=1e8)],
+        ],
+    ),
+    Talk(
+        ["tokens on ethereum", "next 10"],
+        [
+            [("search_tokens", {"chain": "ethereum"})],
+            [("search_tokens", {"chain": "ethereum", "page": 2})],
+        ],
+    ),
+    Talk(
         ["tokens with market cap over 1B", "page 3", "previous page"],
         [
             [("search_tokens", {"min_market_cap_usd": 1e9})],
