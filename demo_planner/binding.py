@@ -365,6 +365,10 @@ def bind_sort(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     b.arguments[lex.roles["sort"]] = value
     # Directions are asked as "largest first" or "smallest first"; rank 1 is the largest.
     order = {"desc": "asc", "asc": "desc"}[direction] if family == "rank" else direction
+    # "ascending"/"descending" said outright is the schema's own direction, as said.
+    said = set(reading.words) & {"ascending", "asc", "descending", "desc"}
+    if len(said) == 1:
+        order = "asc" if said <= {"ascending", "asc"} else "desc"
     natural = "asc" if family == "rank" else "desc"
     if order != natural and lex.has("direction"):
         b.arguments[lex.roles["direction"]] = order

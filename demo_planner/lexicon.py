@@ -368,6 +368,10 @@ def _order_phrases(table: PhraseTable, lexicons: list[ToolLexicon]) -> None:
         table.add(word, "superlative", "asc")
     for phrase in voc.SORT_BY_WORDS:
         table.add(phrase, "by", "by")
+    for lex in lexicons:
+        # The schema's own sort values as written ("apy_base" reads "apy base").
+        for (family, _), value in lex.sort_values.items():
+            table.add(value.replace("_", " "), "family", family)
 
 
 def find_mentions(tokens: list[Token], table: PhraseTable, skip: set[int]) -> list[Mention]:

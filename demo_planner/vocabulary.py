@@ -442,7 +442,8 @@ YIELD_SOURCE_WORDS = (
     "breakdown of its rewards", "breakdown of the yield", "breakdown of the apy",
     "rewards broken down", "split between", "base versus rewards",
     "base vs rewards", "how much is rewards", "how much of it is rewards", "reward split",
-    "rewards split", "reward tokens", "paid in",
+    "rewards split", "reward tokens", "paid in", "is rewards", "are rewards",
+    "from rewards", "is incentives", "from incentives", "is emissions", "from emissions",
 )  # fmt: skip
 # Words that refer to one vault picked from a search ("the best USDC vault").
 SINGULAR_PICK = (

@@ -418,6 +418,19 @@ OTHERS = [
     ),
     Row("tokens sorted by volume_24h", [tokens(sort_by="volume_24h")]),
     Row(
+        "USDC vaults on base sorted by apy_base",
+        [vaults(chain="base", asset_symbol="USDC", sort_by="apy_base")],
+    ),
+    Row(
+        "tokens sorted by holders ascending",
+        [tokens(sort_by="holders", sort_direction="asc")],
+    ),
+    Row(
+        "how much of the APY of the top USDC vault on base is rewards",
+        [("top_yields", {"chain": "base", "asset_symbol": "USDC"})],
+        then=[("analyze_yield", {"vault_id": FIRST})],
+    ),
+    Row(
         "break down the rewards of the largest sUSDe vault on Aave",
         [vaults(**AAVE, asset_symbol="SUSDE", sort_by="tvl_usd")],
         then=[("analyze_yield", {"vault_id": FIRST})],
