@@ -140,13 +140,11 @@ def protocol_matches(words: list[str], i: int, slugs: list[str]) -> tuple[list[s
     if len(word) < 3:
         return [], 1
     family = [s for s in slugs if letters(s.split("-")[0]) == word]
-    if family:
-        return family, 1
-    if len(word) >= 5:
-        prefix = [s for s in slugs if letters(s).startswith(word)]
-        if prefix:
-            return prefix, 1
-    return [], 1
+    # 'spark' is spark-savings and sparklend: a long enough word also takes the slugs it
+    # begins (a short one, 'aave', only its family: not 'aavegotchi').
+    prefix = [s for s in slugs if letters(s).startswith(word)] if len(word) >= 5 else []
+    found = family + [s for s in prefix if s not in family]
+    return found, 1
 
 
 def needs_name_lookup(word: str, slugs: list[str], index: NameIndex) -> bool:

@@ -418,6 +418,13 @@ OTHERS = [
     ),
     Row("tokens sorted by volume_24h", [tokens(sort_by="volume_24h")]),
     Row(
+        "Compare USDC yields on Aave and Spark",
+        [
+            vaults(**AAVE, asset_symbol="USDC"),
+            vaults(protocol="spark-savings", protocols=["sparklend"], asset_symbol="USDC"),
+        ],
+    ),
+    Row(
         "USDC vaults on base sorted by apy_base",
         [vaults(chain="base", asset_symbol="USDC", sort_by="apy_base")],
     ),
