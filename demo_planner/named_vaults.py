@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from demo_planner import vocabulary as voc
 from demo_planner.names import Resolved
 from demo_planner.reading import Reading
-from demo_planner.text import is_ticker_shaped
+from demo_planner.text import is_ticker_shaped, without_possessive
 
 # The nouns a vault's own name stands before.
 _NAMED_NOUNS = frozenset({"vault", "pool", "strategy"})
@@ -35,7 +35,7 @@ def named_vault(reading: Reading, names: list[Resolved]) -> NamedVault | None:
     chains = {i for m in reading.mentions_of("chain") for i in range(m.start, m.end + 1)}
     by_index = {r.index: r for r in names}
     for i, word in enumerate(reading.words):
-        if _possessive_base(word) not in _NAMED_NOUNS:
+        if without_possessive(word) not in _NAMED_NOUNS:
             continue
         span: list[int] = []
         j = i - 1
@@ -46,10 +46,6 @@ def named_vault(reading: Reading, names: list[Resolved]) -> NamedVault | None:
             text = " ".join(reading.tokens[k].text for k in span)
             return NamedVault(text, frozenset(span))
     return None
-
-
-def _possessive_base(word: str) -> str:
-    return word.removesuffix("'s").removesuffix("\u2019s")
 
 
 def _written_as_name(reading: Reading, index: int, names: dict[int, Resolved]) -> bool:

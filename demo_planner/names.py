@@ -24,7 +24,7 @@ from typing import Literal
 
 from demo_planner import vocabulary as voc
 from demo_planner.reading import Reading
-from demo_planner.text import is_ticker_shaped
+from demo_planner.text import is_ticker_shaped, without_possessive
 from demo_planner.vault_table import vault_rows
 
 CACHE_SECONDS = 600.0
@@ -61,17 +61,25 @@ class NameIndex:
 
     def asset_lookup(self, word: str) -> list[str] | None:
         """Symbols the index returned for a word, or None if never looked up (or stale)."""
-        entry = self.assets.get(word.upper())
+        return self._fresh(self.assets, word.upper())
+
+    def protocol_lookup(self, word: str) -> list[str] | None:
+        """Protocols the catalogue listed for a word, or None if never asked (or stale)."""
+        return self._fresh(self.protocol_queries, word.lower())
+
+    def _fresh(self, cache: dict[str, tuple[list[str], float]], key: str) -> list[str] | None:
+        entry = cache.get(key)
         if entry is None or self.clock() - entry[1] >= CACHE_SECONDS:
             return None
         return entry[0]
 
-    def protocol_lookup(self, word: str) -> list[str] | None:
-        """Protocols the catalogue listed for a word, or None if never asked (or stale)."""
-        entry = self.protocol_queries.get(word.lower())
-        if entry is None or self.clock() - entry[1] >= CACHE_SECONDS:
-            return None
-        return entry[0]
+    def _remember(
+        self, cache: dict[str, tuple[list[str], float]], key: str, values: list[str]
+    ) -> None:
+        # Bounded: the oldest answer makes room for a new one.
+        if len(cache) >= MAX_ASSET_ENTRIES:
+            del cache[min(cache, key=lambda k: cache[k][1])]
+        cache[key] = (values, self.clock())
 
     def learn_catalogue(self, text: str, query: str | None = None) -> None:
         """The catalogue's answer: all protocols by TVL, or (with `query`) those it matched."""
@@ -81,10 +89,7 @@ class NameIndex:
         slugs = [slug for slug, _ in found]
         if query:
             # Beyond the largest 50 a protocol is found only by its name.
-            if len(self.protocol_queries) >= MAX_ASSET_ENTRIES:
-                oldest = min(self.protocol_queries, key=lambda k: self.protocol_queries[k][1])
-                del self.protocol_queries[oldest]
-            self.protocol_queries[query.lower()] = (slugs, self.clock())
+            self._remember(self.protocol_queries, query.lower(), slugs)
             self.learned_protocols.update(slugs)
         else:
             self.protocols = slugs
@@ -96,10 +101,7 @@ class NameIndex:
         symbols = [s.upper() for s, _ in ASSET_LINE.findall(text)]
         if not symbols and not _ASSET_QUERY.search(text):
             return
-        if len(self.assets) >= MAX_ASSET_ENTRIES:
-            oldest = min(self.assets, key=lambda k: self.assets[k][1])
-            del self.assets[oldest]
-        self.assets[query.upper()] = (symbols, self.clock())
+        self._remember(self.assets, query.upper(), symbols)
 
     def learn_vault_lines(self, text: str) -> None:
         for row in vault_rows(text):
@@ -126,7 +128,7 @@ class NameIndex:
 def protocol_matches(words: list[str], i: int, slugs: list[str]) -> tuple[list[str], int]:
     """Slugs a name at words[i] (with up to two following words) stands for, and how many
     words it used: 'aave v3' → aave-v3; 'curve' → curve-dex, curve-llamalend."""
-    words = [w.removesuffix("'s").removesuffix("’s") for w in words]
+    words = [without_possessive(w) for w in words]
     for n in (3, 2, 1):
         if i + n > len(words):
             continue

@@ -34,7 +34,7 @@ from demo_planner.names import (
     resolve,
 )
 from demo_planner.reading import Reading, read
-from demo_planner.text import is_ticker_shaped
+from demo_planner.text import is_ticker_shaped, without_possessive
 from demo_planner.tickers import feed_topic, token_symbols
 from demo_planner.vault_table import vault_rows
 
@@ -672,7 +672,7 @@ def _vault_follow(reading: Reading, ctx: Context, *, named: bool = False) -> Fol
     free = _free_cues(reading)
     if not free & {"history", "risk", "yield_source"}:
         return None
-    words = [w.removesuffix("'s").removesuffix("’s") for w in reading.words]
+    words = [without_possessive(w) for w in reading.words]
     singular = any(w in voc.VAULT_NOUNS_SINGULAR for w in words) or "its" in words or "it" in words
     counted = reading.numbers.counts[0][0] if reading.numbers.counts else 0
     picked = named or any(w in voc.SINGULAR_PICK for w in words)

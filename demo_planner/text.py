@@ -111,6 +111,11 @@ def find_entities(question: str) -> Entities:
     return Entities(addresses, ens, vault_ids, mask(question, spans))
 
 
+def without_possessive(word: str) -> str:
+    """'vault's' → 'vault' (either apostrophe)."""
+    return word.removesuffix("'s").removesuffix("\u2019s")
+
+
 def is_ticker_shaped(word: str) -> bool:
     """Written like a ticker: all capitals (PEPE, 3CRV), capitals then a lowercase letter
     (USDe, USDbC), lowercase prefix then capitals (stETH, wstETH, cbBTC, sDAI), or
