@@ -18,6 +18,7 @@ from demo_planner.text import (
     is_ticker_shaped,
     phrase_tokens,
     tokenize,
+    without_possessive,
 )
 
 
@@ -191,6 +192,6 @@ def read(question: str, table: PhraseTable) -> Reading:
         tokens=tokens,
         numbers=numbers,
         mentions=mentions,
-        cues=_find_cues(words),
+        cues=_find_cues([without_possessive(w) for w in words]),  # "the vault's history"
         negated=_negated(mentions, words),
     )

@@ -454,6 +454,11 @@ OTHERS = [
         then=[("analyze_risk", {"vault_id": FIRST})],
     ),
     Row(
+        "the Syrup USDT vault's history",
+        [vaults(query="Syrup USDT")],
+        then=[("vault_history", {"vault_id": FIRST})],
+    ),
+    Row(
         "How has the Gauntlet USD Alpha vault performed lately?",
         [vaults(query="Gauntlet USD Alpha")],
         then=[("vault_history", {"vault_id": FIRST})],
