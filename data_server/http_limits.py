@@ -15,8 +15,8 @@ runtime (h11):
   closed as it opens. An IPv6 client counts by its /64 (the block one subscriber usually
   holds, as the rate limits count it: albert.rate_limits.address_bucket), so rotating
   through its own addresses buys it nothing. A connection upgraded to a WebSocket leaves
-  the count (the WebSocket protocol owns it from then on; each client's sockets are capped
-  by the worker itself).
+  the count and every deadline for good (the WebSocket protocol owns it from then on, for
+  hours if the client likes; each client's sockets are capped by the worker itself).
 
 `bounded_websockets` bounds the frames of one WebSocket message (the local runtime turns
 permessage-deflate off, so a message's size is the bytes that came).
@@ -72,6 +72,7 @@ class _Bounds:
 
     def bounds_opened(self, transport: asyncio.Transport) -> bool:
         """Count the connection in; False (and closed) when its address holds too many."""
+        self.upgraded = False
         self.head_deadline: asyncio.TimerHandle | None = None
         self.body_deadline: asyncio.TimerHandle | None = None
         peer = transport.get_extra_info("peername")
@@ -92,6 +93,8 @@ class _Bounds:
     def await_head(self, transport: asyncio.Transport) -> None:
         """A request head is due now: close the connection if it has not come in time."""
         self.head_late()
+        if self.upgraded:
+            return
         loop = asyncio.get_running_loop()
         self.head_deadline = loop.call_later(self.head_seconds, self.head_timed_out, transport)
 
@@ -104,6 +107,8 @@ class _Bounds:
     def body_started(self, transport: asyncio.Transport) -> None:
         """The head is in and a body is coming: it is due within `body_seconds`."""
         self.head_late()
+        if self.upgraded:
+            return
         if getattr(self, "body_deadline", None) is None:
             loop = asyncio.get_running_loop()
             self.body_deadline = loop.call_later(self.body_seconds, self.body_timed_out, transport)
@@ -133,6 +138,15 @@ class _Bounds:
             self.head_seconds,
         )
         transport.close()
+
+    def bounds_upgraded(self) -> None:
+        """The connection became a WebSocket: no HTTP deadline applies to it again.
+
+        h11 still reports the upgrade request's (empty) body pending after the upgrade, so
+        without this mark the body deadline would be armed anew and close every socket
+        `body_seconds` after it opened."""
+        self.upgraded = True
+        self.bounds_closed()
 
     def bounds_closed(self) -> None:
         self.body_arrived()
@@ -167,7 +181,7 @@ class BoundedH11Protocol(_Bounds, H11Protocol):
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         # The WebSocket protocol takes the transport: this one hears no connection_lost.
-        self.bounds_closed()
+        self.bounds_upgraded()
         super().handle_websocket_upgrade(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -198,7 +212,7 @@ def bounded_httptools() -> type[asyncio.Protocol]:
                 self.await_head(self.transport)
 
         def handle_websocket_upgrade(self) -> None:
-            self.bounds_closed()  # the WebSocket protocol owns the connection from here
+            self.bounds_upgraded()  # the WebSocket protocol owns the connection from here
             super().handle_websocket_upgrade()
 
         def connection_lost(self, exc: Exception | None) -> None:

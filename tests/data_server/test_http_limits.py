@@ -224,6 +224,28 @@ async def test_websockets_leave_the_count_so_many_stay_open(
         assert (await http.get(f"{url}/healthz")).text == "ok"
 
 
+async def test_an_upgraded_socket_outlives_every_http_deadline(
+    served: tuple[str, Any],
+) -> None:
+    """No HTTP deadline reaches a WebSocket: one held over three times the head and body
+    deadlines, quiet at first and then talking, stays open and answers every message."""
+    from websockets.asyncio.client import connect
+
+    url, protocol = served
+    held = 3 * (protocol.head_seconds + protocol.body_seconds)
+    async with connect(url.replace("http", "ws") + "/ws") as ws:
+        await asyncio.sleep(protocol.body_seconds + 0.5)  # quiet past the body deadline
+        answered = 0
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while loop.time() - started < held:
+            await ws.send(f"ping {answered}")
+            assert await asyncio.wait_for(ws.recv(), 5) == f"ping {answered}"
+            answered += 1
+            await asyncio.sleep(0.25)
+        assert answered >= 10
+
+
 def test_a_body_sent_a_byte_at_a_time_is_cut_off_and_a_prompt_one_is_read(
     served: tuple[str, Any],
 ) -> None:
