@@ -27,6 +27,9 @@ def main() -> int:
     print(f"workerd {tools.workerd_version}: Pyodide {bundle.pyodide_version} bundle")
     print(f"  {bundle.path} ({bundle.size:,} bytes, sha256 {bundle.sha256[:16]}…)")
     print(f"  python_modules: {len(vendored.wheels)} wheels in {folder}")
+    if vendored.substitutes:
+        names = ", ".join(vendored.substitutes)
+        print(f"  substitutes (real packages, no Pyodide build offline): {names}")
     if vendored.standins:
         print(f"  stand-ins (no Pyodide build offline): {', '.join(vendored.standins)}")
     return 0

@@ -31,7 +31,7 @@ from typing import Any
 from scripts.build_worker import PACKAGES, copy_packages
 from workerd_dev import PROJECT_DIR, cache_dir, write_atomically
 from workerd_dev.pyodide_bundle import COMPAT_FLAGS
-from workerd_dev.python_modules import Vendored, vendor
+from workerd_dev.python_modules import STANDINS_DIR, SUBSTITUTES, Vendored, vendor
 
 CONFIG_NAME = "wrangler.json"
 # First-party packages the local runs carry and an upload never does (the demo planner
@@ -66,7 +66,13 @@ def staged_config(project_dir: Path, variables: Mapping[str, str]) -> dict[str, 
 
 
 def _lock_digest(project_dir: Path) -> str:
-    return hashlib.sha256((project_dir / "uv.lock").read_bytes()).hexdigest()[:16]
+    # The lock, and what stands in for the packages it cannot give offline.
+    digest = hashlib.sha256((project_dir / "uv.lock").read_bytes())
+    digest.update(json.dumps(SUBSTITUTES, default=vars, sort_keys=True).encode())
+    for path in sorted(STANDINS_DIR.rglob("*.py")):
+        digest.update(path.relative_to(STANDINS_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def vendored_modules(project_dir: Path, cache: Path) -> tuple[Path, Vendored]:
@@ -85,10 +91,19 @@ def vendored_modules(project_dir: Path, cache: Path) -> tuple[Path, Vendored]:
             with contextlib.suppress(OSError):  # another run renamed its copy first
                 built.rename(folder)
         write_atomically(
-            manifest, json.dumps({"wheels": result.wheels, "standins": result.standins})
+            manifest,
+            json.dumps(
+                {
+                    "wheels": result.wheels,
+                    "standins": result.standins,
+                    "substitutes": result.substitutes,
+                }
+            ),
         )
     data = json.loads(manifest.read_text())
-    return folder, Vendored(tuple(data["wheels"]), tuple(data["standins"]))
+    return folder, Vendored(
+        tuple(data["wheels"]), tuple(data["standins"]), tuple(data.get("substitutes", ()))
+    )
 
 
 def stage(

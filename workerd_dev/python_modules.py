@@ -8,13 +8,20 @@ version: its pure-Python wheel, or its wheel built for Pyodide's ABI
 (`pyemscripten_2026_0_wasm32`, which pydantic-core publishes). Every download is
 checked against the lock's sha256 and kept in the cache.
 
-A package that only the Pyodide index builds (cffi, cryptography, rpds-py) cannot be
-had offline. Its modules get a stand-in that raises ModuleNotFoundError naming the
-package and why, so whatever imports it fails loudly and says so: the `mcp` SDK
-(jsonschema needs rpds-py) and RS256/ES256 host JWTs. Stand-ins are written only into
-the staged copy the local runs use (workerd_dev.project), never into the project's
-python_modules/, so no upload carries one; a deploy's `pywrangler sync` vendors
-Pyodide's real builds.
+Three packages are built by the Pyodide index alone (cffi, cryptography, rpds-py), so
+none of them can be had offline. In their place, written only into the staged copy the
+local runs use (workerd_dev.project), never into the project's python_modules/, so no
+upload carries one:
+
+- rpds-py: a real package, PyPI's pure-Python `pyrsistent-as-rpds-py` on `pyrsistent`
+  (locked in the `workerd-offline` group), behind a two-line `rpds` module. jsonschema
+  runs on it, so the `mcp` SDK validates tool output schemas as it does anywhere;
+- cryptography: a client-only stand-in (workerd_dev/standins/cryptography): the four
+  names the `mcp` SDK's client imports on its way in (for a server's sealed request
+  state, which a client never uses), each of which, used, writes STANDIN_CALLED to the
+  log and raises. Nothing else of `cryptography` is there, so PyJWT offers HS256 only;
+- cffi: a module that fails its import, naming the package and why (only cryptography's
+  real build needs it).
 """
 
 from __future__ import annotations
@@ -42,6 +49,37 @@ from workerd_dev import PROJECT_DIR, cache_dir
 
 DOWNLOAD_TIMEOUT = httpx.Timeout(60.0, connect=15.0)
 STANDIN_MARKER = "ALBERT_WORKERD_STANDIN"
+STANDINS_DIR = Path(__file__).resolve().parent / "standins"
+# What `cryptography/standin.py` writes to stderr when a stand-in is used.
+STANDIN_CALLED = "ALBERT_WORKERD_STANDIN_CALLED"
+
+
+@dataclass(frozen=True)
+class Substitute:
+    """A real package vendored in place of one that has no Pyodide build offline."""
+
+    locked: tuple[str, ...]
+    modules: dict[str, str]
+
+
+# rpds-py's module, served by pyrsistent-as-rpds-py (the wheel ships the adapter as
+# `pyrsistent_as_rpds`; its `auto` module would try `rpds` first, i.e. itself).
+SUBSTITUTES: dict[str, Substitute] = {
+    "rpds-py": Substitute(
+        locked=("pyrsistent-as-rpds-py", "pyrsistent"),
+        modules={
+            "rpds/__init__.py": (
+                f"# {STANDIN_MARKER}: rpds-py's API from pyrsistent-as-rpds-py (PyPI, pure\n"
+                "# Python), for local workerd runs only; a deploy vendors Pyodide's rpds-py.\n"
+                "from pyrsistent_as_rpds.pure import *  # noqa: F403\n"
+                "\n"
+                "is_pure_pyrsistent_as_rpds = True\n"
+            ),
+        },
+    ),
+}
+# Client-only stand-ins kept as source in workerd_dev/standins/.
+CLIENT_STANDINS = ("cryptography",)
 
 
 class VendorError(RuntimeError):
@@ -54,6 +92,7 @@ class Vendored:
 
     wheels: tuple[str, ...]
     standins: tuple[str, ...]
+    substitutes: tuple[str, ...] = ()
 
 
 def _locked_wheel(lock: dict[str, dict[str, Any]], verdict: Verdict) -> dict[str, Any]:
@@ -170,13 +209,38 @@ def _install(
         raise VendorError(f"{into} is not empty")
     wheels: list[str] = []
     standins: list[str] = []
+    substitutes: list[str] = []
+    pyodide = load_pyodide()
     with httpx.Client(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as client:
+
+        def install(verdict: Verdict) -> None:
+            wheel = fetch_wheel(_locked_wheel(lock, verdict), cache, client)
+            unpack_wheel(wheel, into)
+            wheels.append(wheel.name)
+
         for verdict in verdicts:
+            name = normalize(verdict.name)
             if verdict.kind in ("pure", "pyemscripten"):
-                wheel = fetch_wheel(_locked_wheel(lock, verdict), cache, client)
-                unpack_wheel(wheel, into)
-                wheels.append(wheel.name)
+                install(verdict)
+            elif name in SUBSTITUTES:
+                substitute = SUBSTITUTES[name]
+                for locked in substitute.locked:
+                    real = judge(locked, lock, pyodide)
+                    if real.kind != "pure":
+                        raise VendorError(f"{locked}: uv.lock has no pure wheel ({real.detail})")
+                    install(real)
+                for relative, source in substitute.modules.items():
+                    (into / relative).parent.mkdir(parents=True, exist_ok=True)
+                    (into / relative).write_text(source)
+                substitutes.append(name)
+            elif name in CLIENT_STANDINS:
+                shutil.copytree(
+                    STANDINS_DIR / name,
+                    into / name,
+                    ignore=shutil.ignore_patterns("__pycache__"),
+                )
+                standins.append(name)
             else:
                 write_standin(verdict.name, into)
-                standins.append(normalize(verdict.name))
-    return Vendored(tuple(wheels), tuple(standins))
+                standins.append(name)
+    return Vendored(tuple(wheels), tuple(standins), tuple(substitutes))

@@ -23,8 +23,8 @@ from tests.albert.mcp.conftest import (  # noqa: F401  (fixtures: the object's S
 
 # The local stack's scripted model and platform services, as the e2e tests have them.
 from tests.e2e.conftest import model, platform  # noqa: F401
-from tests.e2e.test_mcp import FAST_MCP
 from tests.support.asgi_server import AsgiServer
+from tests.support.mcp_chat import FAST_MCP
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import ScriptedModelServer
 

@@ -19,10 +19,10 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 
-from tests.e2e.test_mcp import tool_names, wait_status
 from tests.interop.conftest import Everything
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
+from tests.support.mcp_chat import tool_names, wait_status
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 

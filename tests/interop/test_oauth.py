@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.e2e.test_mcp import system_prompt, wait_status
 from tests.support.chat_client import ChatClient, answer_text
+from tests.support.mcp_chat import system_prompt, wait_status
 from tests.support.oauth_servers import SCOPE, SECRET_YIELD, GuardedServers, guarded_mcp
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall

@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
 
 from miniflare.process import PROJECT_DIR, LocalProcess
+from workerd_dev.python_modules import STANDIN_CALLED
 
-__all__ = ["PROJECT_DIR", "TEST_SIGNING_KEY", "RuntimeProcess"]
+__all__ = [
+    "PROJECT_DIR",
+    "TEST_SIGNING_KEY",
+    "RuntimeProcess",
+    "StandInCalled",
+    "check_no_standin_called",
+]
 
 TEST_SIGNING_KEY = "test:albert-test-signing-key-0123456789"
+
+
+class StandInCalled(AssertionError):
+    """The worker used a stand-in of a package that has no Pyodide build offline."""
+
+
+def check_no_standin_called(log_path: Path) -> None:
+    """Fail when the run's log says a stand-in was used (workerd_dev/standins): the code
+    path that reached it cannot run on Cloudflare as tested."""
+    if not log_path.exists():
+        return
+    used = [
+        line.strip()
+        for line in log_path.read_text(errors="replace").splitlines()
+        if STANDIN_CALLED in line
+    ]
+    if used:
+        raise StandInCalled("a stand-in was used on workerd: " + " | ".join(used[:5]))
 
 
 class RuntimeProcess(LocalProcess):
@@ -35,3 +61,13 @@ class RuntimeProcess(LocalProcess):
             data_port=data_port,
             runtime=runtime,
         )
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop, and fail the run if the worker used a stand-in while it ran."""
+        super().__exit__(exc_type, exc, tb)
+        check_no_standin_called(self.log_path)

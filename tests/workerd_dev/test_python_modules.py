@@ -32,9 +32,16 @@ def test_the_closure_is_vendored_with_pyodides_pydantic_core(
     built = [p.name for p in (into / "pydantic_core").glob("_pydantic_core*.so")]
     assert built and all("emscripten" in name and "wasm32" in name for name in built), built
     assert any(w.startswith("workers_runtime_sdk-") for w in result.wheels)
-    assert set(result.standins) == {"cffi", "cryptography", "rpds-py"}
-    for module in ("cryptography", "rpds", "_cffi_backend"):
+    assert set(result.standins) == {"cffi", "cryptography"}
+    assert result.substitutes == ("rpds-py",)
+    # rpds-py's place is taken by real packages from PyPI, at their locked versions.
+    assert any(w.startswith("pyrsistent_as_rpds_py-") for w in result.wheels)
+    assert any(w.startswith("pyrsistent-") and w.endswith("-none-any.whl") for w in result.wheels)
+    for module in ("rpds", "_cffi_backend"):
         assert STANDIN_MARKER in (into / module / "__init__.py").read_text()
+    # cryptography: the client-only stand-in, as kept in workerd_dev/standins.
+    assert (into / "cryptography" / "hazmat" / "primitives" / "kdf" / "hkdf.py").is_file()
+    assert not (into / "cryptography" / "x509").exists()
     # Vendoring never fills a folder that holds something else.
     with pytest.raises(VendorError):
         vendor(into, cache=fresh_cache)

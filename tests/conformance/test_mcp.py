@@ -1,4 +1,5 @@
-"""MCP servers end to end: the local runtime process, real MCP servers, the scripted model.
+"""MCP servers end to end on both runtimes (the local one and workerd): the worker's real
+`mcp` client, real MCP servers, the scripted model.
 
 The configured URL points at a TCP gate in front of a real MCP test server:
 closing the gate (listener and every connection) is, to the worker, the server
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,21 +22,12 @@ from albert.ai.openai_wire import inline_refs
 from albert.ai.prompt import VAULT_UNAVAILABLE
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
+from tests.support.mcp_chat import FAST_MCP, chat, system_prompt, tool_names, up, wait_status
 from tests.support.mcp_test_server import HUGE_CHARS, SEARCH_VAULTS_SCHEMA, InProcessMcpServer
 from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 from tests.support.tcp_proxy import TcpProxy
-
-FAST_MCP = {
-    "MCP_RETRY_BASE_SECONDS": "0.2",
-    "MCP_RETRY_MAX_SECONDS": "0.8",
-    "MCP_RETRY_ATTEMPTS": "5",
-    "MCP_HEALTH_CACHE_SECONDS": "0",
-    "MCP_HALF_OPEN_COOLDOWN_SECONDS": "0.5",
-    "MCP_CONNECT_TIMEOUT_SECONDS": "2",
-    "MCP_CONNECT_WAIT_SECONDS": "4",
-}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +53,7 @@ async def vaults(vaults_port: int, vaults_server: InProcessMcpServer) -> AsyncIt
 @pytest.fixture(scope="module")
 def mcp_runtime(
     tmp_path_factory: pytest.TempPathFactory,
+    runtime_kind: str,
     model: ScriptedModelServer,
     platform: AsgiServer,
     vaults_port: int,
@@ -77,13 +68,16 @@ def mcp_runtime(
         "MCP_DEFAULT_SERVER_NAME": "vaults",
         **FAST_MCP,
     }
-    with RuntimeProcess(state, variables) as process:
+    with RuntimeProcess(state, variables, runtime=runtime_kind) as process:
         yield process
 
 
 @pytest.fixture(scope="module")
 def production_runtime(
-    tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer, platform: AsgiServer
+    tmp_path_factory: pytest.TempPathFactory,
+    runtime_kind: str,
+    model: ScriptedModelServer,
+    platform: AsgiServer,
 ) -> Iterator[RuntimeProcess]:
     state: Path = tmp_path_factory.mktemp("mcp-production")
     variables = {
@@ -95,40 +89,8 @@ def production_runtime(
         "MCP_DNS_RESOLVER": "system",
         **FAST_MCP,
     }
-    with RuntimeProcess(state, variables) as process:
+    with RuntimeProcess(state, variables, runtime=runtime_kind) as process:
         yield process
-
-
-async def up(gate: TcpProxy) -> None:
-    if not gate.listening:
-        await gate.start()
-
-
-def tool_names(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request.get("tools", [])}
-
-
-def system_prompt(request: dict[str, Any]) -> str:
-    return str(request["messages"][0]["content"])
-
-
-async def wait_status(client: ChatClient, name: str, state: str, within: float = 10.0) -> dict:
-    deadline = time.monotonic() + within
-    last: dict = {}
-    while time.monotonic() < deadline:
-        last = (await client.http.get("/api/mcp/status")).json()
-        for server in last["servers"]:
-            if server["name"] == name and server["state"] == state:
-                return server
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{name} not {state} within {within}s: {last}")
-
-
-async def chat(
-    client: ChatClient, model: ScriptedModelServer, thread: str, *replies: Reply
-) -> list:
-    model.script(*(replies or (Reply(text=["ok"]),)))
-    return await client.turn(thread, "What are the best stablecoin yields?")
 
 
 async def test_no_server_configured_answers_with_local_tools_and_refuses_private_urls(

@@ -1,0 +1,1 @@
+"""Stand-in package (see cryptography/__init__.py)."""
