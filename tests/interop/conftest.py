@@ -22,6 +22,7 @@ from tests.albert.mcp.conftest import (  # noqa: F401  (fixtures: the object's S
 )
 
 # The local stack's scripted model and platform services, as the e2e tests have them.
+from tests.conformance.conftest import RUNTIMES
 from tests.e2e.conftest import model, platform  # noqa: F401
 from tests.support.asgi_server import AsgiServer
 from tests.support.mcp_chat import FAST_MCP
@@ -98,15 +99,17 @@ def everything_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Everyth
         server.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=RUNTIMES)
 def runtime(
+    request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     model: ScriptedModelServer,  # noqa: F811 (the fixture imported above)
     platform: AsgiServer,  # noqa: F811
 ) -> Iterator[RuntimeProcess]:
-    """The worker on the local runtime, with no MCP server but those a test adds, and fast
-    MCP retries (one per module)."""
-    state: Path = tmp_path_factory.mktemp("interop-runtime")
+    """The worker, with no MCP server but those a test adds, and fast MCP retries (one per
+    module and runtime: the local one and workerd, as the conformance suite runs them)."""
+    kind = str(request.param)
+    state: Path = tmp_path_factory.mktemp(f"interop-runtime-{kind}")
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": model.base_url,
@@ -115,5 +118,5 @@ def runtime(
         "MCP_DEFAULT_SERVER_URL": "",  # only the servers a test adds
         **FAST_MCP,
     }
-    with RuntimeProcess(state, variables) as process:
+    with RuntimeProcess(state, variables, runtime=kind) as process:
         yield process

@@ -161,3 +161,26 @@ async def test_a_structured_only_result_reaches_the_model_as_json(
         assert result["ok"] and json.loads(result["content"]) == APY
         [message] = tool_messages(model.requests[-1])
         assert json.dumps(APY) in message and "returned no text" not in message
+
+
+async def test_a_restarted_server_that_forgot_our_session_answers_on_a_new_one(
+    runtime: RuntimeProcess, model: ScriptedModelServer, everything_http: Everything
+) -> None:
+    # server-everything holds a session (the TypeScript SDK's streamable HTTP server); a
+    # restart forgets it, and its 404 for our session id means "start a new session".
+    async with ChatClient(runtime.url, runtime.ws_url) as client:
+        await client.connect()
+        await add_server(client, "everything", everything_http.url)
+        thread = await client.new_thread()
+        for word in ("before", "after"):
+            model.script(
+                Reply(tool_calls=[ScriptedToolCall(name="echo", arguments={"message": word})]),
+                Reply(text=["Echoed."]),
+            )
+            frames = await client.turn(thread, f"echo {word}")
+            [result] = tool_results(frames)
+            assert result["ok"] and result["content"] == f"Echo: {word}", result["content"]
+            if word == "before":
+                everything_http.restart()
+        status = await wait_status(client, "everything", "ready")
+        assert status["last_error"] is None

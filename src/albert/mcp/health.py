@@ -3,13 +3,14 @@
 Listing the tools doubles as the health check, cached for MCP_HEALTH_CACHE_SECONDS
 and repeated at once when the server said its tools changed. While a server is
 ready its change stream stays open; when the stream ends, a health check tells a
-dead server from one that just closed it.
+dead server from one that just closed it. A server that answers but forgot our
+session (a restart) gets a new session at once, so the turn keeps its tools.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from albert.clock import Clock
@@ -30,12 +31,20 @@ class HealthCheck:
     """Keeps each ready server's tool list fresh and notices when it is gone."""
 
     def __init__(
-        self, settings: Settings, clock: Clock, *, on_broken: OnBroken, spawn: Spawn
+        self,
+        settings: Settings,
+        clock: Clock,
+        *,
+        on_broken: OnBroken,
+        spawn: Spawn,
+        connect: Callable[[ServerState], Awaitable[bool]] | None = None,
     ) -> None:
+        """`connect`: one connection attempt (the connector's), for a forgotten session."""
         self._settings = settings
         self._clock = clock
         self._on_broken = on_broken
         self._spawn = spawn
+        self._connect = connect
 
     async def fresh_tools(self, server: ServerState) -> list[RemoteToolSpec] | None:
         """The server's tools; listed again when stale or the health window passed.
@@ -57,6 +66,8 @@ class HealthCheck:
             refused = conn.refused_answer(exc)
             if reason is not None:
                 self._on_broken(server, reason)
+                if conn.session_lost(exc):
+                    return await self._new_session(server)
             elif refused is not None:
                 # Over our bounds: no retry fixes that, so the server is failed for good.
                 server.connect_failed(refused, final=True)
@@ -66,6 +77,14 @@ class HealthCheck:
             return None
         server.tools_listed(specs, self._clock.monotonic())
         return specs
+
+    async def _new_session(self, server: ServerState) -> list[RemoteToolSpec] | None:
+        # The server is there (it answered), so one attempt now is likely to succeed; if
+        # not, the recovery `on_broken` started carries on as for any lost connection.
+        if self._connect is None or not await self._connect(server) or server.conn is None:
+            return None
+        log.info("MCP server %s forgot our session: a new one is open", server.name)
+        return server.tools
 
     def watch(self, server: ServerState) -> None:
         """Keep the server's change stream open while it is ready (no-op without one)."""

@@ -145,7 +145,13 @@ class McpManager:
                 log=None if self._sql is None else RetryLog(self._sql),
                 watched=self._watched,
             )
-            health = HealthCheck(settings, clock, on_broken=self._broken, spawn=self._spawn)
+            health = HealthCheck(
+                settings,
+                clock,
+                on_broken=self._broken,
+                spawn=self._spawn,
+                connect=connector.connect,
+            )
             invoker = RemoteInvoker(
                 self._servers,
                 health=health,
