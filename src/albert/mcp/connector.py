@@ -4,6 +4,12 @@ The URL is checked (SSRF rules) and the secret filled in on every attempt, so a
 changed config or a rotated secret is picked up by the next retry. This is the
 one place that imports the SDK-backed `albert.mcp.connection`, and only when a
 server is actually connected.
+
+Loading the SDK is a one-off of the process (or isolate), not the server's doing: it has
+a bound of its own (CLIENT_LOAD_SECONDS) and never counts against an attempt's. Inside
+Pyodide it takes seconds on a cold isolate and blocks the event loop while it runs, so a
+clock started before it would leave the first attempt little or nothing of its connect
+timeout (measured on workerd: the first object's connect timed out, the next took 0.1 s).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONNECTION_MODULE = "albert.mcp.connection"
+# The most a first load of the SDK may take before the attempt that needs it gives up.
+CLIENT_LOAD_SECONDS = 120.0
 
 # The module once it is fully imported. `sys.modules` cannot tell that: it holds a
 # module from the moment its import *starts*, so another object reading it there while
@@ -65,6 +73,20 @@ async def connection_module() -> ModuleType:
     return await asyncio.to_thread(_import_connection)
 
 
+def client_loaded() -> bool:
+    """True once the SDK-backed connection module is fully imported in this process."""
+    return _loaded is not None
+
+
+async def load_client(within: float = CLIENT_LOAD_SECONDS) -> None:
+    """Import the SDK-backed module (once per process) within `within` seconds.
+
+    Raises TimeoutError past the bound and ImportError where the SDK cannot load.
+    """
+    if _loaded is None:
+        await asyncio.wait_for(connection_module(), within)
+
+
 Spawn = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
@@ -73,8 +95,9 @@ class Connector:
 
     An attempt never raises and never outlasts its bound (`attempt_seconds`: the
     connect timeout plus one retry delay), whatever it waits for: the URL check, the
-    SDK import, the server, or another attempt on the same server. Whatever went
-    wrong becomes the server's `last_error`.
+    server, or another attempt on the same server. The SDK's first load comes before
+    that clock starts, bounded by CLIENT_LOAD_SECONDS. Whatever went wrong becomes the
+    server's `last_error`.
     """
 
     def __init__(
@@ -108,6 +131,8 @@ class Connector:
 
     async def connect(self, server: ServerState) -> bool:
         """One attempt from the persisted config; True when the server is ready."""
+        if not await self._client_ready(server):
+            return False
         step = ["waiting for another attempt on this server"]
         try:
             async with asyncio.timeout(self.attempt_seconds):
@@ -135,6 +160,32 @@ class Connector:
         if ready:
             self._on_ready(server)
         return ready
+
+    async def _client_ready(self, server: ServerState) -> bool:
+        """The SDK loaded for a server that will use it; False (the reason recorded) when it
+        cannot be."""
+        if client_loaded():
+            return True
+        config = self._store.get(server.name)
+        if config is None or not config.enabled:
+            return True  # the attempt says so; nothing needs the SDK for that
+        try:
+            await load_client()
+        except TimeoutError:
+            log.error("MCP server %s: the MCP client did not load in time", server.name)
+            server.connect_failed(f"the MCP client did not load within {CLIENT_LOAD_SECONDS:g} s")
+            return False
+        except ImportError as exc:
+            log.error("MCP server %s: the MCP client cannot be loaded: %s", server.name, exc)
+            server.connect_failed(f"the MCP client cannot be loaded here: {exc}"[:300])
+            return False
+        except Exception as exc:
+            log.exception("MCP server %s: loading the MCP client failed", server.name)
+            server.connect_failed(
+                f"internal error while loading the MCP client ({type(exc).__name__})"
+            )
+            return False
+        return True
 
     async def _attempt(self, server: ServerState, step: list[str]) -> bool:
         async with server.lock:

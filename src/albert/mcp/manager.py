@@ -378,8 +378,17 @@ class McpManager:
             for s in self._servers.values()
             if s.state == "connecting" and s.first_attempt is not None
         ]
-        if first and self._settings.mcp_connect_wait_seconds > 0:
-            await asyncio.wait(first, timeout=self._settings.mcp_connect_wait_seconds)
+        if not first or self._settings.mcp_connect_wait_seconds <= 0:
+            return
+        from albert.mcp.connector import load_client
+
+        # The SDK's one-off load (seconds in a cold isolate) is not the servers' slowness:
+        # it is waited for first, so the servers get the whole wait once it is done.
+        try:
+            await load_client()
+        except Exception:
+            return  # the attempts record why; this turn goes on without those servers
+        await asyncio.wait(first, timeout=self._settings.mcp_connect_wait_seconds)
 
     def status(self) -> list[McpServerStatus]:
         """Every configured server's state, in configuration order."""
