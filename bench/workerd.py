@@ -8,6 +8,11 @@
   it loads, without and with a dedicated memory snapshot (what Cloudflare takes of a Python
   Worker at deploy, so a deployed cold start restores it instead of importing), against
   an empty Python worker.
+- The first remote tool call of a cold isolate: a restored isolate connects to an MCP
+  server on loopback, lists its tools and calls `search_vaults` with the real `mcp`
+  client, importing the SDK on first use (as the worker does) or finding it in the
+  snapshot; against the same connect, list and call on the warm isolate. And the
+  restored cold start itself with the SDK in the snapshot, against entry's alone.
 - Start to first answer: `albert serve --runtime workerd` (wrangler dev) from spawn to
   /healthz, and on to the first demo-planner answer in a new client's thread, against the
   same with the local runtime.
@@ -37,9 +42,10 @@ from miniflare.process import descendants
 from scripts.check_pyodide_compat import WORKER_SIZE_LIMIT, WORKER_SIZE_LIMIT_TEXT
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
+from tests.support.mcp_test_server import InProcessMcpServer
 from tests.support.runtime_process import RuntimeProcess
 from workerd_dev import PROJECT_DIR, cache_dir
-from workerd_dev.harness import run_in_workerd, run_workerd_test, write_worker
+from workerd_dev.harness import Extras, run_in_workerd, run_workerd_test, write_worker
 from workerd_dev.project import LOCAL_PACKAGES, stage
 from workerd_dev.pyodide_bundle import Bundle, ensure_bundle
 from workerd_dev.tools import Tools, find_tools
@@ -134,6 +140,102 @@ def cold_isolate_rows(tools: Tools, bundle: Bundle, modules_dir: Path, samples: 
             ),
         ),
     ]
+
+
+# A turn's MCP work: connect, list, call (the worker's own McpConnection, on the SDK).
+_REMOTE_TURN = """        import time
+        started = time.perf_counter()
+        from albert.mcp.connector import connection_module
+        module = await connection_module()
+        loaded = time.perf_counter()
+
+        async def remote_turn():
+            conn = module.McpConnection(
+                "vaults", MCP_URL, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
+            )
+            await conn.connect(60)
+            await conn.list_tools(60)
+            result = await conn.call_tool("search_vaults", {"query": "usdc"})
+            await conn.close()
+            if result.is_error:
+                raise RuntimeError(result.joined_text())
+
+        await remote_turn()
+        first = time.perf_counter()
+        await remote_turn()
+        warm = time.perf_counter()
+        report(
+            load_ms=(loaded - started) * 1000,
+            first_ms=(first - started) * 1000,
+            warm_ms=(warm - first) * 1000,
+        )
+"""
+_SDK_AT_LOAD = "import albert.mcp.connection  # the SDK in the snapshot"
+
+
+def remote_tool_rows(tools: Tools, bundle: Bundle, modules_dir: Path, samples: int) -> list[Row]:
+    """A restored cold isolate's first remote tool result, the SDK imported on first use or
+    kept in the snapshot, against the same calls warm; and the bare restore of each."""
+    readings: dict[str, dict[str, list[float]]] = {}
+    sizes: dict[str, float] = {}
+    with InProcessMcpServer("vaults") as vaults, tempfile.TemporaryDirectory() as scratch:
+        for kind, top_level in (
+            ("lazy", "import entry"),
+            ("snapshot", f"import entry\n{_SDK_AT_LOAD}"),
+        ):
+            got = readings.setdefault(kind, {})
+            for job, body in (("restore", _NOTHING), ("remote", _REMOTE_TURN)):
+                folder = Path(scratch) / f"{kind}-{job}"
+                folder.mkdir()
+                config = write_worker(
+                    folder,
+                    body,
+                    modules_dir,
+                    top_level=f"{top_level}\nMCP_URL = {vaults.url!r}",
+                    extras=Extras(network=True),
+                )
+                restore = _snapshot_of(tools, bundle, config, folder / "snapshot")
+                if job == "restore":
+                    snapshot = folder / "snapshot"
+                    sizes[kind] = sum(p.stat().st_size for p in snapshot.iterdir()) / 2**20
+                for _ in range(samples):
+                    run = run_workerd_test(tools, bundle, config, *restore)
+                    if job == "restore":
+                        got.setdefault("restore", []).append(run.seconds * 1000)
+                        continue
+                    for key, value in run.results[0].items():
+                        got.setdefault(key, []).append(float(value))  # type: ignore[arg-type]
+    lazy, kept = readings["lazy"], readings["snapshot"]
+    restored, restored_base = Spread.of(kept["restore"]), Spread.of(lazy["restore"])
+    rows = [
+        Row(
+            bench=BENCH,
+            metric="cold isolate restored with the mcp SDK in its snapshot (whole process)",
+            unit="ms",
+            figure=restored,
+            baseline=restored_base,
+            baseline_label="the worker's snapshot (entry alone: the SDK imported on first use)",
+            ratio=ratio(restored, restored_base),
+            note=f"snapshots {sizes['snapshot']:.1f} MiB against {sizes['lazy']:.1f} MiB",
+        )
+    ]
+    warm = Spread.of(lazy["warm_ms"] + kept["warm_ms"])
+    for kind, label in (("lazy", "SDK imported on first use"), ("snapshot", "SDK in the snapshot")):
+        first = Spread.of(readings[kind]["first_ms"])
+        load = Spread.of(readings[kind]["load_ms"])
+        rows.append(
+            Row(
+                bench=BENCH,
+                metric=f"cold isolate to its first remote tool result ({label})",
+                unit="ms",
+                figure=first,
+                baseline=warm,
+                baseline_label="the same connect, list and call on the warm isolate",
+                ratio=ratio(first, warm),
+                note=f"of which loading the SDK {load.median:.0f} ms; the isolate restored",
+            )
+        )
+    return rows
 
 
 def _cpu_seconds(pids: set[int]) -> float:
@@ -306,6 +408,7 @@ async def run(sizes: BenchSizes) -> list[Row]:
         samples = sizes.pick(3, 7)
         rows = await asyncio.to_thread(import_rows, tools, bundle, modules_dir, samples)
         rows += await asyncio.to_thread(cold_isolate_rows, tools, bundle, modules_dir, samples)
+        rows += await asyncio.to_thread(remote_tool_rows, tools, bundle, modules_dir, samples)
         rows += upload_rows(modules_dir, staged.vendored.standins)
     rows += await serving_rows(sizes.pick(1, 3), sizes.pick(5, 20))
     return rows

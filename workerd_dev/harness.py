@@ -56,6 +56,9 @@ class Extras:
     # A Durable Object class of the main module, bound as OBJECTS, with SQLite storage in
     # a folder of the run (workerd's in-memory storage has no SQL).
     durable_object: str | None = None
+    # Outbound fetch to loopback and private addresses (servers a test or bench starts);
+    # without it the worker has no network at all.
+    network: bool = False
 
 
 def _vendored(folder: Path, config_dir: Path) -> list[str]:
@@ -87,6 +90,9 @@ def worker_config(
     listed = ",\n    ".join(modules)
     objects = ""
     services = '(name = "harness", worker = .w)'
+    if extras.network:
+        # The worker's default outbound service is the one named "internet".
+        services += ', (name = "internet", network = (allow = ["private", "local"]))'
     if extras.durable_object is not None:
         name = json.dumps(extras.durable_object)
         storage = json.dumps(str(config_dir / "objects"))
