@@ -329,3 +329,56 @@ async def test_two_clients_with_different_servers_never_see_each_others(
             assert default.status_code == 409
             await chat(alice, model, await alice.new_thread())
             assert "echo" not in tool_names(model.requests[-1])
+
+
+async def test_parallel_local_and_remote_calls_in_one_step_with_output_schemas_checked(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    # The model path end to end: streamed SSE, four calls in one step (a local tool, the
+    # default server's, and a client server's tool whose output schema the SDK checks,
+    # once kept and once broken), then a streamed answer.
+    await up(vaults)
+    with InProcessMcpServer("structured") as pages:
+        async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+            made = await client.http.post(
+                "/api/mcp/servers", json={"name": "pages", "url": pages.url}
+            )
+            assert made.status_code == 201, made.text
+            await client.connect()
+            await wait_status(client, "vaults", "ready")
+            await wait_status(client, "pages", "ready")
+            thread = await client.new_thread()
+            frames = await chat(
+                client,
+                model,
+                thread,
+                Reply(
+                    tool_calls=[
+                        ScriptedToolCall(name="analyze_token", arguments={"symbol": "PEPE"}),
+                        ScriptedToolCall(name="search_vaults", arguments={"query": "usdc"}),
+                        ScriptedToolCall(name="vault_page", arguments={"break": "none"}),
+                        ScriptedToolCall(name="vault_page", arguments={"break": "type"}),
+                    ]
+                ),
+                Reply(text=["Four ", "results ", "read."]),
+            )
+    # Results come as the calls finish; each is matched to its call by id.
+    calls = {f["call_id"]: f for f in frames if f["type"] == "tool_call"}
+    results = {
+        (f["name"], calls[f["call_id"]]["arguments"].get("break")): f
+        for f in frames
+        if f["type"] == "tool_result"
+    }
+    assert len(results) == 4
+    local, remote = results["analyze_token", None], results["search_vaults", None]
+    kept, broken = results["vault_page", "none"], results["vault_page", "type"]
+    assert local["ok"] and local.get("server") is None and "PEPE" in local["content"]
+    assert remote["ok"] and remote["server"] == "vaults" and '"apy": 4.2' in remote["content"]
+    assert kept["ok"] and kept["server"] == "pages" and '"found": 2' in kept["content"]
+    # The page that breaks its declared schema is refused by the client, and says why.
+    assert not broken["ok"] and "vault_page" in broken["content"], broken
+    assert "'4.2' is not of type 'number'" in broken["content"]
+    assert answer_text(frames) == "Four results read."
+    assert frames[-1]["finish_reason"] == "stop" and frames[-1]["steps"] == 2
+    tool_messages = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 4
