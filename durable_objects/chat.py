@@ -18,6 +18,7 @@ from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
+from albert.chat.claims import MAX_IMPORT_BYTES, ClaimsApi
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketMeta
 from albert.cloudflare.ai import platform_model
@@ -35,10 +36,18 @@ from albert.cloudflare.sockets import (
 from albert.cloudflare.sql import WorkersSql
 from albert.cloudflare.storage_alarm import WorkersAlarm
 from albert.mcp.oauth_state import CALLBACK_PATH
+from albert.request_bodies import MAX_REQUEST_BODY_BYTES
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
+from albert.web import BadRequest, HttpResponse
 
 log = logging.getLogger(__name__)
+
+
+def _body_cap(path: str) -> int:
+    # A claim import is another object's whole export, sent by the router (clients reach
+    # `/api/*` only); every other body is bounded as the router bounds it.
+    return MAX_IMPORT_BYTES if ClaimsApi.handles(path) else MAX_REQUEST_BODY_BYTES
 
 
 class ChatDurableObject(DurableObject):
@@ -99,7 +108,12 @@ class ChatDurableObject(DurableObject):
         return self._auth
 
     async def fetch(self, request: Any) -> Any:
-        core = await to_core_request(request)
+        try:
+            core = await to_core_request(request, max_body=_body_cap)
+        except BadRequest as exc:
+            # Framed twice or over its bound: refused before (or as soon as) the body
+            # passes it, never read whole (albert.request_bodies).
+            return to_response(HttpResponse.error(exc.status, exc.error, exc.detail))
         if core.path == CALLBACK_PATH:
             # An MCP server's authorization coming back: no session token; the router
             # brought it here by its state, whose nonce this object must know.

@@ -14,6 +14,7 @@ from albert.clock import SystemClock
 from albert.cloudflare.http import to_core_request, to_response
 from albert.cloudflare.sql import WorkersSql
 from albert.limiter_bucket import LimiterCore
+from albert.web import BadRequest, HttpResponse
 
 
 class LimiterDurableObject(DurableObject):
@@ -28,4 +29,8 @@ class LimiterDurableObject(DurableObject):
         if self._core is None:
             sql = WorkersSql(self.ctx.storage.sql, self.ctx.storage)
             self._core = LimiterCore(sql, SystemClock())
-        return to_response(self._core.handle(await to_core_request(request)))
+        try:
+            request_value = await to_core_request(request)
+        except BadRequest as exc:
+            return to_response(HttpResponse.error(exc.status, exc.error, exc.detail))
+        return to_response(self._core.handle(request_value))

@@ -51,6 +51,11 @@ class Request:
         """On Cloudflare the JS request; here the request itself."""
         return self
 
+    @property
+    def body(self) -> BodyStream | None:
+        """The JS `request.body`: a stream of the body, None (JS null) when there is none."""
+        return BodyStream(self._body) if self._body else None
+
     async def text(self) -> str:
         # As the platform's TextDecoder does: invalid UTF-8 becomes U+FFFD, never an error.
         return self._body.decode("utf-8", errors="replace")
@@ -69,6 +74,42 @@ class Request:
         return Request(
             self.url, method=self.method, headers=Headers(self.headers.items()), body=self._body
         )
+
+
+class ReadResult:
+    """What a JS stream reader's `read()` resolves to."""
+
+    def __init__(self, done: bool, value: bytes | None = None) -> None:
+        self.done = done
+        self.value = value
+
+
+class BodyStream:
+    """A request body's ReadableStream: `getReader()`, then `read()` until `done`.
+
+    The runtime has read the body whole already (at most its bound): it is handed over
+    in pieces of PIECE_BYTES, as a platform stream hands over what arrived, so a reader
+    that stops early is exercised here too.
+    """
+
+    PIECE_BYTES = 16 * 1024
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._offset = 0
+
+    def getReader(self) -> BodyStream:
+        return self
+
+    async def read(self) -> ReadResult:
+        if self._offset >= len(self._data):
+            return ReadResult(done=True)
+        piece = self._data[self._offset : self._offset + self.PIECE_BYTES]
+        self._offset += len(piece)
+        return ReadResult(done=False, value=piece)
+
+    async def cancel(self, reason: Any = None) -> None:
+        self._offset = len(self._data)
 
 
 class Response:

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from albert.request_bodies import MAX_REQUEST_BODY_BYTES, BoundedBody, check_head
+from albert.security_headers import with_api_headers
+from albert.web import BadRequest, HttpResponse
 from miniflare import install_shims
 from miniflare.asset_headers import CONFIG_FILES, HeaderRules
 from miniflare.asset_routing import Redirect, route
@@ -254,13 +257,15 @@ class LocalRuntime:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = _refused_head(scope)
-        body = bytearray()
+        body = BoundedBody(MAX_REQUEST_BODY_BYTES)
         while refusal is None:
             message = await receive()
-            body += message.get("body", b"")
-            if len(body) > MAX_REQUEST_BODY_BYTES:
-                refusal = _too_large()  # the rest is never read: the connection closes
-            elif not message.get("more_body"):
+            try:
+                body.add(message.get("body", b""))
+            except BadRequest as exc:
+                refusal = _refusal(exc)  # the rest is never read: the connection closes
+                break
+            if not message.get("more_body"):
                 break
         if refusal is not None:
             await _answer(send, refusal)
@@ -270,7 +275,7 @@ class LocalRuntime:
             response = asset
         else:
             try:
-                response = await self._entrypoint.fetch(self._request(scope, bytes(body)))
+                response = await self._entrypoint.fetch(self._request(scope, body.value()))
             except Exception:
                 log.exception("worker raised")
                 response = Response("Internal Server Error", status=500)
@@ -430,36 +435,26 @@ async def _close_object(instance: Any) -> None:
         log.exception("an object failed to shut down")
 
 
-# The largest request body the runtime reads: the largest any route of the worker accepts
-# (32,000 bytes, `/api/mcp/servers` and `/api/events`) with room to spare, so a body near a
-# route's own limit still gets the worker's answer. A bigger body is refused with 413
-# before more of it is read: the 1,024 connections one address may hold then hold 64 MiB at most.
-MAX_REQUEST_BODY_BYTES = 64 * 1024
-
-
-def _too_large() -> Response:
-    return Response(
-        "Payload Too Large",
-        status=413,
-        headers={"content-type": "text/plain", "connection": "close"},
-    )
+def _refusal(exc: BadRequest) -> Response:
+    """The runtime's refusal of a head or body, as the worker's own on Cloudflare words it
+    (albert.request_bodies); the connection closes after it."""
+    error = HttpResponse.error(exc.status, exc.error, exc.detail)
+    headers = {
+        **with_api_headers(error.headers),
+        "content-length": str(len(error.body)),
+        "connection": "close",
+    }
+    return Response(error.body, status=error.status, headers=headers)
 
 
 def _refused_head(scope: Scope) -> Response | None:
-    """413 for a declared body over the bound; 400 for a head that frames its body twice
-    (Content-Length and Transfer-Encoding: request smuggling's shape)."""
-    headers = [(k.lower(), v) for k, v in scope.get("headers", [])]
-    lengths = [v for k, v in headers if k == b"content-length"]
-    chunked = any(k == b"transfer-encoding" for k, _ in headers)
-    if lengths and chunked:
-        return Response(
-            "Bad Request: Content-Length with Transfer-Encoding",
-            status=400,
-            headers={"content-type": "text/plain", "connection": "close"},
-        )
-    for value in lengths:
-        if value.strip().isdigit() and int(value) > MAX_REQUEST_BODY_BYTES:
-            return _too_large()
+    """400 for a head that frames its body twice, 413 for a declared body over the bound
+    (albert.request_bodies.check_head), before any of the body is read."""
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+    try:
+        check_head(headers, MAX_REQUEST_BODY_BYTES)
+    except BadRequest as exc:
+        return _refusal(exc)
     return None
 
 

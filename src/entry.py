@@ -10,6 +10,7 @@ from workers import WorkerEntrypoint
 
 from albert.auth.gateway import route_request
 from albert.auth.identify import Authenticator
+from albert.auth.session_api import MAX_SESSION_BODY
 from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
@@ -18,6 +19,7 @@ from albert.cloudflare.shared_limiter import shared_limiter
 from albert.router import Forward, ForwardToObject
 from albert.session_admission import admit_new_session
 from albert.settings import Settings
+from albert.web import BadRequest, HttpResponse
 from durable_objects.chat import ChatDurableObject
 from durable_objects.limiter import LimiterDurableObject
 
@@ -52,6 +54,14 @@ class Default(WorkerEntrypoint):
         return self._http
 
     async def fetch(self, request: Any) -> Any:
+        try:
+            return await self._fetch(request)
+        except BadRequest as exc:
+            # A body framed twice or over its bound (albert.request_bodies): refused by its
+            # head before the router reads it or an object is touched, or as it is read.
+            return to_response(HttpResponse.error(exc.status, exc.error, exc.detail))
+
+    async def _fetch(self, request: Any) -> Any:
         head = await to_core_request(request, read_body=False)
         now = int(time.time())
         if head.path == "/embed":  # albert.embed.EMBED_PATH
@@ -71,7 +81,7 @@ class Default(WorkerEntrypoint):
             )
         if head.path == "/api/session":
             # The only body the router reads; forwarded requests keep theirs unread.
-            head = await to_core_request(request)
+            head = await to_core_request(request, max_body=MAX_SESSION_BODY)
             refused = await admit_new_session(head, self.settings(), now, shared_limiter(self.env))
             if refused is not None:
                 return to_response(refused)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.auth.tokens import Identity
-from albert.chat.claims import CLAIM_PREFIX, CLOSE_SESSION_CLAIMED
+from albert.chat.claims import CLAIM_PREFIX, CLOSE_SESSION_CLAIMED, MAX_IMPORT_BYTES
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerRow
 from albert.ports import SocketHub
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from albert.chat.claims import ClaimsApi
 
 log = logging.getLogger(__name__)
-
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 class ClaimExport(BaseModel):

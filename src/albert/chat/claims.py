@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 CLAIM_PREFIX = "/internal/claim/"
 CLAIMED_BY = "claimed_by"
 CLOSE_SESSION_CLAIMED = 4009
+# The largest import body: another object's whole export, sent by the router.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 class ClaimsApi:

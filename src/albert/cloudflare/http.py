@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from albert.cloudflare.ffi import py_value
+from albert.cloudflare.ffi import is_js_nullish, py_value
+from albert.request_bodies import MAX_REQUEST_BODY_BYTES, BoundedBody, check_head, too_large
 from albert.security_headers import with_api_headers
 from albert.web import HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
 
 
 def is_websocket_upgrade(request: Any) -> bool:
@@ -15,30 +20,77 @@ def is_websocket_upgrade(request: Any) -> bool:
     return (request.headers.get("upgrade") or "").lower() == "websocket"
 
 
-async def to_core_request(request: Any, *, read_body: bool = True) -> HttpRequest:
-    """The core's view of a platform request."""
+async def to_core_request(
+    request: Any,
+    *,
+    read_body: bool = True,
+    max_body: int | Callable[[str], int] = MAX_REQUEST_BODY_BYTES,
+) -> HttpRequest:
+    """The core's view of a platform request, its body read up to `max_body` bytes (a
+    number, or the cap of the request's path).
+
+    Raises BadRequest (albert.request_bodies) for a head that frames its body twice (400)
+    or declares more than the cap (413), before anything is read, even when the body is
+    left unread (the router's check of a request it forwards); and for a body that grows
+    past the cap (413), as soon as it does.
+    """
     url = urlsplit(str(request.url))
-    headers = {str(k).lower(): str(v) for k, v in request.headers.items()}
+    pairs = [(str(k).lower(), str(v)) for k, v in request.headers.items()]
+    cap = max_body(url.path) if callable(max_body) else max_body
+    check_head(pairs, cap)
+    method = str(request.method).upper()
     body = b""
-    if read_body and request.method not in ("GET", "HEAD"):
-        body = await request_bytes(request)
+    if read_body and method not in ("GET", "HEAD"):
+        body = await request_bytes(request, cap)
     return HttpRequest(
-        method=str(request.method).upper(),
+        method=method,
         path=url.path,
         query=dict(parse_qsl(url.query)),
         query_string=url.query,
-        headers=headers,
+        headers=dict(pairs),
         body=body,
         base_url=f"{url.scheme}://{url.netloc}",
     )
 
 
-async def request_bytes(request: Any) -> bytes:
-    """The body exactly as sent: bytes, so invalid UTF-8 reaches the core's checks (a
-    text read would have replaced it, or failed, before any check could answer)."""
+async def request_bytes(request: Any, cap: int = MAX_REQUEST_BODY_BYTES) -> bytes:
+    """The body exactly as sent, at most `cap` bytes of it (BadRequest, 413, past that).
+
+    Bytes, so invalid UTF-8 reaches the core's checks (a text read would have replaced it,
+    or failed, before any check could answer). Read from the body's stream piece by piece,
+    never whole (`arrayBuffer()` would buffer whatever a client sends before any check):
+    a piece that would pass the cap is refused without being copied, and the stream is
+    cancelled so the platform stops taking the rest.
+    """
     js_request = getattr(request, "js_object", request)
-    data = py_value(await js_request.arrayBuffer())
-    return data if isinstance(data, bytes) else str(data or "").encode()
+    stream = js_request.body
+    if is_js_nullish(stream):
+        return b""
+    reader = stream.getReader()
+    body = BoundedBody(cap)
+    while True:  # bounded by the cap: every piece kept is counted against it
+        result = await reader.read()
+        if result.done:
+            return body.value()
+        piece = result.value
+        if not body.fits(_byte_length(piece)):
+            await _cancel(reader)
+            raise too_large(cap)
+        body.add(py_value(piece))
+
+
+def _byte_length(piece: Any) -> int:
+    # A Uint8Array's length, read without copying it into Python.
+    length = getattr(piece, "byteLength", None)
+    return len(piece) if length is None else int(length)
+
+
+async def _cancel(reader: Any) -> None:
+    try:
+        await reader.cancel()
+    except Exception:
+        # The refusal stands whatever the stream says: it may have failed or closed.
+        log.debug("cancelling a refused body failed", exc_info=True)
 
 
 def to_response(response: HttpResponse) -> Any:
