@@ -19,6 +19,10 @@ rules, because that is what the Cloudflare adapters must cope with:
   savepoint (nested calls nest) and returns what it returned; when it throws, its
   writes are rolled back and the error is thrown on. A Python exception leaves a
   callback as a JS `PythonError` and comes back as a JsException;
+- the Workers SDK wraps a Durable Object's `ctx.storage`: a Python callable passed to
+  one of its methods becomes a `create_proxy` that nothing ever destroys (measured on
+  workerd: every transactionSync callback stayed alive), and `workers.python_to_rpc`
+  hands back the JS object behind the wrapper;
 - `new WebSocketPair()` is `WebSocketPair.new()`, `Object.values(pair)` is
   `.object_values()`; `send()` after `close()` throws, `close()` refuses the
   reserved codes 1004-1006 and 1015 and reasons over 123 bytes; a binary message
@@ -586,6 +590,29 @@ class DurableObjectStorage(JsProxy):
         self.sql.close()
 
 
+class SdkStorage:
+    """`ctx.storage` as the Workers SDK wraps it: calls go to the JS object, converted."""
+
+    def __init__(self, storage: DurableObjectStorage) -> None:
+        self.js_storage = storage
+        # The proxies the wrapper made of callables: the SDK never destroys them.
+        self.kept: list[JsDoubleProxy] = []
+
+    def transactionSync(self, callback: Any) -> Any:
+        if callable(callback) and not isinstance(callback, JsProxy):
+            callback = create_proxy(callback)
+            self.kept.append(callback)
+        return self.js_storage.transactionSync(callback)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.js_storage, name)
+
+
+def python_to_rpc(value: Any) -> Any:
+    """workers.python_to_rpc, for what the adapters pass it: the JS object of a wrapper."""
+    return value.js_storage if isinstance(value, SdkStorage) else value
+
+
 class WebSocket(JsProxy):
     """One end of a WebSocketPair."""
 
@@ -649,7 +676,7 @@ class DurableObjectState(JsProxy):
     """`ctx` of a Durable Object."""
 
     def __init__(self, path: Path, on_alarm: Callable[[], Awaitable[None]]) -> None:
-        self.storage = DurableObjectStorage(path, on_alarm)
+        self.storage = SdkStorage(DurableObjectStorage(path, on_alarm))
         self._sockets: list[tuple[WebSocket, list[str]]] = []
         # The Promises the object is kept alive for, as the runtime adopted them.
         self.waited: list[asyncio.Future[Any]] = []
@@ -727,4 +754,5 @@ def modules() -> dict[str, types.ModuleType]:
     pyodide.ffi = ffi  # type: ignore[attr-defined]
     workers = types.ModuleType("workers")
     workers.Response = Response  # type: ignore[attr-defined]
+    workers.python_to_rpc = python_to_rpc  # type: ignore[attr-defined]
     return {"js": js, "pyodide": pyodide, "pyodide.ffi": ffi, "workers": workers}

@@ -17,12 +17,16 @@ _NOT_AVAILABLE = (ImportError, NotImplementedError, AttributeError)
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 
 
-def _ffi_attr(name: str) -> Any:
+def _module_attr(module_name: str, name: str) -> Any:
     try:
-        module = __import__("pyodide.ffi", fromlist=[name])
+        module = __import__(module_name, fromlist=[name])
         return getattr(module, name)
     except _NOT_AVAILABLE:
         return None
+
+
+def _ffi_attr(name: str) -> Any:
+    return _module_attr("pyodide.ffi", name)
 
 
 def js_null() -> Any:
@@ -39,6 +43,18 @@ def create_proxy(obj: Any) -> Any:
     """
     make = _ffi_attr("create_proxy")
     return None if make is None else make(obj)
+
+
+def js_binding(binding: Any) -> Any:
+    """The JS object behind the Workers SDK's wrapper of a binding, else `binding` itself.
+
+    The SDK wraps a Durable Object's `ctx.storage` so that every argument is converted
+    as for RPC: a Python callable becomes a `create_proxy` that nothing ever destroys.
+    Its public `python_to_rpc` hands back the JS object a wrapper holds (and a JS object
+    as it is); where no SDK is loaded (the local runtime, the fakes) nothing is wrapped.
+    """
+    unwrap = _module_attr("workers", "python_to_rpc")
+    return binding if unwrap is None else unwrap(binding)
 
 
 def is_js_nullish(value: Any) -> bool:
