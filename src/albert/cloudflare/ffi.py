@@ -11,6 +11,7 @@ stand-ins (miniflare/shims), and in the conformance tests faithful fakes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 _NOT_AVAILABLE = (ImportError, NotImplementedError, AttributeError)
@@ -72,6 +73,18 @@ def to_js_bytes(data: bytes | bytearray | memoryview) -> Any:
     to_js = _ffi_attr("to_js")
     raw = bytes(data)
     return raw if to_js is None else to_js(raw)
+
+
+def to_js_array(items: Iterable[Any]) -> Any:
+    """A JS Array of `items`, for a parameter the platform types as an array.
+
+    A Python list crosses into JS as a proxy, which such a parameter refuses
+    (`ctx.acceptWebSocket(ws, tags)`: "parameter 2 is not of type 'Array'"). The local
+    runtime's `to_js` gives its own array type, which its stand-ins insist on alike.
+    """
+    to_js = _ffi_attr("to_js")
+    values = list(items)
+    return values if to_js is None else to_js(values)
 
 
 def to_js_object(value: Any) -> Any:
