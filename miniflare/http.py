@@ -134,6 +134,16 @@ class Response:
         else:
             self.body = body or b""
 
+    @property
+    def js_object(self) -> Response:
+        """On Cloudflare the JS Response (the SDK's public attribute); here the response."""
+        return self
+
+    @property
+    def webSocket(self) -> Any:
+        """The JS Response's client end of an accepted WebSocket (None for other responses)."""
+        return self.web_socket
+
     @classmethod
     def json(
         cls, data: Any, status: int = 200, headers: Mapping[str, str] | None = None

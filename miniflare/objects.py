@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from miniflare.http import Headers, Request, Response
-from miniflare.storage import DurableObjectStorage
+from miniflare.storage import DurableObjectStorage, JsArray
 from miniflare.websockets import LocalWebSocket
 
 if TYPE_CHECKING:
@@ -39,6 +39,13 @@ class DurableObjectId:
         return self._hex
 
 
+def _not_of_type(position: int, kind: str) -> str:
+    return (
+        f"Failed to execute 'acceptWebSocket' on 'DurableObjectState': "
+        f"parameter {position} is not of type '{kind}'."
+    )
+
+
 class DurableObjectState:
     """`ctx` of a Durable Object: id, storage, sockets, waitUntil."""
 
@@ -55,13 +62,23 @@ class DurableObjectState:
         self._class_name = class_name
         self._sockets: list[LocalWebSocket] = []
 
-    def acceptWebSocket(self, ws: LocalWebSocket, tags: list[str] | None = None) -> None:
-        ws.tags = list(tags or [])
+    def acceptWebSocket(self, ws: LocalWebSocket, tags: JsArray | None = None) -> None:
+        """Take `ws` into the object's keeping, with `tags` as a JS array (`to_js`).
+
+        workerd refuses a Python list (it crosses as a proxy, not an Array): so does this.
+        """
+        if not isinstance(ws, LocalWebSocket):
+            raise TypeError(_not_of_type(1, "WebSocket"))
+        if tags is not None and not isinstance(tags, JsArray):
+            raise TypeError(_not_of_type(2, "Array"))
+        ws.tags = [str(tag) for tag in tags or []]
         ws.owner = (self._class_name, self.id)
         self._sockets.append(ws)
 
     def getWebSockets(self, tag: str | None = None) -> list[LocalWebSocket]:
-        return [ws for ws in self._sockets if not ws.closed and (tag is None or tag in ws.tags)]
+        """The accepted sockets whose connection has not ended, as workerd lists them: one
+        we started closing (readyState CLOSING) is listed until the peer answers."""
+        return [ws for ws in self._sockets if not ws.gone and (tag is None or tag in ws.tags)]
 
     def forget_socket(self, ws: LocalWebSocket) -> None:
         """The socket closed for good."""

@@ -131,6 +131,12 @@ class DurableObjectStorage:
         return self.stored_alarm()
 
     async def setAlarm(self, scheduled_time_ms: int | float) -> None:
+        """Set the alarm to a time in Unix ms (a number; workerd refuses anything else)."""
+        if isinstance(scheduled_time_ms, bool) or not isinstance(scheduled_time_ms, int | float):
+            raise TypeError(
+                "Failed to execute 'setAlarm' on 'DurableObjectStorage': "
+                "parameter 1 is not of type 'date'."
+            )
         when = int(scheduled_time_ms)
         self._alarm_file.write_text(json.dumps({"at": when}))
         self._on_alarm_change(when)

@@ -59,6 +59,8 @@ class Extras:
     # Outbound fetch to loopback and private addresses (servers a test or bench starts);
     # without it the worker has no network at all.
     network: bool = False
+    # (name, text): text bindings of the env, as wrangler's [vars] become.
+    text_bindings: tuple[tuple[str, str], ...] = ()
 
 
 def _vendored(folder: Path, config_dir: Path) -> list[str]:
@@ -88,22 +90,28 @@ def worker_config(
         modules += _vendored(folder, config_dir)
     flags = ", ".join(json.dumps(flag) for flag in COMPAT_FLAGS)
     listed = ",\n    ".join(modules)
-    objects = ""
+    fields = ""
     services = '(name = "harness", worker = .w)'
     if extras.network:
         # The worker's default outbound service is the one named "internet".
         services += ', (name = "internet", network = (allow = ["private", "local"]))'
+    bindings = [
+        f"(name = {json.dumps(name)}, text = {json.dumps(text)})"
+        for name, text in extras.text_bindings
+    ]
     if extras.durable_object is not None:
         name = json.dumps(extras.durable_object)
         storage = json.dumps(str(config_dir / "objects"))
         (config_dir / "objects").mkdir(exist_ok=True)
         services += f', (name = "objects", disk = (path = {storage}, writable = true))'
-        objects = (
+        fields = (
             f'  durableObjectNamespaces = [(className = {name}, uniqueKey = "harness",'
             " enableSql = true)],\n"
             '  durableObjectStorage = (localDisk = "objects"),\n'
-            f'  bindings = [(name = "OBJECTS", durableObjectNamespace = {name})],\n'
         )
+        bindings.append(f'(name = "OBJECTS", durableObjectNamespace = {name})')
+    if bindings:
+        fields += f"  bindings = [{', '.join(bindings)}],\n"
     return (
         'using Workerd = import "/workerd/workerd.capnp";\n'
         f"const config :Workerd.Config = (services = [{services}]);\n"
@@ -111,7 +119,7 @@ def worker_config(
         f"  modules = [\n    {listed}\n  ],\n"
         f"  compatibilityDate = {json.dumps(compatibility_date)},\n"
         f"  compatibilityFlags = [{flags}],\n"
-        f"{objects}"
+        f"{fields}"
         ");\n"
     )
 

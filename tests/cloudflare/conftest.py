@@ -35,6 +35,11 @@ class _Probe:
     async def alarm(self, *_info: Any) -> None:
         _Probe.fired.append(asyncio.get_running_loop().time())
 
+    async def fetch(self, request: Any) -> Any:
+        from workers import Response
+
+        return Response(f"{request.method} {await request.text()}")
+
 
 def _drain(ws: Any) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
@@ -50,18 +55,21 @@ def _drain(ws: Any) -> list[tuple[str, Any]]:
 async def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Platform]:
     from miniflare import install_shims
     from miniflare.config import load_config
-    from miniflare.objects import ObjectHost
-    from miniflare.runtime import LocalRuntime
+    from miniflare.objects import DurableObjectNamespace, ObjectHost
+    from miniflare.runtime import LocalEnv, LocalRuntime
 
     install_shims()
     for name in ("js", "pyodide", "pyodide.ffi", "workers"):
         module = sys.modules.get(name)
         if module is not None and "shims" not in (getattr(module, "__file__", "") or ""):
             monkeypatch.delitem(sys.modules, name)
-    runtime = LocalRuntime(load_config(PROJECT), tmp_path)
+    config = load_config(PROJECT)
+    runtime = LocalRuntime(config, tmp_path)
     fired: list[float] = []
     _Probe.fired = fired
     host = ObjectHost(runtime, "Probe", _Probe, tmp_path / "do")
+    namespace = DurableObjectNamespace(host)
+    env = LocalEnv({**config.vars, "OBJECTS": namespace})
     object_id = host.id_from_name("conformance")
     ctx = host.state(object_id)
     kept: list[Any] = []
@@ -88,6 +96,8 @@ async def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
             binary_message=lambda data: data,
             wake=wake,
             kept_alive=lambda: list(kept),
+            env=env,
+            namespace=namespace,
         )
     finally:
         host.close()

@@ -19,10 +19,18 @@ rules, because that is what the Cloudflare adapters must cope with:
   savepoint (nested calls nest) and returns what it returned; when it throws, its
   writes are rolled back and the error is thrown on. A Python exception leaves a
   callback as a JS `PythonError` and comes back as a JsException;
+- the Workers SDK wraps a Durable Object's `ctx.storage`: a Python callable passed to
+  one of its methods becomes a `create_proxy` that nothing ever destroys (measured on
+  workerd: every transactionSync callback stayed alive), and `workers.python_to_rpc`
+  hands back the JS object behind the wrapper;
 - `new WebSocketPair()` is `WebSocketPair.new()`, `Object.values(pair)` is
   `.object_values()`; `send()` after `close()` throws, `close()` refuses the
-  reserved codes 1004-1006 and 1015 and reasons over 123 bytes; a binary message
+  reserved codes 1004-1006 and 1015 and reasons over 123 bytes, and a second
+  `close()` does nothing; a socket we closed reads CLOSING (2), and
+  `ctx.getWebSockets()` still lists it, until the peer answers; a binary message
   arrives as an ArrayBuffer (`to_bytes()`);
+- `ctx.acceptWebSocket(ws, tags)` takes the tags as a JS array only (a Python list
+  crosses as a proxy: "parameter 2 is not of type 'Array'");
 - `ctx.storage.getAlarm()` resolves to null or a number of ms; the alarm handler
   runs at that time and the alarm is cleared once it succeeds;
 - a Python object passed to a JS function (`js_function`) crosses as a *borrowed*
@@ -550,7 +558,10 @@ class DurableObjectStorage(JsProxy):
 
     async def setAlarm(self, scheduled_time: Any) -> None:
         if not isinstance(scheduled_time, int | float) or isinstance(scheduled_time, bool):
-            raise JsException("TypeError: setAlarm() expects a number of milliseconds or a Date")
+            raise JsException(
+                "TypeError: Failed to execute 'setAlarm' on 'DurableObjectStorage': "
+                "parameter 1 is not of type 'date'."
+            )
         # JS numbers are doubles: whatever Python sent, the platform keeps a double.
         self._alarm = float(scheduled_time)
         self._arm()
@@ -586,6 +597,29 @@ class DurableObjectStorage(JsProxy):
         self.sql.close()
 
 
+class SdkStorage:
+    """`ctx.storage` as the Workers SDK wraps it: calls go to the JS object, converted."""
+
+    def __init__(self, storage: DurableObjectStorage) -> None:
+        self.js_storage = storage
+        # The proxies the wrapper made of callables: the SDK never destroys them.
+        self.kept: list[JsDoubleProxy] = []
+
+    def transactionSync(self, callback: Any) -> Any:
+        if callable(callback) and not isinstance(callback, JsProxy):
+            callback = create_proxy(callback)
+            self.kept.append(callback)
+        return self.js_storage.transactionSync(callback)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.js_storage, name)
+
+
+def python_to_rpc(value: Any) -> Any:
+    """workers.python_to_rpc, for what the adapters pass it: the JS object of a wrapper."""
+    return value.js_storage if isinstance(value, SdkStorage) else value
+
+
 class WebSocket(JsProxy):
     """One end of a WebSocketPair."""
 
@@ -615,15 +649,19 @@ class WebSocket(JsProxy):
             raise JsException("TypeError: Failed to execute 'send': unsupported message type")
 
     def close(self, code: int = 1000, reason: str = "") -> None:
-        if self.closed:
-            raise JsException("TypeError: Can't call WebSocket close() after close().")
         reserved = (1004, 1005, 1006, 1015)
         if not isinstance(code, int) or not (1000 <= code <= 4999) or code in reserved:
-            raise JsException(f"TypeError: Invalid WebSocket close code: {code}.")
+            raise JsException(f"InvalidAccessError: Invalid WebSocket close code: {code}.")
         if len(reason.encode()) > 123:
-            raise JsException("TypeError: Reason too long for a WebSocket close frame.")
+            raise JsException(
+                "SyntaxError: WebSocket close reason must not be longer than 123 bytes "
+                "when UTF-8 encoded."
+            )
+        if self.closed:
+            return
         self.closed = True
-        self.readyState = 3
+        # CLOSING until the peer answers, which no peer of these fakes does.
+        self.readyState = 2
         self.sent.append(("close", (code, reason)))
 
 
@@ -649,22 +687,25 @@ class DurableObjectState(JsProxy):
     """`ctx` of a Durable Object."""
 
     def __init__(self, path: Path, on_alarm: Callable[[], Awaitable[None]]) -> None:
-        self.storage = DurableObjectStorage(path, on_alarm)
+        self.storage = SdkStorage(DurableObjectStorage(path, on_alarm))
         self._sockets: list[tuple[WebSocket, list[str]]] = []
         # The Promises the object is kept alive for, as the runtime adopted them.
         self.waited: list[asyncio.Future[Any]] = []
         # waitUntil values whose `then` threw when the runtime adopted them.
         self.lost_wait_until: list[JsException] = []
 
+    @js_function
     def acceptWebSocket(self, ws: WebSocket, tags: Any = None) -> None:
+        failed = "TypeError: Failed to execute 'acceptWebSocket' on 'DurableObjectState'"
         if not isinstance(ws, WebSocket):
-            raise JsException("TypeError: acceptWebSocket() expects a WebSocket")
-        self._sockets.append((ws, list(tags or [])))
+            raise JsException(f"{failed}: parameter 1 is not of type 'WebSocket'.")
+        if tags is not None and not isinstance(tags, JsArray):
+            raise JsException(f"{failed}: parameter 2 is not of type 'Array'.")
+        self._sockets.append((ws, [str(tag) for tag in tags or []]))
 
     def getWebSockets(self, tag: str | None = None) -> JsArray:
-        return JsArray(
-            [ws for ws, tags in self._sockets if not ws.closed and (tag is None or tag in tags)]
-        )
+        # A socket we closed stays listed while CLOSING; no peer of these fakes answers.
+        return JsArray([ws for ws, tags in self._sockets if tag is None or tag in tags])
 
     @js_function
     def waitUntil(self, promise: Any) -> None:
@@ -710,6 +751,16 @@ class Response:
         self.headers = dict(headers or {})
         self.web_socket = web_socket
 
+    @property
+    def js_object(self) -> Response:
+        """The JS Response (the SDK's public attribute); here the response itself."""
+        return self
+
+    @property
+    def webSocket(self) -> Any:
+        """The JS Response's client end of an accepted WebSocket."""
+        return self.web_socket
+
 
 def modules() -> dict[str, types.ModuleType]:
     """Stand-ins for sys.modules: `js`, `pyodide`, `pyodide.ffi` and `workers`."""
@@ -727,4 +778,5 @@ def modules() -> dict[str, types.ModuleType]:
     pyodide.ffi = ffi  # type: ignore[attr-defined]
     workers = types.ModuleType("workers")
     workers.Response = Response  # type: ignore[attr-defined]
+    workers.python_to_rpc = python_to_rpc  # type: ignore[attr-defined]
     return {"js": js, "pyodide": pyodide, "pyodide.ffi": ffi, "workers": workers}

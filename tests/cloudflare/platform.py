@@ -24,4 +24,8 @@ class Platform:
     wake: Callable[[], Any]
     # What the platform keeps the object alive for, after waitUntil calls.
     kept_alive: Callable[[], list[Any]] = list
+    # The object's env, and in it a namespace of the object's own class whose objects
+    # answer a request with its method and body ("POST hi"); None where there is none.
+    env: Any = None
+    namespace: Any = None
     extra: dict[str, Any] = field(default_factory=dict)

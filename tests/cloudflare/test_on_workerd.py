@@ -1,10 +1,12 @@
-"""The storage and alarm ports' contracts on a real Durable Object inside workerd.
+"""The storage and alarm ports' contracts, and every binding call, on a real Durable Object.
 
 tests/cloudflare/test_storage_port.py and test_alarm_port.py hold the adapters to their
-contracts against the local runtime and against fakes of the JS objects; here their very
+contracts, and test_binding_calls.py holds each binding call to the shape the platform
+takes, against the local runtime and against fakes of the JS objects; here their very
 cases run inside workerd, each in the fetch handler of a Durable Object of its own, with
-its real `ctx.storage` (SQL, transactionSync, alarms) as the Workers SDK wraps it
-(workerd_dev.harness). A difference between the fakes and the platform fails here.
+its real ctx (SQL, transactionSync, alarms, WebSockets) and env (a namespace of the same
+class, a text var) as the Workers SDK wraps them (workerd_dev.harness), all in one
+`workerd test` run. A difference between the stand-ins and the platform fails here.
 
 What a case reads of the platform from outside the object (what `waitUntil` keeps alive)
 cannot be seen from inside workerd: such a case is skipped here, saying so.
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.cloudflare import test_alarm_port, test_storage_port
+from tests.cloudflare import test_alarm_port, test_binding_calls, test_storage_port
 from tests.cloudflare.contract import cases
 from workerd_dev import PROJECT_DIR
 from workerd_dev.harness import Extras, run_in_workerd
@@ -29,7 +31,11 @@ from workerd_dev.pyodide_bundle import ensure_bundle
 from workerd_dev.python_modules import vendor_locked
 from workerd_dev.tools import find_tools
 
-SUITES: dict[str, ModuleType] = {"storage": test_storage_port, "alarms": test_alarm_port}
+SUITES: dict[str, ModuleType] = {
+    "storage": test_storage_port,
+    "alarms": test_alarm_port,
+    "bindings": test_binding_calls,
+}
 CARRIED = (
     "tests/__init__.py",
     "tests/cloudflare/__init__.py",
@@ -37,20 +43,24 @@ CARRIED = (
     "tests/cloudflare/platform.py",
     "tests/cloudflare/test_storage_port.py",
     "tests/cloudflare/test_alarm_port.py",
+    "tests/cloudflare/test_binding_calls.py",
 )
+# The env's text var the binding cases read (wrangler's [vars] are text bindings).
+TEXT_BINDINGS = (("ALBERT_MODE", "production"),)
 
 RUNNER = '''
 import asyncio
 import json
 import traceback
 
+import pytest
 from workers import DurableObject, Response
 
-from tests.cloudflare import test_alarm_port, test_storage_port
+from tests.cloudflare import test_alarm_port, test_binding_calls, test_storage_port
 from tests.cloudflare.contract import cases
 from tests.cloudflare.platform import Platform
 
-SUITES = {"storage": test_storage_port, "alarms": test_alarm_port}
+SUITES = {"storage": test_storage_port, "alarms": test_alarm_port, "bindings": test_binding_calls}
 CASES = {f"{suite}::{case.id}": case for suite, module in SUITES.items() for case in cases(module)}
 
 
@@ -71,7 +81,11 @@ class Probe(DurableObject):
         self.fired.append(asyncio.get_running_loop().time())
 
     async def fetch(self, request):
-        case = CASES[request.headers.get("x-case")]
+        key = request.headers.get("x-case")
+        if key is None:
+            # A case's own request to an object of the namespace: its method and body.
+            return Response(f"{request.method} {await request.text()}")
+        case = CASES[key]
         platform = Platform(
             name="workerd",
             ctx=self.ctx,
@@ -80,11 +94,13 @@ class Probe(DurableObject):
             binary_message=lambda data: data,
             wake=lambda: self.ctx,
             kept_alive=unobservable,
+            env=self.env,
+            namespace=self.env.OBJECTS,
         )
         try:
             await case.run(platform)
             outcome = {"ok": True}
-        except NotObservable as exc:
+        except (NotObservable, pytest.skip.Exception) as exc:
             outcome = {"ok": None, "detail": str(exc)}
         except BaseException as exc:
             detail = "".join(traceback.format_exception(exc))
@@ -113,6 +129,7 @@ def outcomes() -> Iterator[dict[str, dict[str, Any]]]:
             modules=tuple((name, PROJECT_DIR / name) for name in CARRIED),
             python_modules=(folder / "pytest",),
             durable_object="Probe",
+            text_bindings=TEXT_BINDINGS,
         )
         run = run_in_workerd(
             tools,

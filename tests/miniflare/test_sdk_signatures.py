@@ -126,3 +126,58 @@ async def test_a_js_style_fetch_with_an_init_object_is_refused(tmp_path: Path) -
     answer = await stub.fetch("https://x.internal/", method="POST", body="hi")
     assert await answer.text() == "POST hi"
     host.close()
+
+
+def _storage_wrapper_class() -> str:
+    """The class the SDK wraps a Durable Object's `ctx.storage` in (read from its source)."""
+    getattr_ = sdk_function("entrypoints", "DurableObjectContext.__getattr__")
+    for node in ast.walk(getattr_):
+        if (
+            isinstance(node, ast.If)
+            and "DurableObjectStorage" in ast.unparse(node.test)
+            and isinstance(node.body[0], ast.Assign)
+            and isinstance(node.body[0].value, ast.Call)
+        ):
+            return ast.unparse(node.body[0].value.func)
+    raise AssertionError("the SDK no longer wraps ctx.storage where it did")
+
+
+def test_python_to_rpc_gives_the_js_storage_behind_the_sdks_wrapper() -> None:
+    # albert.cloudflare.ffi.js_binding relies on it: the wrapper's transactionSync would
+    # keep every callback alive (it converts a callable with a create_proxy).
+    wrapper = _storage_wrapper_class()
+    exported = next(
+        node.value
+        for node in sdk_source("__init__").body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+    )
+    assert "python_to_rpc" in ast.literal_eval(exported)
+    init = sdk_function("rpc", f"{wrapper}.__init__")
+    held = {
+        ast.unparse(target)
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign) and ast.unparse(node.value) == init.args.args[1].arg
+        for target in node.targets
+    }
+    returns = [
+        ast.unparse(node.body[0].value)
+        for node in sdk_function("rpc", "python_to_rpc").body
+        if isinstance(node, ast.If)
+        and ast.unparse(node.test).startswith("isinstance(value")
+        and ast.unparse(node.test).endswith(f"{wrapper})")
+        and isinstance(node.body[0], ast.Return)
+        and node.body[0].value is not None
+    ]
+    assert [r.replace("value.", "self.") for r in returns] == sorted(held), (returns, held)
+
+
+def test_a_response_has_the_sdks_js_object() -> None:
+    # The worker reads the client end of an upgrade as `response.js_object.webSocket`.
+    sdk_properties = {
+        node.name
+        for node in sdk_function("response", "FetchResponse").body
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(d) == "property" for d in node.decorator_list)
+    }
+    assert "js_object" in sdk_properties
+    assert isinstance(inspect.getattr_static(Response, "js_object"), property)

@@ -19,11 +19,14 @@ class WaitUntil:
     Under Pyodide a Python object passed to a JS function crosses as a *borrowed*
     proxy, destroyed as soon as a call that returns no Promise returns. waitUntil
     returns nothing and the runtime reads the proxy's `then` only afterwards, so a
-    bare task would reach it already destroyed. The Durable Object's ctx is not
-    covered by the SDK's own waitUntil patch (that one wraps only a
-    WorkerEntrypoint's ExecutionContext), hence an explicit `create_proxy`, kept
-    until the task is done. Where no JS boundary exists (the local runtime), the
-    task is passed as it is.
+    bare task would reach it already destroyed (workerd logs "This borrowed proxy was
+    automatically destroyed" and the object is not kept alive for the work). The
+    Workers SDK hands a Durable Object's ctx to the runtime's waitUntil patch too (the
+    patched waitUntil copies the proxy), but workerd applies that patch to an
+    `ExecutionContext` only: a Durable Object's ctx is a `DurableObjectState`, whose
+    `waitUntil` stays the native one (seen on workerd 1.20261117.1). Hence an explicit
+    `create_proxy`, kept until the task is done. Where no JS boundary exists (the local
+    runtime), the task is passed as it is.
     """
 
     def __init__(self, ctx: Any) -> None:

@@ -11,18 +11,23 @@ stand-ins (miniflare/shims), and in the conformance tests faithful fakes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 _NOT_AVAILABLE = (ImportError, NotImplementedError, AttributeError)
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 
 
-def _ffi_attr(name: str) -> Any:
+def _module_attr(module_name: str, name: str) -> Any:
     try:
-        module = __import__("pyodide.ffi", fromlist=[name])
+        module = __import__(module_name, fromlist=[name])
         return getattr(module, name)
     except _NOT_AVAILABLE:
         return None
+
+
+def _ffi_attr(name: str) -> Any:
+    return _module_attr("pyodide.ffi", name)
 
 
 def js_null() -> Any:
@@ -41,6 +46,18 @@ def create_proxy(obj: Any) -> Any:
     return None if make is None else make(obj)
 
 
+def js_binding(binding: Any) -> Any:
+    """The JS object behind the Workers SDK's wrapper of a binding, else `binding` itself.
+
+    The SDK wraps a Durable Object's `ctx.storage` so that every argument is converted
+    as for RPC: a Python callable becomes a `create_proxy` that nothing ever destroys.
+    Its public `python_to_rpc` hands back the JS object a wrapper holds (and a JS object
+    as it is); where no SDK is loaded (the local runtime, the fakes) nothing is wrapped.
+    """
+    unwrap = _module_attr("workers", "python_to_rpc")
+    return binding if unwrap is None else unwrap(binding)
+
+
 def is_js_nullish(value: Any) -> bool:
     """True for None, JS `null` and JS `undefined`."""
     if value is None:
@@ -56,6 +73,18 @@ def to_js_bytes(data: bytes | bytearray | memoryview) -> Any:
     to_js = _ffi_attr("to_js")
     raw = bytes(data)
     return raw if to_js is None else to_js(raw)
+
+
+def to_js_array(items: Iterable[Any]) -> Any:
+    """A JS Array of `items`, for a parameter the platform types as an array.
+
+    A Python list crosses into JS as a proxy, which such a parameter refuses
+    (`ctx.acceptWebSocket(ws, tags)`: "parameter 2 is not of type 'Array'"). The local
+    runtime's `to_js` gives its own array type, which its stand-ins insist on alike.
+    """
+    to_js = _ffi_attr("to_js")
+    values = list(items)
+    return values if to_js is None else to_js(values)
 
 
 def to_js_object(value: Any) -> Any:

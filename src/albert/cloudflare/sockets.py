@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from albert.cloudflare.ffi import py_value
+from albert.cloudflare.ffi import py_value, to_js_array
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ def accept_websocket_pair(
     """Like `accept_websocket`, and the accepted server end too.
 
     Frames sent on it before the response is returned are queued and reach the
-    browser first, ahead of anything sent later.
+    browser first, ahead of anything sent later. `tags` (for `getWebSockets(tag)`) go
+    as a JS array: the platform refuses a Python list.
     """
     from js import WebSocketPair
     from workers import Response
@@ -116,7 +117,7 @@ def accept_websocket_pair(
     if attachment is not None:
         server.serializeAttachment(attachment)
     if tags:
-        ctx.acceptWebSocket(server, list(tags))
+        ctx.acceptWebSocket(server, to_js_array(tags))
     else:
         ctx.acceptWebSocket(server)
     return Response(None, status=101, web_socket=client), WorkersSocket(server)

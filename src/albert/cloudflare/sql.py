@@ -11,7 +11,9 @@ The contract both runtimes are held to (tests/cloudflare/test_storage_port.py):
 - a statement that fails raises SqlError and changes nothing; explicit transactions
   (BEGIN/COMMIT/ROLLBACK/SAVEPOINT) are refused, as the platform refuses them;
 - `transaction(work)` runs `work` through `ctx.storage.transactionSync`: its writes
-  commit together, or none stays and `work`'s own exception is raised again.
+  commit together, or none stays and `work`'s own exception is raised again; nothing
+  of `work` stays alive after the call (the Workers SDK's wrapper of `ctx.storage` would
+  keep every callback for good, so the call goes to the JS object behind it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from albert.cloudflare.ffi import js_null, py_value, to_js_bytes
+from albert.cloudflare.ffi import create_proxy, js_binding, js_null, py_value, to_js_bytes
 from albert.storage.ports import Row
 
 T = TypeVar("T")
@@ -78,7 +80,8 @@ class WorkersSql:
     def __init__(self, sql: Any, storage: Any = None) -> None:
         """`sql` is `ctx.storage.sql`; `storage`, `ctx.storage`, gives transactions."""
         self._sql = sql
-        self._storage = storage
+        # The SDK's wrapper would turn each callback into a proxy that is never destroyed.
+        self._storage = None if storage is None else js_binding(storage)
         self._null: Any = _UNSET
         self._as_is = _AS_IS
         self.rows_read = 0
@@ -88,10 +91,10 @@ class WorkersSql:
         """Run `work` as one transaction (`ctx.storage.transactionSync`)."""
         if self._storage is None:
             raise TransactionRefused("no ctx.storage was given, so no transactionSync")
-        # The callback crosses into JS as a proxy borrowed for the call, which is all
-        # transactionSync needs: it calls back before it returns. What comes back across
-        # the boundary is kept here instead: the value as Python made it, and the
-        # exception `work` raised rather than the JS error that carried it out.
+        # transactionSync calls back before it returns, so the callback's proxy is
+        # destroyed right after: nothing of `work` (a turn's state) outlives the call.
+        # What comes back across the boundary is kept here instead: the value as Python
+        # made it, and the exception `work` raised rather than the JS error carrying it.
         results: list[T] = []
         failures: list[BaseException] = []
 
@@ -102,8 +105,9 @@ class WorkersSql:
                 failures.append(exc)
                 raise
 
+        proxy = create_proxy(run)
         try:
-            self._storage.transactionSync(run)
+            self._storage.transactionSync(run if proxy is None else proxy)
         except BaseException as exc:
             if failures:
                 raise failures[0] from None
@@ -111,6 +115,9 @@ class WorkersSql:
                 # The commit itself failed (a JsException on Cloudflare).
                 raise SqlError(str(exc)) from exc
             raise
+        finally:
+            if proxy is not None:
+                proxy.destroy()
         return results[0]
 
     def execute(self, sql: str, *params: Any) -> list[Row]:
