@@ -24,6 +24,14 @@ Roots: [project.dependencies] plus workers-runtime-sdk (what pywrangler vendors)
 and the `mcp` extra (the worker's MCP client). A package reached only through
 the extra is flagged, since pywrangler vendors [project.dependencies] alone.
 
+It then sets what a deploy installs beside what was tested: the venv's version (all
+tests under CPython), what the local workerd runs vendor (the locked wheel, or what
+stands in for a package only the Pyodide index builds: workerd_dev/python_modules.py),
+and what `pywrangler sync` takes (Pyodide's build of a compiled package; a pure one at
+the newest release the constraints allow at the first sync, which its own `pylock.toml`
+then pins: uv.lock is not read). Rows where a deploy differs from what was tested are
+marked.
+
 It then estimates the upload: the vendored closure unpacked (what wrangler
 uploads from python_modules/, file by file) plus the worker's own modules,
 against the Worker size limit. Exact where a lock or an installed RECORD has the
@@ -418,6 +426,81 @@ def _mib(size: int, exact: bool = True) -> str:
     return f"{'' if exact else '~'}{size / 1024 / 1024:.2f} MiB"
 
 
+@dataclass(frozen=True)
+class DeployLine:
+    """One package: the version the tests ran, what offline workerd runs vendor, what a
+    deploy takes, and whether the deploy differs from what was tested."""
+
+    name: str
+    tested: str
+    offline: str
+    deployed: str
+    differs: bool
+
+
+def deploy_lines(
+    verdicts: list[Verdict], offline: dict[str, str], lock: dict[str, dict[str, Any]]
+) -> list[DeployLine]:
+    """What a deploy installs beside what was tested, for the vendored closure.
+
+    `offline`: what the local workerd runs put in place of a package (name → words); the
+    locked wheel for any other.
+    """
+    native = {v.name: v.detail.split("-")[1] for v in verdicts if v.kind == "pyodide" and v.notes}
+    lines = []
+    for v in verdicts:
+        if v.via_extra_only:
+            continue
+        pins = [
+            normalize(dep["name"])
+            for dep in lock.get(v.name, {}).get("dependencies", [])
+            if normalize(dep["name"]) in native
+        ]
+        if v.kind == "pyodide":
+            deployed, differs = f"{v.detail.split('-')[1]} (Pyodide's build)", bool(v.notes)
+        elif pins:
+            # Locked with a compiled package the deploy gets in another version.
+            builds = ", ".join(f"{name} {native[name]}" for name in pins)
+            deployed, differs = f"the release that accepts {builds}", True
+        else:
+            deployed, differs = f"{v.version} or newer (pylock.toml pins)", False
+        vendored = offline.get(v.name, v.version)
+        lines.append(DeployLine(v.name, v.version, vendored, deployed, differs))
+    return lines
+
+
+def print_deploy_lines(lines: list[DeployLine]) -> None:
+    """The table of what a deploy installs against what the tests ran."""
+    print()
+    print("what a deploy installs, against what was tested (≠: a deploy differs):")
+    width = max([len(line.name) for line in lines] + [len("package")])
+    tested = max([len(line.tested) for line in lines] + [len("tests (venv)")])
+    offline = max([len(line.offline) for line in lines] + [len("workerd offline")])
+    head = f"{'package':<{width}}  {'tests (venv)':<{tested}}  {'workerd offline':<{offline}}"
+    print(f"    {head}  deploy")
+    for line in lines:
+        mark = "≠" if line.differs else " "
+        print(
+            f"  {mark} {line.name:<{width}}  {line.tested:<{tested}}  "
+            f"{line.offline:<{offline}}  {line.deployed}"
+        )
+
+
+def offline_substitutes() -> dict[str, str]:
+    """What the local workerd runs vendor in place of each package no offline build of
+    exists (read from workerd_dev where it is importable; else nothing is known)."""
+    try:
+        from workerd_dev.python_modules import CLIENT_STANDINS, SUBSTITUTES
+    except ImportError:
+        return {}
+    words = {name: "stand-in (import fails)" for name in ("cffi", "cryptography", "rpds-py")}
+    for name in CLIENT_STANDINS:
+        words[name] = "client-only stand-in"
+    for name, substitute in SUBSTITUTES.items():
+        words[name] = "substitute: " + ", ".join(substitute.locked)
+    return words
+
+
 def print_estimate(estimate: BundleEstimate) -> None:
     """The per-package table, the totals and the verdict against the limit."""
     print()
@@ -460,6 +543,7 @@ def main(root: Path = ROOT) -> int:
             print(f"{'':<{width}}  note: {note}")
     for note in notes:
         print(f"note: {note}")
+    print_deploy_lines(deploy_lines(verdicts, offline_substitutes(), load_lock(root / "uv.lock")))
     estimate = estimate_bundle(verdicts, load_lock(root / "uv.lock"), load_pyodide(), root)
     print_estimate(estimate)
     missing = [v.name for v in verdicts if v.kind == "missing"]

@@ -51,6 +51,27 @@ def test_main_reports_success_and_the_bundle_estimate(capsys: pytest.CaptureFixt
     assert "bundle estimate" in out
     assert "of 64 MiB uncompressed per Worker" in out
     assert "cryptography" in out.split("bundle estimate", 1)[1]
+    assert "what a deploy installs, against what was tested" in out
+
+
+def test_what_a_deploy_installs_is_set_beside_what_was_tested() -> None:
+    verdicts, _ = compat.check(PROJECT)
+    lock = compat.load_lock(PROJECT / "uv.lock")
+    offline = compat.offline_substitutes()
+    lines = {line.name: line for line in compat.deploy_lines(verdicts, offline, lock)}
+    pyodide = compat.load_pyodide()
+    # The three compiled packages only the Pyodide index builds: a deploy takes its build.
+    for name in ("cryptography", "cffi", "rpds-py"):
+        line = lines[name]
+        assert line.differs and line.tested == lock[name]["version"]
+        assert line.deployed == f"{pyodide[name]['version']} (Pyodide's build)"
+    # And what was locked against them may resolve to another release.
+    assert lines["jsonschema"].differs and "rpds-py" in lines["jsonschema"].deployed
+    # Offline runs: a real substitute for rpds-py, stand-ins for the others.
+    assert "pyrsistent-as-rpds-py" in lines["rpds-py"].offline
+    assert lines["cryptography"].offline == "client-only stand-in"
+    # A pure package is tested and deployed at the locked version (pylock.toml pins it).
+    assert not lines["httpx"].differs and lines["httpx"].offline == lock["httpx"]["version"]
 
 
 def test_the_project_estimate_counts_the_vendored_closure_only() -> None:
