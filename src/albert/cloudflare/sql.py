@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from albert.cloudflare.ffi import js_null, py_value, to_js_bytes
-from albert.storage.ports import Row
+from albert.storage.ports import Row, StorageError
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -30,7 +30,7 @@ _AS_IS = frozenset({str, int, float})
 _TRANSACTION_WORDS = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
-class SqlError(RuntimeError):
+class SqlError(StorageError):
     """A statement failed (syntax, constraint, type); the platform's message is kept."""
 
 
