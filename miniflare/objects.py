@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable
@@ -20,6 +21,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 ALARM_RETRIES = 3
+# Bytes each object's SQLite database may hold, as the platform limits an object's storage
+# (unset: no limit). A write past it fails as on a full disk, so storage failures can be
+# tried against the real runtime.
+STORAGE_LIMIT_ENV = "ALBERT_LOCAL_OBJECT_MAX_BYTES"
+
+
+def storage_limit() -> int | None:
+    """The per-object storage limit from the environment, if one is set."""
+    value = os.environ.get(STORAGE_LIMIT_ENV, "").strip()
+    return int(value) if value else None
 
 
 class DurableObjectId:
@@ -117,7 +128,9 @@ class ObjectHost:
         state = self._states.get(key)
         if state is None:
             storage = DurableObjectStorage(
-                self._dir / f"{key}.sqlite", lambda when, k=key: self._schedule_alarm(k, when)
+                self._dir / f"{key}.sqlite",
+                lambda when, k=key: self._schedule_alarm(k, when),
+                storage_limit(),
             )
             state = DurableObjectState(self._runtime, self.class_name, object_id, storage)
             self._states[key] = state

@@ -59,9 +59,14 @@ def _opens_transaction(query: str) -> bool:
 
 
 class SqlStorage:
-    """`ctx.storage.sql`: synchronous, autocommit, one statement per call."""
+    """`ctx.storage.sql`: synchronous, autocommit, one statement per call.
 
-    def __init__(self, path: Path) -> None:
+    `max_bytes` caps the database as the platform caps an object's storage: a write that
+    needs more space fails with SQLITE_FULL ("database or disk is full"), the error a full
+    disk gives. None: no cap.
+    """
+
+    def __init__(self, path: Path, max_bytes: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -76,6 +81,10 @@ class SqlStorage:
         # statement's rows are read before the next statement runs (all on one thread).
         self._cursor = self._db.cursor()
         self._depth = 0
+        if max_bytes is not None:
+            page_size = self._cursor.execute("PRAGMA page_size").fetchone()[0]
+            # SQLite keeps a cap below the current size at the current size.
+            self._cursor.execute(f"PRAGMA max_page_count = {max(1, max_bytes // page_size)}")
 
     def exec(self, query: str, *bindings: Any) -> SqlCursor:
         if _opens_transaction(query):
@@ -118,8 +127,13 @@ class SqlStorage:
 class DurableObjectStorage:
     """`ctx.storage`: the SQL API and the alarm, nothing else (the project uses nothing else)."""
 
-    def __init__(self, path: Path, on_alarm_change: Callable[[int | None], None]) -> None:
-        self.sql = SqlStorage(path)
+    def __init__(
+        self,
+        path: Path,
+        on_alarm_change: Callable[[int | None], None],
+        max_bytes: int | None = None,
+    ) -> None:
+        self.sql = SqlStorage(path, max_bytes)
         self._alarm_file = path.with_suffix(".alarm.json")
         self._on_alarm_change = on_alarm_change
 

@@ -151,6 +151,44 @@ def test_a_turn_cut_off_by_a_restart_ends_with_its_text_and_a_retry(tmp_path: Pa
     }
 
 
+def test_an_answer_storage_did_not_keep_ends_with_its_error_and_a_retry(tmp_path: Path) -> None:
+    stored = [
+        {"id": "m1", "turn_id": "m1", "role": "user", "content": "hi", "tool_calls": []},
+        {"id": "m1:r:a1", "turn_id": "m1", "role": "assistant", "content": "Half an",
+         "tool_calls": [], "status": "incomplete", "finish_reason": "error",
+         "meta": {"ended_by": "storage", "step": 1}},
+    ]  # fmt: skip
+    # Live: the error frame alone ends the turn (no done follows an end not stored).
+    frames = [
+        {"type": "start", "seq": 1, "thread_id": "t", "turn_id": "m2", "model": "x"},
+        {"type": "text_delta", "seq": 2, "thread_id": "t", "turn_id": "m2", "step": 1,
+         "delta": "Streaming"},
+        {"type": "error", "seq": 3, "thread_id": "t", "turn_id": "m2",
+         "code": "storage_unavailable", "message": "could not be saved", "retryable": True},
+    ]  # fmt: skip
+    turns, busy = run_module(
+        tmp_path,
+        "conversation",
+        f"""
+        const conv = m.Conversation.fromMessages("t", {json.dumps(stored)});
+        for (const f of {json.dumps(frames)}) conv.applyFrame(f);
+        console.log(JSON.stringify([[...conv.turns.values()].map((t) => ({{
+          state: t.state, error: t.error, text: t.parts.map((p) => p.text).join(""),
+        }})), conv.busy]));
+        """,
+    )
+    assert turns[0]["state"] == "error" and turns[0]["text"] == "Half an"
+    assert turns[0]["error"]["code"] == "storage_unavailable" and turns[0]["error"]["retryable"]
+    assert "could not be saved" in turns[0]["error"]["message"]
+    assert turns[1]["state"] == "error" and turns[1]["text"] == "Streaming"
+    assert turns[1]["error"] == {
+        "code": "storage_unavailable",
+        "message": "could not be saved",
+        "retryable": True,
+    }
+    assert busy is False
+
+
 def test_host_messages_are_taken_only_in_their_known_shapes(tmp_path: Path) -> None:
     jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1In0.c2ln"
     cases = [

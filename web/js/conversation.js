@@ -4,6 +4,7 @@
 
 const ANSWERED = new Set(["stop", "step_limit", "length", "refusal"]);
 const RESTART_NOTE = "This answer was cut off by a restart of the server; what was written so far is kept.";
+const STORAGE_NOTE = "This answer could not be saved (storage unavailable) and was stopped; what was shown of it is kept.";
 
 function parseArgs(raw) {
   if (raw && typeof raw === "object") return raw;
@@ -111,10 +112,13 @@ export class Conversation {
       turn.state = "cancelled";
     } else if (reason === "error") {
       turn.state = "error";
+      const endedBy = m.meta?.ended_by;
       turn.error =
-        m.meta?.ended_by === "restart"
+        endedBy === "restart"
           ? { code: "interrupted", message: RESTART_NOTE, retryable: true }
-          : { code: "failed", message: "This answer did not finish.", retryable: true };
+          : endedBy === "storage"
+            ? { code: "storage_unavailable", message: STORAGE_NOTE, retryable: true }
+            : { code: "failed", message: "This answer did not finish.", retryable: true };
     } else if (turn.state === "loading") {
       turn.state = "partial";
     }

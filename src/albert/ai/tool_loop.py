@@ -348,9 +348,15 @@ class ToolLoop:
         # Calls of one step are independent by contract, so they run side by side; the
         # bound keeps how many run (and wait for the user) at once from being the model's
         # choice. Those over it still get a result: every call in the history has one.
-        return list(
-            await asyncio.gather(*(one(c, i >= self._max_calls) for i, c in enumerate(calls)))
-        )
+        runs = [asyncio.ensure_future(one(c, i >= self._max_calls)) for i, c in enumerate(calls)]
+        try:
+            return list(await asyncio.gather(*runs))
+        except Exception:
+            # The observer failed one call (e.g. storage refused its result): the turn ends
+            # here, and no sibling may go on sending or storing after its end.
+            for run in runs:
+                run.cancel()
+            raise
 
 
 def _unique_ids(calls: list[ChatToolCall], taken: set[str]) -> list[ChatToolCall]:

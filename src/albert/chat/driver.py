@@ -4,7 +4,7 @@ It gathers the turn's tools, the system prompt and the thread's history (read
 once), runs the tool loop under the turn's time bound with the recorder as its
 observer (and the turn's confirmer to ask the user before a destructive remote tool;
 the bound is held while it waits), and turns whatever stops the loop (cancel, timeout,
-model error, a bug) into exactly one ending.
+model error, a storage failure, a bug) into exactly one ending.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from albert.ai.tool_loop import StallBounds, ToolLoop
 from albert.analytics.chat_events import TurnEvents
 from albert.chat.confirmations import PendingConfirmations, TurnConfirmer
 from albert.chat.history import HISTORY_MESSAGES, history_for_model
+from albert.chat.interrupted_turns import UnsettledTurns
 from albert.chat.live import LiveTurn
-from albert.chat.recorder import CANCELLED, TurnEnding, TurnRecorder
+from albert.chat.recorder import CANCELLED, STORAGE_FAILED, TurnEnding, TurnRecorder
 from albert.ports import ToolProvider
 from albert.protocol.frames import ErrorCode, StartFrame
 from albert.settings import Settings
+from albert.storage.ports import StorageError
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
 from albert.tools.base import Tool
@@ -50,6 +52,7 @@ class TurnDriver:
         events: TurnEvents,
         journal: TurnJournal,
         confirmations: PendingConfirmations,
+        unsettled: UnsettledTurns | None = None,
     ) -> None:
         self._store = store
         self._outputs = outputs
@@ -59,6 +62,7 @@ class TurnDriver:
         self._events = events
         self._journal = journal
         self._confirmations = confirmations
+        self._unsettled = unsettled
         self._guard = ToolGuard(
             timeout_seconds=settings.tool_timeout_seconds,
             max_chars=settings.tool_result_max_chars,
@@ -66,26 +70,32 @@ class TurnDriver:
         self._thread_tools: dict[str, Tool] = {}
 
     async def run(self, live: LiveTurn) -> None:
-        """Run the turn; whatever happens, it ends with exactly one recorded outcome."""
+        """Run the turn; whatever happens, it ends with exactly one outcome, stored before
+        `done` is sent (storage refusing it: an error frame, and stored once it works)."""
         live.emit(StartFrame, model=self._model.model_name)
         confirmer = TurnConfirmer(live, self._confirmations)
         recorder = TurnRecorder(
-            self._store, self._outputs, self._journal, self._events, live, confirmer.decisions
+            self._store,
+            self._outputs,
+            self._journal,
+            self._events,
+            live,
+            confirmer.decisions,
+            self._unsettled,
         )
-        recorder.begin()
         loop = self._new_loop()
         try:
+            recorder.begin()
             async with asyncio.timeout(self._settings.turn_timeout_seconds) as deadline:
                 confirmer.hold(deadline)
                 messages, registry = await self._prepare(live.thread_id)
                 result = await loop.run(messages, registry, recorder, confirmer)
+            # The commit point: the answer and its outcome are stored, then `done` is sent.
+            recorder.finish(result)
         except asyncio.CancelledError:
             recorder.end(loop.partial(), CANCELLED)
-            return
         except Exception as exc:
             recorder.end(loop.partial(), self._ending(exc, live.turn_id))
-            return
-        recorder.finish(result)
 
     def _new_loop(self) -> ToolLoop:
         settings = self._settings
@@ -136,6 +146,9 @@ class TurnDriver:
                 "and was stopped; what was written so far is kept",
                 retryable=True,
             )
+        if isinstance(exc, StorageError):
+            log.warning("turn %s: storage failed: %s", turn_id, exc)
+            return STORAGE_FAILED
         if isinstance(exc, ModelError):
             code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
                 exc.kind, "model_error"

@@ -5,11 +5,14 @@ problem, with nothing stored: too long; unknown thread; its id already used in
 another thread; a turn still running in the thread (the resend of that turn's
 message is acknowledged as a duplicate instead); a resend of a message already
 answered (acknowledged as a duplicate); the per-client rate limit. Then the
-user's message is stored, once: the resend of a failed turn's message is a retry.
+user's message is stored, once: the resend of a failed turn's message is a retry. When
+storage refuses it (e.g. full), the message is refused with `storage_unavailable`: no
+turn starts, and the socket goes on.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 from pydantic import ValidationError
@@ -25,11 +28,17 @@ from albert.protocol.frames import (
 )
 from albert.rate_limits import RateLimiter
 from albert.settings import Settings
+from albert.storage.ports import StorageError
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore
 from albert.validation import frame_error_message
 
+log = logging.getLogger(__name__)
+
 # Endings that answered a message: its resend is a duplicate, not a retry.
 ANSWERED = ("stop", "step_limit", "length", "refusal", "cancelled")
+NOT_SAVED_MESSAGE = (
+    "Your message could not be saved (storage unavailable), so it was not sent; try again later."
+)
 
 
 class Admitted(NamedTuple):
@@ -72,6 +81,11 @@ def refusal(
     )
 
 
+def _not_saved(thread_id: str, message: str) -> ErrorFrame:
+    # Retryable: the same frame works once storage does again.
+    return refusal("storage_unavailable", message, thread_id=thread_id, retryable=True)
+
+
 def ack(frame: ChatFrame, *, duplicate: bool) -> AckFrame:
     """The acknowledgement of a chat message."""
     return AckFrame(thread_id=frame.thread_id, message_id=frame.message_id, duplicate=duplicate)
@@ -109,7 +123,11 @@ class Admission:
         if limited is not None:
             return limited
         if stored_in is None:
-            self._store_user_message(frame, title)
+            try:
+                self._store_user_message(frame, title)
+            except StorageError:
+                log.warning("a message of thread %s could not be stored", frame.thread_id)
+                return _not_saved(frame.thread_id, NOT_SAVED_MESSAGE)
         return Admitted(retry=stored_in is not None)
 
     def regenerate(self, frame: RegenerateFrame, *, busy: bool) -> Admitted | ErrorFrame:
@@ -132,9 +150,17 @@ class Admission:
         limited = self._rate_limited(frame.thread_id)
         if limited is not None:
             return limited
-        version = self._store.transaction(
-            lambda: self._store.supersede_answer(frame.thread_id, frame.turn_id)
-        )
+        try:
+            version = self._store.transaction(
+                lambda: self._store.supersede_answer(frame.thread_id, frame.turn_id)
+            )
+        except StorageError:
+            log.warning("an answer of thread %s could not be set aside", frame.thread_id)
+            return _not_saved(
+                frame.thread_id,
+                "The answer could not be regenerated (storage unavailable); nothing was "
+                "changed. Try again later.",
+            )
         return Admitted(retry=True, version=version)
 
     def _rate_limited(self, thread_id: str) -> ErrorFrame | None:

@@ -9,21 +9,34 @@ stored on its last message and sent in the `done` frame. The turn journal
 user has seen of the current step, so a restart that cuts the turn off can still
 end it (`albert.chat.interrupted_turns`). A call the user was asked about keeps the answer
 (`meta.confirmation`) with its tool message.
+
+The turn's last step is stored with the turn's outcome in one commit, and `done` is sent
+only after it: a `done` frame always names an outcome that is stored. When storage fails
+(`StorageError`, e.g. a full disk) the turn stops there: nothing more is sent that is not
+stored, its end is stored if storage takes it (an `error` frame, then `done`), and if not,
+the browser gets only the `error` frame (`storage_unavailable`: not kept) while the end
+waits in `UnsettledTurns` until storage works again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from albert.ai.model import ChatToolCall
 from albert.ai.tool_loop import PartialTurn, TurnResult
 from albert.analytics.chat_events import TurnEvents
-from albert.chat.interrupted_turns import end_message_id, step_message_id
+from albert.chat.interrupted_turns import (
+    ENDED_BY_STORAGE,
+    UnsettledTurns,
+    end_message_id,
+    step_message_id,
+)
 from albert.chat.live import LiveTurn
 from albert.protocol.frames import (
     DoneFrame,
@@ -37,10 +50,13 @@ from albert.protocol.frames import (
     ToolResultFrame,
     Usage,
 )
-from albert.protocol.http import Message, MessageStatus, ToolCallRecord
+from albert.protocol.http import MessageStatus, ToolCallRecord
+from albert.storage.ports import StorageError
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
 from albert.tools.base import ToolResult
+
+log = logging.getLogger(__name__)
 
 TOOL_PREVIEW_CHARS = 4_000
 # At most one progress frame per call this often.
@@ -62,6 +78,20 @@ class TurnEnding(NamedTuple):
 
 
 CANCELLED = TurnEnding(finish_reason="cancelled", status="cancelled")
+# Storage failed mid-turn, and then took the turn's end with its partial text.
+STORAGE_FAILED = TurnEnding(
+    "error",
+    "incomplete",
+    code="storage_unavailable",
+    message="Storage failed while your answer was being saved (storage unavailable), so it "
+    "was stopped; what was written so far is kept. Try again later.",
+    retryable=True,
+)
+# Storage did not take the turn's end either: the browser is told, and no `done` follows.
+NOT_KEPT_MESSAGE = (
+    "Your answer could not be saved (storage unavailable), so it was stopped; the part shown "
+    "may not be kept. Your question is saved: try again later."
+)
 
 
 class TurnRecorder:
@@ -75,6 +105,7 @@ class TurnRecorder:
         events: TurnEvents,
         live: LiveTurn,
         decisions: Mapping[str, ToolDecision] | None = None,
+        unsettled: UnsettledTurns | None = None,
     ) -> None:
         self._store = store
         self._outputs = outputs
@@ -84,12 +115,16 @@ class TurnRecorder:
         # The user's answers to calls that needed one (albert.chat.confirmations), by call id.
         self._decisions: Mapping[str, ToolDecision] = decisions if decisions is not None else {}
         self._progress_sent: dict[str, float] = {}
+        self._unsettled = unsettled
         self._thread_id = live.thread_id
         self._turn_id = live.turn_id
-        self._last_answer_id: str | None = None
-        # The last answer as stored: the ending rewrites it without reading it back.
-        self._last_answer: Message | None = None
         self._step_saved = 0
+        # The text of one step sent so far: what is stored of a step beyond it goes out
+        # once stored (the piece held back at its end, the rest after a failed flush).
+        self._sent_step = 0
+        self._sent: list[str] = []
+        # A storage failure in a timed flush, raised into the turn by its next event.
+        self._failure: StorageError | None = None
         # A retried turn runs again under the same turn id; each run's messages
         # need ids of their own.
         self._run = secrets.token_hex(3)
@@ -108,6 +143,7 @@ class TurnRecorder:
     # --- streamed text -----------------------------------------------------------------
 
     async def on_text(self, step: int, delta: str) -> None:
+        self._raise_failure()
         # Deltas are coalesced (up to DELTA_FLUSH_CHARS or DELTA_FLUSH_SECONDS): one frame
         # per model token costs more than the token itself, and a person cannot tell.
         if self._pending and step != self._pending_step:
@@ -119,7 +155,7 @@ class TurnRecorder:
             self._flush()
         elif self._flush_timer is None:
             self._flush_timer = asyncio.get_running_loop().call_later(
-                DELTA_FLUSH_SECONDS, self._flush
+                DELTA_FLUSH_SECONDS, self._timed_flush
             )
 
     def _flush(self) -> None:
@@ -129,6 +165,18 @@ class TurnRecorder:
             # Stored before it is sent: after a hard kill the stored text holds all the user saw.
             self._journal.checkpoint(self._turn_id, self._pending_step, delta)
             self._send_text(self._pending_step, delta)
+
+    def _timed_flush(self) -> None:
+        try:
+            self._flush()
+        except StorageError as exc:
+            # Nothing raises into the turn from a timer; the turn's next event does. The
+            # piece was neither stored nor sent, and no later text goes out before it.
+            self._failure = exc
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
     def _take_pending(self) -> str:
         """The text held back so far (cleared here, neither stored nor sent)."""
@@ -143,20 +191,34 @@ class TurnRecorder:
         return delta
 
     def _send_text(self, step: int, delta: str) -> None:
+        if step != self._sent_step:
+            self._sent_step = step
+            self._sent = []
+        self._sent.append(delta)
         self._live.emit(TextDeltaFrame, step=step, delta=delta)
+
+    def _send_rest(self, step: int, text: str) -> None:
+        """Send what the user has not seen of `step`'s text `text`, once it is stored."""
+        seen = "".join(self._sent) if step == self._sent_step else ""
+        if len(text) > len(seen) and text.startswith(seen):
+            self._send_text(step, text[len(seen) :])
 
     # --- steps and tools ---------------------------------------------------------------
 
     async def on_step_end(
         self, step: int, text: str, calls: list[ChatToolCall], finish_reason: str
     ) -> None:
+        self._raise_failure()
         # The step's message holds its whole text, so the piece still held back needs no
         # journal checkpoint of its own: it is sent once the message is stored.
-        held_back = self._take_pending()
+        self._take_pending()
+        if not calls:
+            # The turn's last step: `finish` stores it with the turn's outcome.
+            return
         message_id = self._message_id(step)
         # The message and its thread's bump: one commit (stored before any tool call of
         # the step is sent, since the calls go out as soon as the tools start).
-        self._last_answer = self._store.transaction(
+        self._store.transaction(
             lambda: self._store.add_message(
                 message_id=message_id,
                 thread_id=self._thread_id,
@@ -166,17 +228,16 @@ class TurnRecorder:
                 tool_calls=[
                     ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in calls
                 ],
-                finish_reason="tool_calls" if calls else finish_reason,
+                finish_reason="tool_calls",
             )
         )
-        self._last_answer_id = message_id
         self._step_saved = step
-        if held_back:
-            self._send_text(step, held_back)
+        self._send_rest(step, text)
 
     async def on_tool_call(
         self, step: int, call: ChatToolCall, arguments: dict[str, Any], source: str
     ) -> None:
+        self._raise_failure()
         self._flush()
         self._live.emit(
             ToolCallFrame,
@@ -212,6 +273,7 @@ class TurnRecorder:
     async def on_tool_result(
         self, step: int, call: ChatToolCall, outcome: ToolResult, source: str
     ) -> None:
+        self._raise_failure()
         decision = self._decisions.get(call.id)
         self._events.tool_invoked(call.name, source, outcome, decision)
         # What the model was shown of the tool's text, with our preface; our other notes
@@ -255,8 +317,9 @@ class TurnRecorder:
     # --- the ending --------------------------------------------------------------------
 
     def end(self, partial: PartialTurn, ending: TurnEnding) -> None:
-        """End an interrupted turn: keep the partial text, say why, send done."""
-        self._flush()
+        """End an interrupted turn: keep the partial text, say why, send done (or, when
+        storage refuses the end, say the answer was not kept)."""
+        self._take_pending()
         # When the interrupted step was already saved (e.g. cancelled while tools ran),
         # a closing marker records the outcome so the turn reads as ended.
         saved = partial.step == 0 or partial.step <= self._step_saved
@@ -276,7 +339,10 @@ class TurnRecorder:
             )
             self._journal.end(self._turn_id)
 
-        self._store.transaction(store)
+        if not self._commit(store):
+            return
+        if not saved:
+            self._send_rest(partial.step, partial.text)
         if ending.code is not None:
             self._live.emit(
                 ErrorFrame, code=ending.code, message=ending.message, retryable=ending.retryable
@@ -284,25 +350,53 @@ class TurnRecorder:
         self._done(ending.finish_reason, partial.step, Usage())
 
     def finish(self, result: TurnResult) -> None:
-        """Record the turn's outcome on its final message and tell the browser."""
-        self._flush()
-        last = self._last_answer_id
+        """Store the turn's last step with its outcome, then tell the browser (`done`).
+
+        Raises StorageError when storage refuses it: nothing of it is stored or sent (the
+        driver then ends the turn with `end`)."""
+        self._raise_failure()
+        self._take_pending()
+        step = result.steps
 
         def store() -> None:
-            # The outcome and the journal entry's removal: a restart finds one or the other.
-            if last is not None:
-                self._store.update_message(
-                    last,
-                    content=result.text,
-                    status="complete",
-                    finish_reason=result.finish_reason,
-                    meta={"steps": result.steps, "usage": result.usage.model_dump()},
-                    written=self._last_answer,
-                )
+            # The answer, its outcome and the journal entry's removal: one commit, so a
+            # restart finds the answer whole and ended, or the turn still to end.
+            self._store.add_message(
+                message_id=self._message_id(step),
+                thread_id=self._thread_id,
+                turn_id=self._turn_id,
+                role="assistant",
+                content=result.text,
+                finish_reason=result.finish_reason,
+                meta={"steps": result.steps, "usage": result.usage.model_dump()},
+            )
             self._journal.end(self._turn_id)
 
         self._store.transaction(store)
+        self._send_rest(step, result.text)
         self._done(result.finish_reason, result.steps, result.usage)
+
+    def _commit(self, work: Callable[[], None]) -> bool:
+        """Run the turn's end `work` as one transaction; False when storage refused it (the
+        browser is told the answer was not kept, and the end is left to be stored later)."""
+        try:
+            self._store.transaction(work)
+        except StorageError as exc:
+            log.warning("turn %s: its end could not be stored: %s", self._turn_id, exc)
+        else:
+            return True
+        try:
+            # Needs no new page, so it may land where the end did not fit; a restart then
+            # knows storage ended this turn (else it reads as cut off by the restart).
+            self._journal.mark_unsaved(self._turn_id, self._run)
+        except StorageError:
+            pass
+        if self._unsettled is not None:
+            self._unsettled.add(self._turn_id, self._run, ENDED_BY_STORAGE)
+        self._live.emit(
+            ErrorFrame, code="storage_unavailable", message=NOT_KEPT_MESSAGE, retryable=True
+        )
+        return False
 
     def _done(self, finish_reason: FinishReason, steps: int, usage: Usage) -> None:
         self._live.emit(DoneFrame, finish_reason=finish_reason, steps=steps, usage=usage)

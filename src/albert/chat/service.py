@@ -13,7 +13,7 @@ from albert.chat.claims import ClaimsApi
 from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.frame_admission import Admission
-from albert.chat.interrupted_turns import recover_interrupted_turns
+from albert.chat.interrupted_turns import UnsettledTurns, recover_interrupted_turns
 from albert.chat.sessions import SessionRevocations
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
@@ -69,9 +69,11 @@ class ChatService:
         self._events = EventsApi(self.analytics, clock)
         self.outputs = ToolOutputs(sql, clock)
         journal = TurnJournal(sql, clock)
-        # Before any frame: turns a restart cut off get their end stored.
-        recover_interrupted_turns(self.store, journal)
-        self.turns = self._chat_turns(model, tools, hub, clock, journal)
+        unsettled = UnsettledTurns(self.store, journal)
+        # Before any frame: turns a restart cut off get their end stored (those storage
+        # refuses now wait in `unsettled`).
+        recover_interrupted_turns(self.store, journal, unsettled)
+        self.turns = self._chat_turns(model, tools, hub, clock, journal, unsettled)
         self._mcp_changes = RateLimiter(
             settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
         )
@@ -98,6 +100,7 @@ class ChatService:
         hub: SocketHub,
         clock: Clock,
         journal: TurnJournal,
+        unsettled: UnsettledTurns,
     ) -> ChatTurns:
         """Chat over the sockets: admission, then the driver, its turns recorded as they go."""
         settings = self.settings
@@ -116,6 +119,7 @@ class ChatService:
             events=events,
             journal=journal,
             confirmations=confirmations,
+            unsettled=unsettled,
         )
         return ChatTurns(
             admission=Admission(self.store, settings, chat_limit),
@@ -125,6 +129,7 @@ class ChatService:
             journal=journal,
             confirmations=confirmations,
             max_frame_bytes=settings.max_frame_bytes,
+            unsettled=unsettled,
         )
 
     async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:

@@ -6,7 +6,9 @@ driver (`albert.chat.driver`) runs the turn; the recorder (`albert.chat.recorder
 streams and persists it, keeping the turn journal that lets a restart end a turn it cut
 off (`albert.chat.interrupted_turns`). Every frame of a running turn is numbered and kept
 (`LiveTurn`) so a reconnecting browser can resume. A `confirm` frame answers a tool call
-that waits for the user (`albert.chat.confirmations`), whichever socket sends it.
+that waits for the user (`albert.chat.confirmations`), whichever socket sends it. Turns
+that storage failures ended before their end could be stored are settled first, with the
+next frame that finds storage working (`albert.chat.interrupted_turns.UnsettledTurns`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from albert.analytics.chat_events import TurnEvents
 from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.frame_admission import Admission, Admitted, ack, read_frame, refusal
-from albert.chat.interrupted_turns import RESTART_MESSAGE
+from albert.chat.interrupted_turns import RESTART_MESSAGE, UnsettledTurns
 from albert.chat.live import LiveTurn
 from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import (
@@ -51,8 +53,10 @@ class ChatTurns:
         journal: TurnJournal,
         confirmations: PendingConfirmations,
         max_frame_bytes: int,
+        unsettled: UnsettledTurns | None = None,
     ) -> None:
         self.journal = journal
+        self.unsettled = unsettled
         self._confirmations = confirmations
         self._admission = admission
         self._driver = driver
@@ -64,6 +68,9 @@ class ChatTurns:
 
     async def on_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Validate one incoming frame and act on it; bad input gets an error frame."""
+        if self.unsettled:
+            # Before the frame: a new turn's messages come after an earlier turn's end.
+            self.unsettled.settle()
         frame = read_frame(raw, self._max_frame_bytes)
         if isinstance(frame, ErrorFrame):
             _send(socket, frame)

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from albert.cloudflare.ffi import create_proxy, js_binding, js_null, py_value, to_js_bytes
-from albert.storage.ports import Row
+from albert.storage.ports import Row, StorageError
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -32,7 +32,7 @@ _AS_IS = frozenset({str, int, float})
 _TRANSACTION_WORDS = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
 
-class SqlError(RuntimeError):
+class SqlError(StorageError):
     """A statement failed (syntax, constraint, type); the platform's message is kept."""
 
 

@@ -227,6 +227,8 @@ ErrorCode = Literal[
     "rate_limited",
     "timeout",
     "internal",
+    # Storage failed (e.g. full): what the frame names was not kept.
+    "storage_unavailable",
 ]
 
 

@@ -5,7 +5,9 @@ the text of its current step is checkpointed before each piece reaches the brows
 the stored partial answer always holds at least what the user saw. An entry still marked
 `running` when an object starts belongs to a turn that a restart (a crash, `kill -9`, a
 deploy) cut off; recovery stores its partial answer and marks the entry `interrupted`, so
-a browser resuming that turn is told it ended.
+a browser resuming that turn is told it ended. An entry marked `unsaved` belongs to a turn
+that a storage failure ended before its end could be stored (the browser was told); its
+end is stored once storage works again, from the same checkpointed text.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Literal, NamedTuple
 from albert.clock import Clock
 from albert.storage.ports import SqlStorage
 
-JournalState = Literal["running", "interrupted"]
+JournalState = Literal["running", "interrupted", "unsaved"]
 
 
 class JournalEntry(NamedTuple):
@@ -73,6 +75,32 @@ class TurnJournal:
             "SELECT * FROM turn_journal WHERE state = 'running' ORDER BY started_at, turn_id"
         )
         return [JournalEntry(**row) for row in rows]
+
+    def unended(self) -> list[JournalEntry]:
+        """Turns whose end is not stored: running and unsaved ones, oldest first."""
+        rows = self._sql.execute(
+            "SELECT * FROM turn_journal WHERE state IN ('running', 'unsaved') "
+            "ORDER BY started_at, turn_id"
+        )
+        return [JournalEntry(**row) for row in rows]
+
+    def entry(self, turn_id: str) -> JournalEntry | None:
+        """The turn's entry, whatever its state."""
+        rows = self._sql.execute("SELECT * FROM turn_journal WHERE turn_id = ?", turn_id)
+        return JournalEntry(**rows[0]) if rows else None
+
+    def mark_unsaved(self, turn_id: str, run: str) -> None:
+        """Storage refused the turn's end: it ended, and its end is still to be stored.
+
+        'unsaved' is as long as 'running', so the row keeps its size and SQLite rewrites it
+        in place, in the pages it has: this can land where storage is too full for the end.
+        """
+        self._sql.execute(
+            "UPDATE turn_journal SET state = 'unsaved' "
+            "WHERE turn_id = ? AND run = ? AND state = 'running'",
+            turn_id,
+            run,
+        )
 
     def mark_interrupted(self, turn_id: str) -> None:
         """Recovery stored the turn's end: remember it was a restart that ended it."""

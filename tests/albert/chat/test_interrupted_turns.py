@@ -259,3 +259,23 @@ async def test_a_resume_of_a_turn_a_restart_cut_off_is_answered_with_turn_interr
     }
     assert resync["type"] == only_resync["type"] == "resync"
     assert service.store.history("t1")[-1].content == "PEPE is"
+
+
+def test_a_turn_storage_ended_is_stored_as_ended_by_storage_not_by_a_restart(storage) -> None:
+    store, journal = storage
+    journal.begin(turn_id="m1", thread_id="t1", run="r1")
+    journal.checkpoint("m1", 1, "PEPE is ")
+    # Storage refused the turn's end; its browser was told at once.
+    journal.mark_unsaved("m1", "r1")
+    assert journal.running() == [] and [e.state for e in journal.unended()] == ["unsaved"]
+
+    assert [e.turn_id for e in recover_interrupted_turns(store, journal)] == ["m1"]
+    last = store.history("t1")[-1]
+    assert (last.content, last.status, last.finish_reason, last.meta["ended_by"]) == (
+        "PEPE is ",
+        "incomplete",
+        "error",
+        "storage",
+    )
+    # Not a restart: a resume of it is not told it was cut off, and nothing is left.
+    assert journal.interrupted("t1", "m1") is None and journal.unended() == []

@@ -161,6 +161,7 @@ async def test_a_fault_while_storing_a_tool_result_leaves_no_half_of_it(
 
     kinds = [f["type"] for f in frames]
     assert "tool_call" in kinds and "tool_result" not in kinds, kinds
+    assert frames[-2]["type"] == "error" and frames[-2]["code"] == "storage_unavailable"
     assert frames[-1]["type"] == "done" and frames[-1]["finish_reason"] == "error"
     assert _rows(service, "SELECT call_id FROM tool_outputs") == []
     history = service.store.history("t1")
