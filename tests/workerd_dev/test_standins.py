@@ -80,9 +80,13 @@ except RuntimeError as exc:
 try:
     from cryptography import x509
     x509_found = True
-except ImportError:
+except ModuleNotFoundError:
     x509_found = False
-report(bad=bad, used=used, x509_found=x509_found, rpds=rpds.__name__)
+import jwt.algorithms  # offers HS256 alone when cryptography is not there
+report(
+    bad=bad, used=used, x509_found=x509_found, jwt_crypto=jwt.algorithms.has_crypto,
+    rpds=rpds.__name__,
+)
 """
         ).splitlines()
     )
@@ -92,6 +96,7 @@ report(bad=bad, used=used, x509_found=x509_found, rpds=rpds.__name__)
     [result] = run.results
     assert "'high' is not of type 'number'" in str(result["bad"])
     assert result["used"] == "StandInCalled" and result["x509_found"] is False
+    assert result["jwt_crypto"] is False
     # The use reached workerd's output, where a runtime's log would hold it.
     assert f"{STANDIN_CALLED}: cryptography.hazmat.primitives.ciphers.aead.AESGCM" in run.output
 

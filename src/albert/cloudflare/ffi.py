@@ -43,7 +43,12 @@ def create_proxy(obj: Any) -> Any:
     returns settles). Anything JS keeps past the call needs one of these.
     """
     make = _ffi_attr("create_proxy")
-    return None if make is None else make(obj)
+    if make is None:
+        return None
+    proxy = make(obj)
+    # Under CPython the `pyodide-py` package's stub hands the object back: no boundary, so
+    # nothing to keep alive or destroy.
+    return None if proxy is obj else proxy
 
 
 def js_binding(binding: Any) -> Any:

@@ -8,3 +8,15 @@ with the marker STANDIN_CALLED and raises StandInCalled: the conformance suite f
 a run whose log holds the marker. Nothing else of `cryptography` is here, so a module
 that imports more of it (PyJWT's RS256/ES256 support) finds it missing, as before.
 """
+
+
+def __getattr__(name: str) -> object:
+    # `from cryptography import x509` (PyJWT's probe) must fail as a missing module does,
+    # the one failure PyJWT takes for "cryptography is not installed": a missing name of a
+    # package would be an ImportError it does not catch.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise ModuleNotFoundError(
+        f"cryptography.{name} is not part of the client-only stand-in on workerd offline",
+        name=f"cryptography.{name}",
+    )
