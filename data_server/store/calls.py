@@ -205,5 +205,5 @@ async def in_thread(
         raise
     ok, value = outcome[0]
     if ok:
-        return value  # type: ignore[no-any-return]
+        return value
     raise value

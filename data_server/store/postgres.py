@@ -17,9 +17,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from data_server.settings import DatabaseLimits
 from data_server.store.migrations import migrate_postgres
@@ -32,6 +32,8 @@ from data_server.store.sqlite import (
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # How the lease's own connection names itself in pg_stat_activity.
 LEASE_APPLICATION_NAME = "albert-pipeline-lease"
@@ -177,15 +179,40 @@ class PostgresVaultStore(VaultStore):
         """Close every pooled connection."""
         self._pool.close()
 
+    def _read(self, use: Callable[[Any], T]) -> T:
+        """`use(connection)` on a pooled connection, once more if that one was broken.
+
+        A server that restarted or failed over dropped every pooled connection, and each
+        is found broken only on its next use: a read (safe to repeat) then has the pool
+        test its idle connections, which replaces the dropped ones, and tries again.
+        """
+        import psycopg
+
+        for attempt in range(2):
+            conn = None
+            try:
+                with self._pool.connection() as conn:
+                    return use(conn)
+            except psycopg.OperationalError:
+                if attempt or conn is None or not conn.broken:
+                    raise
+                self._pool.check()
+        raise AssertionError("not reached: the loop returns or raises")
+
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        with self._pool.connection() as conn:
-            return conn.execute(_dialect(sql), tuple(params)).fetchall()
+        args = tuple(params)
+        return self._read(lambda conn: conn.execute(_dialect(sql), args).fetchall())
 
     def _tuples(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         from psycopg.rows import tuple_row
 
-        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            return cursor.execute(_dialect(sql), tuple(params)).fetchall()
+        args = tuple(params)
+
+        def read(conn: Any) -> list[tuple[Any, ...]]:
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                return cursor.execute(_dialect(sql), args).fetchall()
+
+        return self._read(read)
 
     def _write(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         with self._transaction() as conn:
@@ -205,8 +232,7 @@ class PostgresVaultStore(VaultStore):
 
     def ping(self) -> None:
         """One trivial statement on a pooled connection: raises when it cannot answer."""
-        with self._pool.connection() as conn:
-            conn.execute("SELECT 1").fetchone()
+        self._rows("SELECT 1")
 
     def _write_vault_rows(self, conn: Any, rows: list[tuple[Any, ...]]) -> None:
         """COPY the rows into a session table, then one upsert from it: a statement per

@@ -1,6 +1,8 @@
 """A replica over a PostgreSQL server that stops answering (SIGSTOP): /readyz, /healthz and
 the tools each answer within a bound and say what is unavailable; all recovers after
-SIGCONT. Real parts throughout: the session's PostgreSQL and Typesense, uvicorn on a port."""
+SIGCONT. Connections the server dropped (a restart, a failover; a proxy cutting them) are
+replaced on the next read. Real parts throughout: the session's PostgreSQL and Typesense,
+uvicorn on a port."""
 
 from __future__ import annotations
 
@@ -14,15 +16,16 @@ import httpx
 from mcp import Client
 
 from data_server.app import create_app, open_settings_store
-from data_server.settings import DataServerSettings
-from data_server.store import VaultStore
-from data_server.store.calls import UNAVAILABLE_MESSAGE
+from data_server.settings import DatabaseLimits, DataServerSettings
+from data_server.store import VaultStore, open_store
+from data_server.store.calls import UNAVAILABLE_MESSAGE, StoreCalls
 from data_server.store.pg_process import PostgresProcess
 from data_server.vaults.model import HistoryPoint
 from tests.data_server.mcp_server.servers import UvicornThread, drop_collection, publish_store
 from tests.data_server.mcp_server.vault_data import constructed_vaults
 from tests.support.ports import reserve
 from tests.support.postgres_faults import frozen
+from tests.support.tcp_proxy import TcpProxy
 from tests.typesense_fixture import TypesenseServer, unique_name
 
 # Generous: the bounds configured below are 1 s (readiness) and 3 s (a request's wait).
@@ -130,3 +133,26 @@ async def test_a_frozen_postgres_is_reported_within_bounds_and_everything_recove
     finally:
         store.close()
         drop_collection(typesense_server, collection)
+
+
+async def test_connections_the_server_dropped_are_replaced_on_the_next_read(
+    postgres_server: PostgresProcess, postgres_database: Callable[[], str]
+) -> None:
+    url = postgres_database()
+    proxy = await TcpProxy(postgres_server.port).start()
+    through = url.replace(f":{postgres_server.port}/", f":{proxy.port}/")
+    limits = DatabaseLimits(connect_timeout_seconds=2, statement_timeout_seconds=5)
+    # Opened and closed off the loop: the proxy runs on it.
+    store = await asyncio.to_thread(open_store, through, limits=limits)
+    try:
+        calls = StoreCalls(store, 10)
+        await calls(store.upsert_vaults, constructed_vaults())
+        # Several pooled connections, all open when the cut comes.
+        await asyncio.gather(*(calls(store.counts) for _ in range(4)))
+        assert proxy.drop_all() >= 2
+        counts = await calls(store.counts)
+        assert counts.vaults == len(constructed_vaults())
+        await calls.ping()
+    finally:
+        await asyncio.to_thread(store.close)
+        await proxy.stop()
