@@ -35,7 +35,7 @@ from data_server.mcp_server.vault_index import VaultIndex
 from data_server.pipeline.service import PipelineScheduler, pipeline_health
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore, open_store
-from data_server.store.calls import StoreCalls, StoreUnavailable
+from data_server.store.calls import StoreCalls, StoreUnavailable, in_thread
 from data_server.wallets.positions import WalletReader
 from data_server.wallets.rpc import JsonRpcClient
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StoreCall = Callable[..., Awaitable[Any]]
+
+STORE_CLOSE_SECONDS = 10.0
 
 # `scheme://user:password@` in any text a health answer repeats (an error naming a URL).
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
@@ -269,7 +271,11 @@ def create_app(
             if owns_http:
                 await http_client.aclose()
             if owns_store:
-                vault_store.close()
+                # Closing the pool waits for its workers: not on the loop, and not for ever.
+                try:
+                    await in_thread(vault_store.close, within=STORE_CLOSE_SECONDS)
+                except TimeoutError:
+                    log.warning("write store not closed within %g s", STORE_CLOSE_SECONDS)
 
     app.router.lifespan_context = lifespan
     app.state.deps = deps
