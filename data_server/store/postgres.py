@@ -281,10 +281,13 @@ class PostgresVaultStore(VaultStore):
         conn = self._lease_connection()
         try:
             taken_at = time.monotonic()
-            # After any write still on its way (a holder's last one), never beside it.
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                row = conn.execute(_TAKE_LEASE, (holder, lease)).fetchone()
+                # Taken after any write under way, never beside it: one (a holder's, or a
+                # stopped run's last) makes this a skip, as a held lease does, not a wait.
+                free = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                row = None
+                if free.fetchone()[0]:
+                    row = conn.execute(_TAKE_LEASE, (holder, lease)).fetchone()
                 abandoned = []
                 if row is not None:
                     closed = conn.execute(_ABANDON_RUNNING, (time.time(),)).fetchall()
