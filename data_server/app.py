@@ -2,8 +2,9 @@
 
 /mcp        streamable-HTTP MCP endpoint with the ten vault and wallet tools
 /healthz    GET: search index reachable, write store readable, index not stale, the last
-            pipeline run (when the server schedules it: how old, and whether stale)
-/readyz     GET: serving, and the search index answers (cheap: for start-up probes)
+            pipeline run (when the server schedules it: how old, and whether stale); 503
+            naming the write store when it does not answer
+/readyz     GET: serving, the search index and the write store answer (cheap: for probes)
 /platform   reference platform services (token and address analysis, feed search)
 """
 
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +35,7 @@ from data_server.mcp_server.vault_index import VaultIndex
 from data_server.pipeline.service import PipelineScheduler, pipeline_health
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore, open_store
+from data_server.store.calls import StoreCalls, StoreUnavailable, in_thread
 from data_server.wallets.positions import WalletReader
 from data_server.wallets.rpc import JsonRpcClient
 
@@ -40,16 +44,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+StoreCall = Callable[..., Awaitable[Any]]
+
+STORE_CLOSE_SECONDS = 10.0
+
+# `scheme://user:password@` in any text a health answer repeats (an error naming a URL).
+_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+
+
+def without_credentials(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by `***`."""
+    return _URL_CREDENTIALS.sub(r"\1***@", text)
+
 
 async def _basic_drift(
-    settings: DataServerSettings, client: TypesenseClient, store: VaultStore
+    settings: DataServerSettings, client: TypesenseClient, store: VaultStore, call: StoreCall
 ) -> tuple[bool, int | None, list[str]]:
     """(reachable, documents, problems) from the collection and the last publication only."""
     try:
         info = await client.retrieve_collection(settings.vaults_collection)
     except TypesenseError as exc:
         return exc.status is not None, None, [str(exc)]
-    publication = await asyncio.to_thread(store.last_publication, settings.vaults_collection)
+    publication = await call(store.last_publication, settings.vaults_collection)
     if publication is None:
         return True, info.num_documents, ["never_published: no successful publish"]
     if publication.count != info.num_documents:
@@ -65,14 +81,19 @@ async def _basic_drift(
 
 
 async def index_health(
-    settings: DataServerSettings, client: TypesenseClient, store: VaultStore
+    settings: DataServerSettings,
+    client: TypesenseClient,
+    store: VaultStore,
+    call: StoreCall | None = None,
 ) -> dict[str, Any]:
     """Is the index serving what the write store holds, and is it recent?
 
     The database can look healthy while the index is stale or half-written, so this runs
     the pipeline's staleness check (store vs index vs last publication) and adds an age
-    limit on the last publication.
+    limit on the last publication. `call` makes the store reads (the server's bounded
+    `StoreCalls`; `asyncio.to_thread` when None).
     """
+    call = call or asyncio.to_thread
     report: dict[str, Any] = {"collection": settings.vaults_collection}
     try:
         from data_server.pipeline.check import check
@@ -80,7 +101,7 @@ async def index_health(
         check = None
     if check is not None:
         try:
-            drift = await check(store, client, collection=settings.vaults_collection)
+            drift = await check(store, client, collection=settings.vaults_collection, call=call)
         except TypesenseError as exc:
             # The collection answered but a later query failed: still an outage.
             report.update(ok=False, reachable=False, stale=True, problems=[str(exc)])
@@ -91,15 +112,16 @@ async def index_health(
         report["store_vaults"] = drift.store.count
         report["unpublished_changes"] = drift.unpublished_changes
     else:
-        reachable, documents, problems = await _basic_drift(settings, client, store)
+        reachable, documents, problems = await _basic_drift(settings, client, store, call)
         report["documents"] = documents
-    publication = await asyncio.to_thread(store.last_publication, settings.vaults_collection)
+    publication = await call(store.last_publication, settings.vaults_collection)
     if publication is not None:
         age = time.time() - publication.published_at
         report["last_published_at"] = publication.published_at
         report["age_seconds"] = round(age)
         if age > settings.stale_after_seconds:
             problems.append(f"age: last publish is {age / 3600:.1f} h old")
+    problems = [without_credentials(problem) for problem in problems]
     report.update(reachable=reachable, stale=bool(problems), problems=problems)
     report["ok"] = reachable and not problems
     return report
@@ -128,20 +150,43 @@ def create_app(
         chain: JsonRpcClient(url, http_client, timeout=settings.rpc_timeout_seconds)
         for chain, url in settings.chain_rpc_urls().items()
     }
+    # Every store read of a request goes through this: off the event loop, bounded.
+    calls = StoreCalls(vault_store, settings.store_timeout_seconds)
     deps = ToolDeps(
-        index=VaultIndex(typesense, settings.vaults_collection, display=vault_store),
-        history=StoreHistory(vault_store),
-        records=StoreRecords(vault_store),
+        index=VaultIndex(typesense, settings.vaults_collection, display=vault_store, calls=calls),
+        history=StoreHistory(vault_store, calls),
+        records=StoreRecords(vault_store, calls),
         wallets=WalletReader(
-            rpc_clients, StoreCatalog(vault_store), batch_size=settings.multicall_batch_size
+            rpc_clients,
+            StoreCatalog(vault_store, calls=calls),
+            batch_size=settings.multicall_batch_size,
         ),
     )
     mcp = build_mcp_server(deps)
+    wallet_chains = deps.wallets.chains if deps.wallets else []
 
-    async def healthz(request: Request) -> JSONResponse:
-        index = await index_health(settings, typesense, vault_store)
-        counts = await asyncio.to_thread(vault_store.counts)
-        pipeline = await asyncio.to_thread(pipeline_health, settings, vault_store)
+    async def index_answers() -> bool:
+        try:
+            return await typesense.health()
+        except TypesenseError:
+            return False
+
+    async def store_answers() -> bool:
+        try:
+            await calls.ping(within=settings.store_ready_timeout_seconds)
+        except StoreUnavailable:
+            return False
+        except Exception:  # not ready either way; say why in the log
+            log.exception("write store probe failed")
+            return False
+        return True
+
+    async def full_health() -> JSONResponse:
+        # A store that does not answer is found in one short probe, not in each read.
+        await calls.ping(within=settings.store_ready_timeout_seconds)
+        index = await index_health(settings, typesense, vault_store, calls)
+        counts = await calls(vault_store.counts)
+        pipeline = await calls(pipeline_health, settings, vault_store)
         # A schedule that stopped running is a fault even while the index still answers.
         late = bool(settings.pipeline_cron) and pipeline["stale"]
         body = {
@@ -149,22 +194,45 @@ def create_app(
             "index": index,
             "pipeline": pipeline,
             "store": counts.model_dump(mode="json"),
-            "wallet_chains": deps.wallets.chains if deps.wallets else [],
+            "write_store": {"backend": calls.backend, "ok": True},
+            "wallet_chains": wallet_chains,
         }
         # Unreachable search is an outage; a stale index still answers, so it is degraded.
         return JSONResponse(body, status_code=200 if index.get("reachable") else 503)
 
-    async def readyz(request: Request) -> JSONResponse:
-        # What a start-up probe needs: the app serves and can reach its index. /healthz
-        # compares the whole store with the index, seconds at 20,000 vaults.
+    async def store_down(exc: StoreUnavailable) -> JSONResponse:
+        # Without the store nothing can be compared: the index's reachability alone.
+        body = {
+            "status": "degraded",
+            "index": {"collection": settings.vaults_collection, "reachable": await index_answers()},
+            "pipeline": {"scheduled": settings.pipeline_cron or None},
+            "store": None,
+            "write_store": {"backend": exc.backend, "ok": False, "problem": exc.problem},
+            "wallet_chains": wallet_chains,
+        }
+        return JSONResponse(body, status_code=503)
+
+    async def healthz(request: Request) -> JSONResponse:
         try:
-            reachable = await typesense.health()
-        except TypesenseError:
-            reachable = False
-        return JSONResponse(
-            {"status": "ready" if reachable else "index_unreachable"},
-            status_code=200 if reachable else 503,
-        )
+            return await full_health()
+        except StoreUnavailable as exc:
+            return await store_down(exc)
+        except Exception as exc:  # a health check answers, whatever broke
+            log.exception("/healthz failed")
+            return JSONResponse(
+                {"status": "degraded", "error": f"health check failed ({type(exc).__name__})"},
+                status_code=503,
+            )
+
+    async def readyz(request: Request) -> JSONResponse:
+        # What a probe needs: the app serves and reaches its index and its write store, each
+        # within a short bound. /healthz compares the whole store with the index, seconds
+        # at 20,000 vaults.
+        index_ok, store_ok = await asyncio.gather(index_answers(), store_answers())
+        status = "ready" if index_ok and store_ok else "index_unreachable"
+        if index_ok and not store_ok:
+            status = "store_unavailable"
+        return JSONResponse({"status": status}, status_code=200 if status == "ready" else 503)
 
     mcp.custom_route("/healthz", methods=["GET"])(healthz)
     mcp.custom_route("/readyz", methods=["GET"])(readyz)
@@ -203,7 +271,11 @@ def create_app(
             if owns_http:
                 await http_client.aclose()
             if owns_store:
-                vault_store.close()
+                # Closing the pool waits for its workers: not on the loop, and not for ever.
+                try:
+                    await in_thread(vault_store.close, within=STORE_CLOSE_SECONDS)
+                except TimeoutError:
+                    log.warning("write store not closed within %g s", STORE_CLOSE_SECONDS)
 
     app.router.lifespan_context = lifespan
     app.state.deps = deps
@@ -213,7 +285,11 @@ def create_app(
 
 def open_settings_store(settings: DataServerSettings) -> VaultStore:
     """The write store the settings name: PostgreSQL by `DATABASE_URL`, else SQLite."""
-    return open_store(settings.database_url.get_secret_value(), settings.db_path)
+    return open_store(
+        settings.database_url.get_secret_value(),
+        settings.db_path,
+        limits=settings.database_limits(),
+    )
 
 
 def outbound_http(timeout: float) -> httpx.AsyncClient:
@@ -256,6 +332,21 @@ def uvicorn_config(
     return uvicorn.Config(app, host=host, port=port, **{**server_options(protocol), **options})
 
 
+def server_log_config() -> dict[str, Any]:
+    """uvicorn's logging, with the data server's own INFO lines (each pipeline run, a write
+    store that stops answering) on uvicorn's handler: no handler takes them otherwise, and
+    Python's last resort prints warnings only."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["data_server"] = {
+        "handlers": ["default"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
+
+
 def serve(settings: DataServerSettings) -> int:
     """Run the data server with uvicorn until interrupted (`albert-data serve`)."""
     import uvicorn
@@ -274,6 +365,7 @@ def serve(settings: DataServerSettings) -> int:
         host=settings.host,
         port=settings.port,
         log_level="info",
+        log_config=server_log_config(),
         # A line per request was ~2% of a tool call's CPU; operators turn it on when needed.
         access_log=settings.access_log,
     )

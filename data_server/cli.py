@@ -31,6 +31,7 @@ from albert.search.typesense_client import TypesenseClient
 from data_server.settings import DataServerSettings
 
 if TYPE_CHECKING:
+    from data_server.pipeline import PipelineReport
     from data_server.store import VaultStore
 
 EXIT_OK = 0
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _open_store(args: argparse.Namespace) -> VaultStore:
     from data_server.store import open_store
 
-    return open_store(args.database_url, args.db)
+    return open_store(args.database_url, args.db, limits=_settings().database_limits())
 
 
 def _index_client(args: argparse.Namespace) -> TypesenseClient | None:
@@ -123,30 +124,39 @@ async def _run_once(args: argparse.Namespace) -> int:
         run_pipeline,
     )
     from data_server.pipeline.progress import NullProgress
+    from data_server.pipeline.service import run_with_lock
+    from data_server.store import PipelineLockLost
 
     sources = offline_processors() if args.offline else default_processors()
     http = offline_http() if args.offline else None
     client = _index_client(args)
     progress = NullProgress() if args.no_progress else RichProgress()
-    try:
-        with _open_store(args) as store, store.pipeline_lock() as acquired:
-            if not acquired:
-                print("another pipeline run holds the store's run lock; nothing done")
-                return EXIT_BUSY
-            if isinstance(progress, RichProgress):
-                with progress:
-                    report = await run_pipeline(
-                        sources, store, client, progress, http=http, collection=args.collection
-                    )
-            else:
-                report = await run_pipeline(
+
+    async def job() -> PipelineReport:
+        if isinstance(progress, RichProgress):
+            with progress:
+                return await run_pipeline(
                     sources, store, client, progress, http=http, collection=args.collection
                 )
+        return await run_pipeline(
+            sources, store, client, progress, http=http, collection=args.collection
+        )
+
+    try:
+        with _open_store(args) as store:
+            found = await run_with_lock(store, job)
+    except PipelineLockLost as exc:
+        print(f"{exc}; its run is left failed or abandoned")
+        return EXIT_FAILED
     finally:
         if http is not None:
             await http.aclose()
         if client is not None:
             await client.aclose()
+    if found is None:
+        print("another pipeline run holds the store's run lock; nothing done")
+        return EXIT_BUSY
+    report = found
     run = report.run
     print(f"run {run.id}: {run.status} in {report.duration_s:.1f}s")
     for source in run.sources:

@@ -15,6 +15,26 @@ def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
+class DatabaseLimits(BaseModel):
+    """How long the PostgreSQL write store may take, and how a dead connection is noticed.
+
+    Every connection (the pool's and the pipeline lease's) gets them: without them a
+    server that stops answering holds a caller for as long as the kernel keeps the socket.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    # libpq's own floor is 2 s (1 is taken as 2).
+    connect_timeout_seconds: int = Field(5, ge=2)
+    statement_timeout_seconds: float = Field(30.0, gt=0)
+    # A silent peer (a dropped NAT entry, a failover) is found after idle + interval x count.
+    keepalives_idle_seconds: int = Field(30, ge=1)
+    keepalives_interval_seconds: int = Field(10, ge=1)
+    keepalives_count: int = Field(3, ge=1)
+    # The pipeline lease (data_server/store/postgres.py): how long it lasts unrenewed.
+    pipeline_lease_seconds: float = Field(60.0, ge=3)
+
+
 class DataServerSettings(BaseModel):
     """Every knob of the data server; aliases are the environment variable names."""
 
@@ -24,6 +44,23 @@ class DataServerSettings(BaseModel):
     # postgresql:// URL (replicas share it), else the SQLite file at `db_path`.
     db_path: Path = Field(Path(".state/data_server.sqlite3"), alias="DATA_SERVER_DB_PATH")
     database_url: SecretStr = Field(SecretStr(""), alias="DATABASE_URL")
+    # PostgreSQL only (`DatabaseLimits`): connecting, each statement, dead-peer detection.
+    database_connect_timeout_seconds: int = Field(5, alias="DATABASE_CONNECT_TIMEOUT_SECONDS", ge=2)
+    database_statement_timeout_seconds: float = Field(
+        30.0, alias="DATABASE_STATEMENT_TIMEOUT_SECONDS", gt=0
+    )
+    database_keepalives_idle_seconds: int = Field(
+        30, alias="DATABASE_KEEPALIVES_IDLE_SECONDS", ge=1
+    )
+    database_keepalives_interval_seconds: int = Field(
+        10, alias="DATABASE_KEEPALIVES_INTERVAL_SECONDS", ge=1
+    )
+    database_keepalives_count: int = Field(3, alias="DATABASE_KEEPALIVES_COUNT", ge=1)
+    # How long a request (a tool, /healthz) waits for the write store before it answers that
+    # the store is unavailable; /readyz waits `store_ready_timeout_seconds`, within the
+    # healthcheck's own timeout.
+    store_timeout_seconds: float = Field(10.0, alias="STORE_TIMEOUT_SECONDS", gt=0)
+    store_ready_timeout_seconds: float = Field(2.0, alias="STORE_READY_TIMEOUT_SECONDS", gt=0)
 
     # Serving store (Typesense).
     typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
@@ -63,6 +100,8 @@ class DataServerSettings(BaseModel):
     # Answer the public APIs from the recorded responses (the local stack, tests, demos).
     pipeline_offline: bool = Field(False, alias="PIPELINE_OFFLINE")
     stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)
+    # With PostgreSQL, a run holds a lease this long unless renewed (see `DatabaseLimits`).
+    pipeline_lease_seconds: float = Field(60.0, alias="PIPELINE_LEASE_SECONDS", ge=3)
 
     @field_validator("rpc_urls", mode="before")
     @classmethod
@@ -87,6 +126,17 @@ class DataServerSettings(BaseModel):
     def uses_postgres(self) -> bool:
         """True when the write store is the PostgreSQL database at `database_url`."""
         return is_postgres_url(self.database_url.get_secret_value())
+
+    def database_limits(self) -> DatabaseLimits:
+        """The PostgreSQL write store's timeouts, keepalives and pipeline lease."""
+        return DatabaseLimits(
+            connect_timeout_seconds=self.database_connect_timeout_seconds,
+            statement_timeout_seconds=self.database_statement_timeout_seconds,
+            keepalives_idle_seconds=self.database_keepalives_idle_seconds,
+            keepalives_interval_seconds=self.database_keepalives_interval_seconds,
+            keepalives_count=self.database_keepalives_count,
+            pipeline_lease_seconds=self.pipeline_lease_seconds,
+        )
 
     def chain_rpc_urls(self) -> dict[str, str]:
         """Chain slug → RPC URL for every chain the wallet tools can read."""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from albert.search import TypesenseError
 from data_server.coaching import CoachItem, guidelines_block
 from data_server.mcp_server.output_schema import output_schema
+from data_server.store.calls import UNAVAILABLE_MESSAGE, StoreUnavailable
 from data_server.wallets.rpc import RpcError
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,14 @@ def build_tool(
             return error_result(f"the vault index is unavailable right now ({exc.message})")
         except RpcError as exc:
             return error_result(f"chain RPC failed: {exc}")
+        except StoreUnavailable as exc:
+            log.warning("tool %s: %s", name, exc)
+            return error_result(UNAVAILABLE_MESSAGE)
+        except Exception:
+            # The SDK would answer "Error executing tool X": the caller learns nothing,
+            # and the traceback would be nowhere but in its wording.
+            log.exception("tool %s failed", name)
+            return error_result(f"{name} failed on the server; try again shortly")
         return success_result(output)
 
     schema = input_model.model_json_schema()

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from albert.search import SearchParams, SearchResponse, TypesenseClient, TypesenseError
 from albert.search.filters import equals
 from data_server.coaching import CoachItem
+from data_server.store.calls import StoreCalls
 from data_server.vaults.index import RecordSource, display_at
 from data_server.vaults.model import Vault
 
@@ -247,21 +248,28 @@ class VaultIndex:
     """Queries one vaults collection through the shared Typesense client."""
 
     def __init__(
-        self, client: TypesenseClient, collection: str, display: RecordSource | None = None
+        self,
+        client: TypesenseClient,
+        collection: str,
+        display: RecordSource | None = None,
+        calls: StoreCalls | None = None,
     ) -> None:
+        """`display` is the write store the display fields are read from, through `calls`
+        (bounded reads in worker threads; made here when not given)."""
         self.client = client
         self.collection = collection
         self.display = display
+        self._calls = calls or (StoreCalls(display) if display is not None else None)
 
-    def _hits(self, docs: list[_IndexedVault]) -> list[VaultHit]:
+    async def _hits(self, docs: list[_IndexedVault]) -> list[VaultHit]:
         """The documents as hits, with the display fields of their rows (one read)."""
         display: dict[tuple[str, int], dict[str, Any]] = {}
         keys = [(doc.id, doc.revision) for doc in docs if doc.revision is not None]
-        if keys and self.display is not None:
-            # A SQLite read by primary key, far shorter than a hop to a thread; the store
-            # is written by the pipeline's own process, and WAL readers do not wait on it.
+        if keys and self.display is not None and self._calls is not None:
+            # In a worker thread, bounded: a store that does not answer (PostgreSQL
+            # stopped, SQLite busy with a pipeline write) must not hold the event loop.
             try:
-                display = display_at(self.display, keys)
+                display = await self._calls(display_at, self.display, keys)
             except Exception as exc:  # the search still answers, without these fields
                 log.warning("display fields not read, hits shown without them: %s", exc)
         if not display:
@@ -292,7 +300,7 @@ class VaultIndex:
         found, docs, facets = _documents_of_answer(
             await self.client.search_body(self.collection, params)
         )
-        return SearchPage(found=found, hits=self._hits(docs)), facets
+        return SearchPage(found=found, hits=await self._hits(docs)), facets
 
     async def scan(
         self,
@@ -330,7 +338,7 @@ class VaultIndex:
             if exc.status == 404:
                 return None
             raise
-        return self._hits([_read_document(doc)])[0]
+        return (await self._hits([_read_document(doc)]))[0]
 
     async def get_many(self, vault_ids: Sequence[str]) -> dict[str, VaultHit]:
         """Vaults by id; ids the index does not have are left out."""

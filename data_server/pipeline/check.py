@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -135,11 +136,20 @@ def _compare(vault: Vault, doc: dict[str, Any]) -> list[ValueMismatch]:
 
 
 async def check(
-    store: VaultStore, client: TypesenseClient, *, collection: str = COLLECTION
+    store: VaultStore,
+    client: TypesenseClient,
+    *,
+    collection: str = COLLECTION,
+    call: Callable[..., Awaitable[Any]] | None = None,
 ) -> DriftReport:
-    """Compare the write store with the index and the last publication; report any drift."""
-    fingerprint = await asyncio.to_thread(store.fingerprint)
-    publication = await asyncio.to_thread(store.last_publication, collection)
+    """Compare the write store with the index and the last publication; report any drift.
+
+    `call(fn, *args)` makes each store read off the event loop (`asyncio.to_thread` unless
+    given: the server passes its bounded `StoreCalls`).
+    """
+    run = call or asyncio.to_thread
+    fingerprint = await run(store.fingerprint)
+    publication = await run(store.last_publication, collection)
     report = DriftReport(
         ok=False,
         checked_at=time.time(),
@@ -152,9 +162,7 @@ async def check(
     if publication is None:
         issues.append(DriftIssue(kind="never_published", detail="no successful publish"))
     else:
-        report.unpublished_changes = await asyncio.to_thread(
-            store.changed_since, publication.revision
-        )
+        report.unpublished_changes = await run(store.changed_since, publication.revision)
         if report.unpublished_changes:
             issues.append(
                 DriftIssue(
@@ -202,12 +210,12 @@ async def check(
             )
         )
 
-    ids = await asyncio.to_thread(_sample_ids, store, publication)
-    vaults = await asyncio.to_thread(store.get_vaults, ids)
+    ids = await run(_sample_ids, store, publication)
+    vaults = await run(store.get_vaults, ids)
     docs = await _indexed(client, collection, [v.id for v in vaults])
     # Each document with its publish's display fields (`apy_reward` is compared).
     present = [doc for doc in docs.values() if doc is not None]
-    filled = await asyncio.to_thread(with_display, present, store)
+    filled = await run(with_display, present, store)
     docs.update((doc["id"], doc) for doc in filled)
     report.sampled = len(vaults)
     missing = [v.id for v in vaults if docs.get(v.id) is None]

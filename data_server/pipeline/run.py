@@ -418,7 +418,8 @@ async def _run(
     slice_size: int,
 ) -> PipelineReport:
     started = time.monotonic()
-    run_id = store.start_run()
+    run_id = await asyncio.to_thread(store.start_run)
+    log.info("pipeline run %s started", run_id)
     progress.start(len(sources) + 1)
     publisher: Publisher | None = None
     if index_client is not None:
@@ -467,7 +468,7 @@ async def _run(
             outcome.duration_s = round(one.duration, 3)
             if exploits.error is not None and outcome.ok:
                 outcome.warnings.append(f"exploit history: {exploits.error}")
-            store.record_source(run_id, outcome)
+            await asyncio.to_thread(store.record_source, run_id, outcome)
             outcomes.append(outcome)
             progress.step(_describe(outcome))
 
@@ -487,17 +488,20 @@ async def _run(
             await checkpoint
         progress.step(line)
         status = _status(outcomes, publication)
-        store.finish_run(run_id, status)
-        record = store.get_run(run_id)
+        await asyncio.to_thread(store.finish_run, run_id, status)
+        record = await asyncio.to_thread(store.get_run, run_id)
         assert record is not None  # written above, in this process
         progress.finish(f"run {run_id}: {status}")
-    except BaseException:
+    except BaseException as exc:
         # A crash (or cancellation) must not leave the run "running" or the display live.
         if publisher is not None:
             await asyncio.shield(publisher.abort())
-        store.finish_run(run_id, "failed")
+        why = "cancelled" if isinstance(exc, asyncio.CancelledError) else describe_error(exc)
+        log.warning("pipeline run %s failed: %s", run_id, why)
+        await _close_failed(store, run_id)
         progress.finish(f"run {run_id}: aborted")
         raise
+    _log_outcome(record, outcomes, publish_error, time.monotonic() - started, publisher)
     return PipelineReport(
         run=record,
         publish_error=publish_error,
@@ -505,6 +509,50 @@ async def _run(
         upserted=publisher.upserted if publisher is not None else 0,
         deleted=publisher.deleted if publisher is not None else 0,
         incremental=publisher is not None and publisher.since_revision is not None,
+    )
+
+
+# A failed run is closed within this; past it (the store not answering) the run stays
+# `running` until the next run that takes the lock closes it as abandoned.
+CLOSE_FAILED_SECONDS = 10.0
+
+
+async def _close_failed(store: VaultStore, run_id: str) -> None:
+    try:
+        await asyncio.wait_for(
+            asyncio.to_thread(store.finish_run, run_id, "failed"), CLOSE_FAILED_SECONDS
+        )
+    except Exception as exc:  # the run's own error is the one to raise
+        log.warning(
+            "pipeline run %s not closed as failed (%s); the next run closes it as abandoned",
+            run_id,
+            describe_error(exc) if str(exc) else type(exc).__name__,
+        )
+
+
+def _log_outcome(
+    record: RunRecord,
+    outcomes: list[SourceRun],
+    publish_error: str | None,
+    seconds: float,
+    publisher: Publisher | None,
+) -> None:
+    """One line per finished run: INFO when it is ok or partial, WARNING when it failed."""
+    sent = publisher.upserted if publisher is not None else 0
+    deleted = publisher.deleted if publisher is not None else 0
+    why = [f"{o.source} failed" for o in outcomes if not o.ok]
+    if publish_error:
+        why.append(f"publish: {publish_error}")
+    level = logging.WARNING if record.status == "failed" else logging.INFO
+    log.log(
+        level,
+        "pipeline run %s: %s in %.1f s (%d documents sent, %d deleted)%s",
+        record.id,
+        record.status,
+        seconds,
+        sent,
+        deleted,
+        f": {'; '.join(why)}" if why and record.status != "ok" else "",
     )
 
 

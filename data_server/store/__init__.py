@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from data_server.store.migrations import MIGRATIONS, Migration, migrate, migrate_postgres
+from data_server.store.run_lock import PipelineLock, PipelineLockLost
 from data_server.store.sqlite import (
     ProtocolSummary,
     Publication,
@@ -17,16 +19,22 @@ from data_server.store.sqlite import (
     content_hash,
 )
 
+if TYPE_CHECKING:
+    from data_server.settings import DatabaseLimits
 
-def open_store(database_url: str = "", db_path: str | Path = "") -> VaultStore:
+
+def open_store(
+    database_url: str = "", db_path: str | Path = "", *, limits: DatabaseLimits | None = None
+) -> VaultStore:
     """The write store a URL names: PostgreSQL for postgresql://…, else the SQLite file.
 
-    psycopg (the ``postgres`` extra) is imported only for a PostgreSQL URL.
+    psycopg (the ``postgres`` extra) is imported only for a PostgreSQL URL; `limits` (its
+    timeouts, keepalives and pipeline lease) apply to it alone.
     """
     if database_url.startswith(("postgresql://", "postgres://")):
         from data_server.store.postgres import PostgresVaultStore
 
-        return PostgresVaultStore(database_url)
+        return PostgresVaultStore(database_url, limits=limits)
     if database_url.startswith("sqlite:///"):
         return VaultStore(database_url.removeprefix("sqlite:///"))
     if database_url:
@@ -39,6 +47,8 @@ def open_store(database_url: str = "", db_path: str | Path = "") -> VaultStore:
 __all__ = [
     "MIGRATIONS",
     "Migration",
+    "PipelineLock",
+    "PipelineLockLost",
     "ProtocolSummary",
     "Publication",
     "RunRecord",

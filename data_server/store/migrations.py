@@ -234,6 +234,32 @@ MIGRATIONS: tuple[Migration, ...] = (
             0;
         """,
     ),
+    Migration(
+        6,
+        "pipeline lease",
+        # Who may run the pipeline on a shared PostgreSQL database, until when (the
+        # database's clock, epoch seconds); `token` grows with every taking, so a holder
+        # that lost it cannot mistake a later holder's lease for its own. SQLite's run lock
+        # is a lock file (run_lock.py); the table is there too, as every table is in both.
+        """
+        CREATE TABLE pipeline_lease (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            holder TEXT,
+            token INTEGER NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        INSERT INTO pipeline_lease (id, holder, token, expires_at) VALUES (1, NULL, 0, 0);
+        """,
+        """
+        CREATE TABLE pipeline_lease (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            holder TEXT,
+            token BIGINT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        );
+        INSERT INTO pipeline_lease (id, holder, token, expires_at) VALUES (1, NULL, 0, 0);
+        """,
+    ),
 )
 
 

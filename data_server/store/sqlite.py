@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import sqlite3
 import statistics
 import threading
@@ -25,9 +26,27 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from data_server.store.migrations import migrate
+from data_server.store.run_lock import FileLock, PipelineLock, ThreadLock
 from data_server.vaults.model import HistoryPoint, Vault
 
-RunStatus = Literal["running", "ok", "partial", "failed"]
+# `abandoned`: a run found `running` by a later one that holds the run lock, so nothing
+# runs it any more (its process was killed, or it lost the lock and could not say so).
+RunStatus = Literal["running", "ok", "partial", "failed", "abandoned"]
+
+_ABANDON_RUNNING = (
+    "UPDATE runs SET status = 'abandoned', finished_at = ? WHERE status = 'running' RETURNING id"
+)
+
+log = logging.getLogger(__name__)
+
+
+def note_abandoned(run_ids: list[str]) -> None:
+    """Log the runs a lock holder closed as abandoned."""
+    if run_ids:
+        log.warning(
+            "pipeline runs left running by a run that stopped mid-way, closed as abandoned: %s",
+            ", ".join(sorted(run_ids)),
+        )
 
 
 class UpsertCounts(BaseModel):
@@ -156,6 +175,11 @@ BUSY_TIMEOUT_MS = 5000
 class VaultStore:
     """The SQLite write store; create with a path, it migrates itself on open."""
 
+    backend = "sqlite"
+    # What a call raises when the database cannot answer (locked past the busy timeout,
+    # an I/O error): the callers then say the store is unavailable.
+    unavailable_errors: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -270,30 +294,55 @@ class VaultStore:
             finally:
                 self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
-    @contextmanager
-    def pipeline_lock(self) -> Iterator[bool]:
-        """Hold the right to run the pipeline on this store, if nobody else holds it: True
-        inside the block when this caller has it, False when another run (any process)
-        does. A lock file beside the database: the kernel drops it with its holder."""
+    def ping(self) -> None:
+        """One trivial statement: raises when the database cannot answer."""
+        self._rows("SELECT 1")
+
+    def acquire_pipeline_lock(self) -> PipelineLock:
+        """Try for the right to run the pipeline on this store; never waits for it.
+
+        The lock is true when this caller has it, false when another run (any process)
+        does; give it back with `release`. A lock file beside the database: the kernel
+        drops it with its holder. Whoever takes it closes the runs left `running` as
+        `abandoned`: with the lock free, nothing runs them any more.
+        """
         if str(self.path) == ":memory:":
-            acquired = self._run_lock.acquire(blocking=False)
-            try:
-                yield acquired
-            finally:
-                if acquired:
-                    self._run_lock.release()
-            return
-        lock_path = self.path.with_name(self.path.name + ".pipeline.lock")
-        with lock_path.open("a") as handle:
+            lock: PipelineLock = ThreadLock(self._run_lock)
+        else:
+            lock_path = self.path.with_name(self.path.name + ".pipeline.lock")
+            handle = lock_path.open("a")
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                yield False
-                return
+                handle.close()
+                return FileLock(None)
+            except BaseException:
+                handle.close()
+                raise
+            lock = FileLock(handle)
+        if lock:
             try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                lock.abandoned = [row[0] for row in self._write(_ABANDON_RUNNING, (time.time(),))]
+            except BaseException:
+                lock.release()
+                raise
+            note_abandoned(lock.abandoned)
+        return lock
+
+    @contextmanager
+    def pipeline_lock(self) -> Iterator[PipelineLock]:
+        """`acquire_pipeline_lock` for the block: the lock (true if held), released after."""
+        lock = self.acquire_pipeline_lock()
+        try:
+            yield lock
+        finally:
+            lock.release()
+
+    def close_abandoned_runs(self) -> int:
+        """Close the runs left `running` as `abandoned` if no run holds the lock now (one
+        that does is live); how many were closed."""
+        with self.pipeline_lock() as lock:
+            return len(lock.abandoned)
 
     # -- writes -------------------------------------------------------------------------
 

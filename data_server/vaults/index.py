@@ -574,7 +574,7 @@ class Publisher:
             sample=_spread(pushed),
             error=error,
         )
-        return self.store.record_publication(publication)
+        return await asyncio.to_thread(self.store.record_publication, publication)
 
     async def abort(self) -> None:
         """Stop a publish that will not be finished (a crash or cancellation midway)."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+
+import pytest
 
 from data_server.pipeline.service import pipeline_health, run_locked
 from data_server.settings import DataServerSettings
@@ -28,7 +31,10 @@ def test_the_last_run_its_age_and_staleness(store: VaultStore) -> None:
     assert old["age_seconds"] >= 7200 - 5 and old["stale"] is True
 
 
-async def test_a_locked_run_runs_once_and_a_busy_one_not_at_all(new_store: StoreFactory) -> None:
+async def test_a_locked_run_runs_once_and_a_busy_one_not_at_all(
+    new_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="data_server")
     first, second = new_store(), new_store()
     report = await run_locked(SETTINGS, first, None)
     assert report is not None and all(source.ok for source in report.run.sources)
@@ -36,3 +42,14 @@ async def test_a_locked_run_runs_once_and_a_busy_one_not_at_all(new_store: Store
         assert held
         assert await run_locked(SETTINGS, second, None) is None
     assert [run.id for run in second.runs()] == [report.run.id]
+    # Each run says when it starts and how it ended (partial: no index to publish to), a
+    # replica that skips a tick says why.
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert (logging.INFO, f"pipeline run {report.run.id} started") in lines
+    assert any(
+        level == logging.INFO
+        and m.startswith(f"pipeline run {report.run.id}: partial in ")
+        and m.endswith("publish: no index configured")
+        for level, m in lines
+    )
+    assert (logging.INFO, "pipeline run skipped: another run holds the run lock") in lines
