@@ -146,12 +146,6 @@ class Connector:
                 step[0],
             )
             return False
-        except ImportError as exc:
-            # The SDK, or a package it imports, is missing from this runtime (on workerd
-            # offline, docs/workerd.md): the reason names what, for the status to show.
-            log.error("MCP server %s: the MCP client cannot be loaded: %s", server.name, exc)
-            server.connect_failed(f"the MCP client cannot be loaded here: {exc}"[:300])
-            return False
         except Exception as exc:
             # A defect, not the server's doing: say so, and let recovery carry on.
             log.exception("MCP server %s: connection attempt failed unexpectedly", server.name)
@@ -176,6 +170,8 @@ class Connector:
             server.connect_failed(f"the MCP client did not load within {CLIENT_LOAD_SECONDS:g} s")
             return False
         except ImportError as exc:
+            # The SDK, or a package it imports, is missing from this runtime: the reason
+            # names what, for the status to show.
             log.error("MCP server %s: the MCP client cannot be loaded: %s", server.name, exc)
             server.connect_failed(f"the MCP client cannot be loaded here: {exc}"[:300])
             return False
