@@ -21,7 +21,7 @@ from tests.support.chat_client import ChatClient
 from tests.support.mcp_test_server import McpTestServer
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall
 
-# A shortened schedule: 0.25, 0.5, 1, 2, 2, 2, 2, 2 s (the default is 1 → 16 s, 5 tries).
+# A shortened schedule, ceilings 0.25, 0.5, 1, 2, 2, 2, 2, 2 s (default 1 → 16 s, 5 tries).
 SCHEDULE = {
     "MCP_RETRY_BASE_SECONDS": "0.25",
     "MCP_RETRY_MAX_SECONDS": "2",

@@ -32,7 +32,7 @@ from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
-from data_server.pipeline.service import PipelineScheduler, pipeline_health
+from data_server.pipeline.service import STOP_GRACE_SECONDS, PipelineScheduler, pipeline_health
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore, open_store
 from data_server.store.calls import StoreCalls, StoreUnavailable, in_thread
@@ -55,6 +55,15 @@ _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECAS
 def without_credentials(text: str) -> str:
     """`text` with the user and password of every URL in it replaced by `***`."""
     return _URL_CREDENTIALS.sub(r"\1***@", text)
+
+
+# On a stop, what `serve` gives the connections still open (a tool call under way, an MCP
+# event stream) before it closes them; uvicorn's own default waits for them for ever.
+CONNECTIONS_GRACE_SECONDS = 5.0
+# The longest a stop takes: the connections' grace, a pipeline run in progress getting
+# STOP_GRACE_SECONDS, then the stores closed. Whatever stops the server must wait longer
+# before it kills it (compose.yaml: `stop_grace_period`).
+SHUTDOWN_SECONDS = CONNECTIONS_GRACE_SECONDS + STOP_GRACE_SECONDS + 2.0
 
 
 async def _basic_drift(
@@ -119,7 +128,7 @@ async def index_health(
         age = time.time() - publication.published_at
         report["last_published_at"] = publication.published_at
         report["age_seconds"] = round(age)
-        if age > settings.stale_after_seconds:
+        if age > settings.stale_after():
             problems.append(f"age: last publish is {age / 3600:.1f} h old")
     problems = [without_credentials(problem) for problem in problems]
     report.update(reachable=reachable, stale=bool(problems), problems=problems)
@@ -351,6 +360,11 @@ def serve(settings: DataServerSettings) -> int:
     """Run the data server with uvicorn until interrupted (`albert-data serve`)."""
     import uvicorn
 
+    if settings.require_api_key and not settings.api_key.get_secret_value().strip():
+        raise SystemExit(
+            "DATA_SERVER_REQUIRE_API_KEY is set and DATA_SERVER_API_KEY is empty: "
+            "/mcp and /platform would be open to anyone (docs/data-server-deploy.md)"
+        )
     app = create_app(settings)
     print(
         f"data server on http://{settings.host}:{settings.port} "
@@ -368,6 +382,7 @@ def serve(settings: DataServerSettings) -> int:
         log_config=server_log_config(),
         # A line per request was ~2% of a tool call's CPU; operators turn it on when needed.
         access_log=settings.access_log,
+        timeout_graceful_shutdown=CONNECTIONS_GRACE_SECONDS,
     )
 
     async def run() -> None:

@@ -9,6 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+# Without a schedule nothing says how often runs come: stale after two days.
+UNSCHEDULED_STALE_SECONDS = 2 * 24 * 3600.0
+# With one: stale once two ticks passed without a run, and half of the next for it to run.
+STALE_AFTER_TICKS = 2.5
+
 
 def is_postgres_url(url: str) -> bool:
     """True for a libpq URL (postgresql:// or postgres://)."""
@@ -90,18 +95,28 @@ class DataServerSettings(BaseModel):
     # and requests per client address per minute to them.
     api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
     requests_per_minute: int = Field(0, alias="DATA_SERVER_REQUESTS_PER_MINUTE", ge=0)
+    # A deployment (the image, compose.yaml) sets this: `serve` then refuses to start
+    # without an API key rather than serve /mcp and /platform to anyone.
+    require_api_key: bool = Field(False, alias="DATA_SERVER_REQUIRE_API_KEY")
 
     # Pipeline schedule: a cron expression (UTC) makes `albert-data serve` run the pipeline
     # itself (one run at a time across replicas); empty, runs come from `albert-data run`.
-    # How old a publish, and the last run, may get before /healthz reports them as stale.
     pipeline_cron: str = Field("", alias="PIPELINE_CRON")
     # With a schedule: run once when the server starts too (an empty index fills at once).
     pipeline_run_at_start: bool = Field(False, alias="PIPELINE_RUN_AT_START")
     # Answer the public APIs from the recorded responses (the local stack, tests, demos).
     pipeline_offline: bool = Field(False, alias="PIPELINE_OFFLINE")
-    stale_after_seconds: int = Field(2 * 24 * 3600, alias="STALE_AFTER_SECONDS", ge=60)
+    # How old a publish, and the last run, may get before /healthz reports them as stale;
+    # unset (or empty), it follows the schedule: `stale_after()`.
+    stale_after_seconds: int | None = Field(None, alias="STALE_AFTER_SECONDS", ge=60)
     # With PostgreSQL, a run holds a lease this long unless renewed (see `DatabaseLimits`).
     pipeline_lease_seconds: float = Field(60.0, alias="PIPELINE_LEASE_SECONDS", ge=3)
+
+    @field_validator("stale_after_seconds", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        # compose.yaml passes `${STALE_AFTER_SECONDS:-}`: empty means "not set".
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("rpc_urls", mode="before")
     @classmethod
@@ -122,6 +137,18 @@ class DataServerSettings(BaseModel):
         """Build settings from environment-style names; unknown names are ignored."""
         names = {f.alias for f in cls.model_fields.values() if f.alias}
         return cls.model_validate({k: v for k, v in env.items() if k in names and v is not None})
+
+    def stale_after(self) -> float:
+        """Seconds after which the last run and publish count as stale: STALE_AFTER_SECONDS
+        when set; else, with a schedule, STALE_AFTER_TICKS of its longest gap between two
+        ticks (two runs missed, and time for a third to finish); else two days."""
+        if self.stale_after_seconds is not None:
+            return float(self.stale_after_seconds)
+        if not self.pipeline_cron:
+            return UNSCHEDULED_STALE_SECONDS
+        from data_server.pipeline.schedule import longest_gap_seconds
+
+        return STALE_AFTER_TICKS * longest_gap_seconds(self.pipeline_cron)
 
     def uses_postgres(self) -> bool:
         """True when the write store is the PostgreSQL database at `database_url`."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from miniflare.http import Headers, Request, Response
-from miniflare.storage import DurableObjectStorage, JsArray
+from miniflare.storage import DurableObjectStorage, JsArray, close_all
 from miniflare.websockets import LocalWebSocket
 
 if TYPE_CHECKING:
@@ -194,10 +194,11 @@ class ObjectHost:
         storage.clear_fired_alarm(when)
 
     def close(self) -> None:
+        """Cancel the pending alarms and close every object's storage (the caller blocks
+        meanwhile: no event of an object runs while its file closes)."""
         for handle in self._alarm_handles.values():
             handle.cancel()
-        for state in self._states.values():
-            state.storage.sql.close()
+        close_all([state.storage.sql for state in self._states.values()])
         self._instances.clear()
         self._states.clear()
 

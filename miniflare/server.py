@@ -3,10 +3,12 @@
 SIGTERM or SIGINT (Ctrl-C) stops `albert serve` and `albert dev` within about 2 s:
 running turns are cancelled and recorded as `cancelled` (their done frame still reaches
 the browser), every WebSocket is closed with 1001 (going away), storage is closed, the
-servers stop, and the process exits 0. A second signal skips what is left of the grace,
-unless it comes within DUPLICATE_SIGNAL_SECONDS of the first: one Ctrl-C reaches the
-process twice under `uv run` (the terminal signals the whole foreground group, and uv
-forwards its own copy), and that must not turn a clean stop into a forced one.
+servers stop, and the process exits 0, never waiting on work still on the loop's threads
+(a DNS lookup waiting out its timeout: miniflare.threads). A second signal skips what
+is left of the grace, unless it comes within DUPLICATE_SIGNAL_SECONDS of the first: one
+Ctrl-C reaches the process twice under `uv run` (the terminal signals the whole
+foreground group, and uv forwards its own copy), and that must not turn a clean stop
+into a forced one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from data_server.http_limits import (
 from miniflare.config import load_config
 from miniflare.gc_policy import FreezeSurvivors
 from miniflare.runtime import LocalRuntime
+from miniflare.threads import LoopThreads
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,9 @@ async def serve_until_stopped(
         loop.call_soon_threadsafe(request_stop, time.monotonic())
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    # Work on threads (DNS lookups, the SDK's import) must not hold the stop: miniflare.threads.
+    threads = LoopThreads()
+    loop.set_default_executor(threads)
     # One heap for every object: see miniflare.gc_policy.
     # Thread-safe: a collection, and so this callback, can run on any thread (to_thread).
     collector = FreezeSurvivors(schedule=loop.call_soon_threadsafe).install()
@@ -182,6 +188,8 @@ async def serve_until_stopped(
         collector.uninstall()
         for server in servers:
             server.close_held_sockets()
+        # Everything is stored and closed: what is still queued for a thread is dropped.
+        threads.shutdown(wait=False, cancel_futures=True)
 
 
 def run(

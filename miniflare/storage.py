@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# Files closed at once on a stop. Closing a file is its WAL checkpoint, mostly waiting on
+# the disk (fsyncs): a hundred objects' files closed one after the other took ~1 s of the
+# 2 s a stop may take on a busy machine; SQLite lets go of the GIL meanwhile.
+CLOSE_THREADS = 8
 
 
 class JsArray(list[Any]):
@@ -122,6 +131,26 @@ class SqlStorage:
 
     def close(self) -> None:
         self._db.close()
+
+
+def close_all(storages: Sequence[SqlStorage]) -> None:
+    """Close many objects' files, several at once; one that fails is logged, the rest
+    are closed all the same."""
+
+    def close(storage: SqlStorage) -> None:
+        try:
+            storage.close()
+        except Exception:
+            log.exception("an object's storage failed to close")
+
+    if len(storages) < 2:
+        for storage in storages:
+            close(storage)
+        return
+    workers = min(CLOSE_THREADS, len(storages))
+    with ThreadPoolExecutor(workers, thread_name_prefix="storage-close") as pool:
+        for _ in pool.map(close, storages):
+            pass
 
 
 class DurableObjectStorage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -31,6 +32,28 @@ class ScheduleSettings(BaseModel):
 def next_fire(cron: str, after: datetime) -> datetime:
     """The first time strictly after ``after`` that the expression matches (UTC)."""
     return croniter(cron, after.astimezone(UTC)).get_next(datetime)
+
+
+# Where `longest_gap_seconds` starts counting ticks, and how many it looks at: a fixed
+# start, so one expression always gets one answer; enough ticks for a year of most
+# expressions (weekdays only, twice a day, the first of the month).
+_GAPS_FROM = datetime(2024, 1, 1, tzinfo=UTC)
+_GAPS_TICKS = 64
+
+
+@functools.lru_cache(maxsize=32)
+def longest_gap_seconds(cron: str) -> float:
+    """The longest wait between two consecutive ticks of the expression (UTC), over its
+    first ticks from a fixed date: 21,600 s for every 6 hours, 259,200 s over a weekend
+    for weekdays only."""
+    ticks = croniter(cron, _GAPS_FROM)
+    previous = ticks.get_next(datetime)
+    longest = 0.0
+    for _ in range(_GAPS_TICKS):
+        current = ticks.get_next(datetime)
+        longest = max(longest, (current - previous).total_seconds())
+        previous = current
+    return longest
 
 
 def _utcnow() -> datetime:

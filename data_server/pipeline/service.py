@@ -124,7 +124,10 @@ async def close_abandoned_runs(store: VaultStore) -> int:
 def pipeline_health(settings: DataServerSettings, store: VaultStore) -> dict[str, Any]:
     """The last run of the store's log: when, how it ended, how old, and whether stale."""
     runs = store.runs(limit=1)
-    report: dict[str, Any] = {"scheduled": settings.pipeline_cron or None}
+    report: dict[str, Any] = {
+        "scheduled": settings.pipeline_cron or None,
+        "stale_after_seconds": round(settings.stale_after()),
+    }
     if not runs:
         report.update(last_run=None, age_seconds=None, stale=True)
         return report
@@ -140,7 +143,7 @@ def pipeline_health(settings: DataServerSettings, store: VaultStore) -> dict[str
             "finished_at": run.finished_at,
         },
         age_seconds=round(age),
-        stale=age > settings.stale_after_seconds,
+        stale=age > settings.stale_after(),
     )
     return report
 

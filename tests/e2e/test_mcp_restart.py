@@ -2,7 +2,8 @@
 the same state directory): the object comes back mid-cycle and carries on with the next
 retry, and a server whose retries were spent stays `failed` until its cool-down ends.
 
-Schedule here: 0.5, 1, 2, 4, 4 s (five retries), cool-down 3 s.
+Schedule here: five retries, each after a random wait under its ceiling (0.5, 1, 2, 4,
+4 s), cool-down 3 s.
 """
 
 from __future__ import annotations
@@ -65,11 +66,12 @@ async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state
             async with ChatClient(runtime.url, runtime.ws_url) as client:
                 await client.connect()
                 thread = await client.new_thread()
-                # The first attempt failed; wait for two retries to have failed too.
+                # The first attempt failed; wait for two retries to have failed too (a
+                # short draw may let a third one in before the poll sees two).
                 before = await status_when(
                     client, lambda s: s["state"] == "reconnecting" and s["attempts"] >= 2, 15
                 )
-                assert before["attempts"] == 2, before
+                assert before["attempts"] in (2, 3), before
                 token = client.token
 
             runtime.kill()  # evicted mid-schedule: no goodbye, nothing flushed
@@ -77,12 +79,15 @@ async def test_a_restart_mid_schedule_continues_it_and_keeps_the_half_open_state
 
             async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
                 after = await vaults_status(client)
-                # The cycle carried on (retry 3 may have run by now); a new one would
-                # show 0 or 1 attempts and a sub-second next retry.
-                assert after["state"] == "reconnecting" and after["attempts"] in (2, 3), after
+                # The cycle carried on (later retries may have run by now); a new one
+                # would show 0 or 1 attempts.
+                assert after["attempts"] >= before["attempts"], (before, after)
                 assert after["last_error"], after
-                if after["attempts"] == 3:
-                    assert after["next_retry_in_seconds"] > 1.0, after
+                wait = after["next_retry_in_seconds"]
+                if after["state"] == "reconnecting" and wait is not None:
+                    # The next wait is under its ceiling (4 s from retry 4 on); none is
+                    # shown while a retry is under way.
+                    assert 0 <= wait <= 4, after
                 spent = await status_when(client, lambda s: s["state"] == "failed", 30)
                 # Spent: the half-open try is planned after the cool-down (a socket is open).
                 assert spent["attempts"] == 5 and spent["next_retry_in_seconds"] is not None

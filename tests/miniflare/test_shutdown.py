@@ -102,6 +102,90 @@ async def test_serve_ends_a_running_turn_as_cancelled_and_exits_0_within_2s(
         assert streamed.startswith("Half ") and last["content"] == streamed
 
 
+SLOW_DNS_DIR = PROJECT / "tests" / "support" / "slow_dns"
+RUNNING_TURNS = 100
+# Generous for a loaded machine, and far below what a stop waiting on its threads takes.
+MANY_TURNS_STOP_SECONDS = 4.0
+
+
+async def _running_turn(runtime: RuntimeProcess, number: int) -> tuple[ChatClient, str, list]:
+    """A client whose turn is streaming: its thread, and the frames seen so far."""
+    client = ChatClient(runtime.url, runtime.ws_url)
+    await client.__aenter__()
+    await client.connect()
+    thread = await client.new_thread()
+    turn = await client.ask(thread, f"Tell me something long, number {number}")
+    return client, thread, await client.frames_until("text_delta", turn_id=turn)
+
+
+async def _frames_until_closed(client: ChatClient) -> list[dict]:
+    assert client.ws is not None
+    frames: list[dict] = []
+    with pytest.raises(ConnectionClosed):
+        for _ in range(10_000):
+            frames.append(json.loads(await asyncio.wait_for(client.ws.recv(), 10)))
+    return frames
+
+
+async def test_serve_with_100_running_turns_stops_within_the_bound_each_stored_cancelled(
+    tmp_path: Path,
+) -> None:
+    # Slow streams: every turn is mid-answer when the stop comes.
+    words = [f"word{i} " for i in range(600)]
+    slow = Reply(text=words, chunk_delay_seconds=0.1)
+    # The MCP server's name takes a minute to fail to resolve (tests/support/slow_dns):
+    # every object's connection attempt holds a thread of the runtime's loop meanwhile,
+    # as lookups waiting out an unreachable name server's timeout do. The stop must not
+    # wait for them.
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(SLOW_DNS_DIR), os.environ.get("PYTHONPATH")) if p
+        ),
+        "ALBERT_TEST_SLOW_DNS_SUFFIX": ".slow-dns.test",
+        "ALBERT_TEST_SLOW_DNS_SECONDS": "60",
+    }
+    with ScriptedModelServer(default=slow) as model:
+        variables = {
+            "ALBERT_MODE": "local",
+            "MODEL_BASE_URL": model.base_url,
+            "MCP_DEFAULT_SERVER_URL": "http://vaults.slow-dns.test/mcp",
+            "MCP_CONNECT_WAIT_SECONDS": "0",
+        }
+        with RuntimeProcess(tmp_path, variables, env=env) as runtime:
+            opened = await asyncio.gather(
+                *(_running_turn(runtime, n) for n in range(RUNNING_TURNS))
+            )
+            try:
+                code, took = await asyncio.to_thread(stop_with, runtime, signal.SIGTERM)
+                after = await asyncio.gather(*(_frames_until_closed(c) for c, _, _ in opened))
+            finally:
+                await asyncio.gather(*(c.__aexit__() for c, _, _ in opened))
+            assert code == 0, runtime.log_tail()
+            assert took <= MANY_TURNS_STOP_SECONDS, f"stopped after {took:.2f} s"
+            for rest in after:
+                done = [f for f in rest if f["type"] == "done"]
+                assert done and done[0]["finish_reason"] == "cancelled", rest[-3:]
+
+            runtime.env = {}  # the next start resolves (and fails) at once
+            runtime.start()
+            stored = await asyncio.gather(
+                *(_last_message(runtime, client.token, thread) for client, thread, _ in opened)
+            )
+        for (_, _, seen), rest, last in zip(opened, after, stored, strict=True):
+            assert (last["role"], last["status"], last["finish_reason"]) == (
+                "assistant",
+                "cancelled",
+                "cancelled",
+            )
+            streamed = answer_text(seen + rest)
+            assert streamed.startswith("word0 ") and last["content"] == streamed
+
+
+async def _last_message(runtime: RuntimeProcess, token: str | None, thread: str) -> dict:
+    async with ChatClient(runtime.url, runtime.ws_url, token=token) as client:
+        return dict((await client.thread(thread))["messages"][-1])
+
+
 async def test_dev_stops_within_2s_on_sigterm_and_leaves_no_process(dev_state: Path) -> None:
     with RuntimeProcess(dev_state, command="dev").start(timeout=120) as stack:
         assert stack.pid is not None

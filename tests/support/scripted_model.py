@@ -142,8 +142,12 @@ class ScriptedModelServer:
         for index, chunk in enumerate(self._chunks(reply)):
             if reply.cut_after_chunks is not None and index >= reply.cut_after_chunks:
                 raise _CutStream()
-            if reply.chunk_delay_seconds:
-                await asyncio.sleep(reply.chunk_delay_seconds)
+            # A client that goes away ends the stream, as a gateway's does (uvicorn would
+            # drop the later sends silently and hold its own stop until the last one).
+            if reply.chunk_delay_seconds and await _client_left_within(
+                receive, reply.chunk_delay_seconds
+            ):
+                return
             if reply.pause_after_chunks is not None and index == reply.pause_after_chunks:
                 # The stream goes quiet, as a stalled gateway does; a client that goes away
                 # meanwhile ends it (uvicorn drops later sends silently, so a long pause

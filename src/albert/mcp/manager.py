@@ -132,7 +132,7 @@ class McpManager:
                 on_ready=self._on_ready,
                 spawn=self._spawn_close,
                 # The bound of one attempt, so a server is never `connecting` for longer.
-                attempt_seconds=settings.mcp_connect_timeout_seconds + policy.delay(1),
+                attempt_seconds=settings.mcp_connect_timeout_seconds + policy.ceiling(1),
                 oauth_store=self._oauth_store,
                 oauth=self.oauth,
             )

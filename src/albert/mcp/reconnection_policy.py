@@ -4,12 +4,17 @@ recovery cycle kept in the object's SQLite, and the scheduler that runs it on th
 Read top to bottom:
 
 1. **Backoff** (`ReconnectPolicy`, `RetryState`). A dropped or unreachable server is
-   retried `attempts` times, waiting base, 2·base, 4·base … (capped at `max_delay`):
-   1, 2, 4, 8, 16 s by default. When every retry failed the server is `failed`; after a
-   cool-down one more attempt is made (half-open: by the next user message, or by the
-   alarm while a socket is open), which brings it back or starts the cool-down again. A
-   failure no retry can fix (no MCP endpoint, answers over the caps, the server asking
-   for the user's authorization) stops the cycle at once: no retry, no half-open try.
+   retried `attempts` times with full jitter: retry n waits a random time between 0 and
+   min(max_seconds, base·2^(n-1)), ceilings of 1, 2, 4, 8, 16 s by default (Cloudflare's
+   Agents SDK jitters its retries too). Without the jitter every object that lost the
+   same server at the same moment (a restart of either side) retried it in lockstep,
+   five times, and all gave up together. When every retry failed the server is
+   `failed`; after a cool-down one more attempt is made (half-open: by the next user
+   message, or by the alarm while a socket is open), which brings it back or starts the
+   cool-down again. The cool-down is not jittered: it counts from a failure time the
+   jittered retries spread already. A failure no retry can fix (no MCP endpoint, answers
+   over the caps, the server asking for the user's authorization) stops the cycle at
+   once: no retry, no half-open try.
 2. **States** (`ServerState`): every change of a server's state happens there.
 
    | event              | from                                    | to                       |
@@ -31,12 +36,16 @@ Read top to bottom:
    time the cycle was spent, in `mcp_retry_state`, so an evicted or restarted object
    carries on where it was instead of hammering a dead server with a fresh cycle. A row
    remembers the URL it was written for (a replaced config starts afresh); a retry in
-   flight when the object dies is not counted, so it runs again.
+   flight when the object dies is not counted, so it runs again. A retry the restart made
+   late by more than `LATE_SECONDS` is drawn again from the restart: every object the
+   restart woke would otherwise run its overdue retry at the same moment.
 4. **The scheduler** (`RecoveryScheduler`): retries ride the object's single alarm
    (`AlarmPort`), never a sleeping request; `on_alarm` runs every retry that is due.
    The half-open try runs before the next turn, and on the alarm while the client
    watches (a socket is open): an abandoned client with a dead server does not wake its
-   object once per cool-down for ever. It is the only code that plans or counts retries.
+   object once per cool-down for ever. It is the only code that plans or counts retries,
+   and it holds the random source of the jitter (`Uniform`: given, e.g. a seeded
+   `random.Random(…).uniform`, or one of its own).
 
 Times are Unix seconds from the Clock port.
 """
@@ -45,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -70,6 +80,10 @@ log = logging.getLogger(__name__)
 
 # --- 1. backoff --------------------------------------------------------------------------
 
+# A random draw between two bounds, both included: `random.Random(…).uniform`, or any
+# callable of that shape (a test's fixed or seeded source).
+Uniform = Callable[[float, float], float]
+
 
 class ReconnectPolicy(BaseModel):
     """Retry schedule and half-open cool-down."""
@@ -91,15 +105,21 @@ class ReconnectPolicy(BaseModel):
             cooldown_seconds=settings.mcp_half_open_cooldown_seconds,
         )
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number `attempt` (1-based)."""
+    def ceiling(self, attempt: int) -> float:
+        """The longest wait before retry number `attempt` (1-based): base·2^(n-1), capped."""
         if attempt < 1:
             raise ValueError("attempts are numbered from 1")
         return min(self.base_seconds * 2 ** (attempt - 1), self.max_seconds)
 
-    def schedule(self) -> list[float]:
-        """Every delay of one recovery cycle, in order."""
-        return [self.delay(n) for n in range(1, self.attempts + 1)]
+    def delay(self, attempt: int, uniform: Uniform) -> float:
+        """Seconds to wait before retry number `attempt`: full jitter, drawn from
+        `uniform` between 0 and the attempt's ceiling."""
+        ceiling = self.ceiling(attempt)
+        return min(max(uniform(0.0, ceiling), 0.0), ceiling)
+
+    def ceilings(self) -> list[float]:
+        """The ceiling of every retry of one recovery cycle, in order."""
+        return [self.ceiling(n) for n in range(1, self.attempts + 1)]
 
 
 class RetryState(BaseModel):
@@ -114,26 +134,31 @@ class RetryState(BaseModel):
     final: bool = False  # failed for a reason no retry can fix: no half-open attempt
     authorize: bool = False  # final because the server waits for the user's authorization
 
-    def begin(self, policy: ReconnectPolicy, now: float) -> None:
-        """Start a recovery cycle: the first retry after the first delay."""
+    def begin(self, policy: ReconnectPolicy, now: float, uniform: Uniform) -> None:
+        """Start a recovery cycle: the first retry after the first (jittered) delay."""
         self.attempts = 0
         self.failed_at = None
         self.half_open_at = None
         self.final = False
         self.authorize = False
-        self._plan(policy, now)
+        self._plan(policy, now, uniform)
 
-    def record_failure(self, policy: ReconnectPolicy, now: float) -> None:
+    def record_failure(self, policy: ReconnectPolicy, now: float, uniform: Uniform) -> None:
         """A retry failed: plan the next one, or give up until the cool-down ends."""
         self.attempts += 1
-        self._plan(policy, now)
+        self._plan(policy, now, uniform)
 
-    def _plan(self, policy: ReconnectPolicy, now: float) -> None:
+    def replan(self, policy: ReconnectPolicy, now: float, uniform: Uniform) -> None:
+        """Draw the planned retry's delay again, from `now` (the retry stays the same one)."""
+        if self.next_at is not None:
+            self.next_at = now + policy.delay(self.attempts + 1, uniform)
+
+    def _plan(self, policy: ReconnectPolicy, now: float, uniform: Uniform) -> None:
         if self.attempts >= policy.attempts:
             self.next_at = None
             self.give_up(policy, now)
         else:
-            self.next_at = now + policy.delay(self.attempts + 1)
+            self.next_at = now + policy.delay(self.attempts + 1, uniform)
 
     def give_up(self, policy: ReconnectPolicy, now: float) -> None:
         """Retries spent (or the half-open try failed): the cool-down starts now."""
@@ -414,9 +439,13 @@ class RetryLog:
 
 # An alarm may ring a hair early; a retry due within this margin counts as due.
 DUE_MARGIN_SECONDS = 0.05
+# An alarm rings within milliseconds of its time; a retry found later than this when the
+# object starts was held up by a restart (of the runtime, or of the object's machine).
+LATE_SECONDS = 1.0
 
 Connect = Callable[[ServerState], Awaitable[bool]]
 Attempt = Callable[[ServerState], Awaitable[None]]
+Plan = Callable[[ReconnectPolicy, float, Uniform], None]
 
 
 def internal_error(exc: BaseException) -> str:
@@ -437,7 +466,11 @@ class RecoveryScheduler:
         connect: Connect,
         log: RetryLog | None = None,
         watched: Callable[[], bool] = lambda: False,
+        uniform: Uniform | None = None,
     ) -> None:
+        """`uniform`: the random source of the jitter; without one, a `random.Random` of
+        this scheduler's own, seeded by the system (made here, in a request or an alarm:
+        never at import, where a Workers snapshot would give every isolate the same one)."""
         self._servers = servers
         self.policy = policy
         self._alarms = alarms
@@ -445,6 +478,7 @@ class RecoveryScheduler:
         self._connect = connect
         self._log = log
         self._watched = watched
+        self._uniform = uniform if uniform is not None else random.Random().uniform
 
     def _now(self) -> float:
         return self._clock.now_ms() / 1000
@@ -473,6 +507,12 @@ class RecoveryScheduler:
         retry = server.retry
         if retry.failed_at is not None and retry.half_open_at is None and not retry.final:
             retry.give_up(self.policy, retry.failed_at)
+        now = self._now()
+        if retry.next_at is not None and retry.next_at < now - LATE_SECONDS:
+            # Slept through by a restart: drawn again, or every object it woke would run
+            # its overdue retry at once.
+            retry.replan(self.policy, now, self._uniform)
+            self._record(server)
         server.connect_failed(
             error or "not reachable before the restart",
             final=retry.final,
@@ -515,7 +555,7 @@ class RecoveryScheduler:
         if server.state == "reconnecting":
             # Planned already when it died after planning (e.g. while arming): keep that.
             if server.retry.next_at is None:
-                server.retry.record_failure(self.policy, self._now())
+                server.retry.record_failure(self.policy, self._now(), self._uniform)
                 server.retry_failed()
         else:
             server.retry.give_up(self.policy, self._now())
@@ -566,15 +606,13 @@ class RecoveryScheduler:
         server.retry_failed()
         self._record(server)
 
-    def _plan_after_failure(
-        self, server: ServerState, plan: Callable[[ReconnectPolicy, float], None]
-    ) -> None:
+    def _plan_after_failure(self, server: ServerState, plan: Plan) -> None:
         """After a failed attempt: `plan` along the schedule, or stop when the failure is
         one no retry can fix."""
         if server.final_failure:
             server.retry.stop(self._now(), authorize=server.authorization_needed)
         else:
-            plan(self.policy, self._now())
+            plan(self.policy, self._now(), self._uniform)
 
     async def probe_half_open(self) -> None:
         """Before a turn: one more attempt for each failed server past its cool-down."""
@@ -606,6 +644,6 @@ class RecoveryScheduler:
         if await self._connect(server) or server.state == "disabled":
             self._record(server)
             return
-        self._plan_after_failure(server, server.retry.give_up)
+        self._plan_after_failure(server, lambda policy, now, _: server.retry.give_up(policy, now))
         server.half_open_failed()
         self._record(server)

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from data_server.pipeline import ScheduleSettings, next_fire, schedule
+from data_server.pipeline.schedule import longest_gap_seconds
 
 
 class FakeClock:
@@ -96,3 +97,18 @@ def test_cron_is_validated_and_next_fire_is_utc() -> None:
         ScheduleSettings(cron="every tuesday")
     at = next_fire("30 6 * * *", datetime(2026, 3, 1, 7, 0, tzinfo=UTC))
     assert at == datetime(2026, 3, 2, 6, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("cron", "hours"),
+    [
+        ("0 */6 * * *", 6),
+        ("*/15 * * * *", 0.25),
+        ("0 2,14 * * *", 12),
+        ("30 3 * * *", 24),
+        ("0 9 * * 1-5", 72),  # Friday 9:00 to Monday 9:00
+        ("0 0 * * 0", 168),
+    ],
+)
+def test_the_longest_gap_between_two_ticks(cron: str, hours: float) -> None:
+    assert longest_gap_seconds(cron) == hours * 3600

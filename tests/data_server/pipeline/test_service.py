@@ -19,8 +19,8 @@ SETTINGS = DataServerSettings(
 
 def test_the_last_run_its_age_and_staleness(store: VaultStore) -> None:
     never = pipeline_health(SETTINGS, store)
-    assert never == {"scheduled": "0 */6 * * *", "last_run": None, "age_seconds": None,
-                     "stale": True}  # fmt: skip
+    assert never == {"scheduled": "0 */6 * * *", "stale_after_seconds": 3600,
+                     "last_run": None, "age_seconds": None, "stale": True}  # fmt: skip
     run_id = store.start_run()
     store.finish_run(run_id, "ok")
     fresh = pipeline_health(SETTINGS, store)
@@ -53,3 +53,15 @@ async def test_a_locked_run_runs_once_and_a_busy_one_not_at_all(
         for level, m in lines
     )
     assert (logging.INFO, "pipeline run skipped: another run holds the run lock") in lines
+
+
+def test_without_a_set_bound_staleness_follows_the_schedule(store: VaultStore) -> None:
+    every_hour = DataServerSettings(PIPELINE_CRON="0 * * * *", PIPELINE_OFFLINE=True)
+    assert pipeline_health(every_hour, store)["stale_after_seconds"] == 9000  # 2.5 ticks
+    run_id = store.start_run()
+    store.finish_run(run_id, "ok")
+    # Two hours without a run is one missed tick: not yet stale; three hours is.
+    store._write("UPDATE runs SET finished_at = ? WHERE id = ?", (time.time() - 7200, run_id))
+    assert pipeline_health(every_hour, store)["stale"] is False
+    store._write("UPDATE runs SET finished_at = ? WHERE id = ?", (time.time() - 10800, run_id))
+    assert pipeline_health(every_hour, store)["stale"] is True

@@ -3,17 +3,27 @@ scheduler on the reopened file, and the schedule carries on where it was."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from albert.cloudflare.sql import WorkersSql
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnection_policy import RecoveryScheduler, RetryLog, RetryState, ServerState
+from albert.mcp.reconnection_policy import (
+    LATE_SECONDS,
+    RecoveryScheduler,
+    RetryLog,
+    RetryState,
+    ServerState,
+)
 from miniflare.storage import SqlStorage
 from tests.albert.mcp.reconnection_policy.test_scheduler import (
     POLICY,
+    SEED,
     START_MS,
     Connect,
     RecordingAlarm,
+    planned_wait,
+    ring,
 )
 from tests.support.clock import ManualClock
 
@@ -35,40 +45,39 @@ class Object:
             clock=clock,
             connect=self.connect,
             log=self.log,
+            uniform=random.Random(SEED).uniform,
         )
 
     def close(self) -> None:
         self.storage.close()
 
 
-def seconds_ahead(alarm: RecordingAlarm) -> float:
-    assert alarm.at_ms is not None
-    return (alarm.at_ms - START_MS) / 1000
-
-
 async def test_a_restart_mid_cycle_carries_on_with_the_next_delay(tmp_path: Path) -> None:
     clock, alarm = ManualClock(START_MS), RecordingAlarm()
     first = Object(tmp_path / "o.sqlite", clock, alarm)
     await first.scheduler.begin(first.server)
-    clock.advance(1)
-    await first.scheduler.on_alarm()  # retry 1 fails; retry 2 planned 2 s later
-    assert first.server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    ring(clock, alarm)
+    await first.scheduler.on_alarm()  # retry 1 fails; retry 2 planned within 2 s
+    assert first.server.retry.attempts == 1 and 0 <= planned_wait(first.server, clock) <= 2
+    planned = first.server.retry.next_at
     first.close()
 
     # Evicted. The platform kept the alarm; a new instance opens the same file.
     again = Object(tmp_path / "o.sqlite", clock, alarm)
     assert again.scheduler.resume(again.server)
     assert again.server.state == "reconnecting" and again.server.retry.attempts == 1
+    assert again.server.retry.next_at == planned  # the plan, as it was stored
     assert again.server.last_error == "server unreachable"
     assert again.connect.attempts == 0  # not tried at once: the plan says when
-    clock.advance(2)
-    await again.scheduler.on_alarm()  # retry 2, then retry 3 (the last) 2 s later
-    assert again.server.retry.attempts == 2 and seconds_ahead(alarm) == 5
+    ring(clock, alarm)
+    await again.scheduler.on_alarm()  # retry 2, then retry 3 (the last) within 2 s
+    assert again.server.retry.attempts == 2 and 0 <= planned_wait(again.server, clock) <= 2
     again.close()
 
+    # Woken by its alarm, on time: the plan is kept, not drawn again.
     third = Object(tmp_path / "o.sqlite", clock, alarm)
+    ring(clock, alarm)
     assert third.scheduler.resume(third.server)
-    clock.advance(2)
     await third.scheduler.on_alarm()
     assert third.server.state == "failed" and third.server.retry.attempts == 3
     assert alarm.at_ms is None
@@ -112,9 +121,38 @@ async def test_a_retry_cut_off_by_the_restart_runs_again(tmp_path: Path) -> None
     again = Object(tmp_path / "o.sqlite", clock, alarm)
     assert again.scheduler.resume(again.server)
     assert again.server.retry.attempts == 0 and again.server.retry.next_at is not None
-    clock.advance(1)
+    ring(clock, alarm)
     await again.scheduler.on_alarm()
     assert again.connect.attempts == 1 and again.server.retry.attempts == 1
+    again.close()
+
+
+async def test_a_retry_a_restart_made_late_is_drawn_again_from_the_restart(
+    tmp_path: Path,
+) -> None:
+    clock, alarm = ManualClock(START_MS), RecordingAlarm()
+    first = Object(tmp_path / "o.sqlite", clock, alarm)
+    await first.scheduler.begin(first.server)
+    ring(clock, alarm)
+    await first.scheduler.on_alarm()  # retry 1 fails; retry 2 planned within 2 s
+    planned = first.server.retry.next_at
+    assert planned is not None
+    first.close()
+
+    # The runtime was down well past the planned retry.
+    clock.ms = int((planned + LATE_SECONDS + 30) * 1000)
+    again = Object(tmp_path / "o.sqlite", clock, alarm)
+    assert again.scheduler.resume(again.server)
+    # Still retry 2, within its ceiling from now, not at once with every other object
+    # the restart woke; and stored so.
+    assert again.server.retry.attempts == 1
+    assert 0 <= planned_wait(again.server, clock) <= POLICY.ceiling(2)
+    stored = again.log.load("s", URL)
+    assert stored is not None and stored[0].next_at == again.server.retry.next_at
+    await again.scheduler.arm()
+    ring(clock, alarm)
+    await again.scheduler.on_alarm()
+    assert again.connect.attempts == 1 and again.server.retry.attempts == 2
     again.close()
 
 

@@ -1,15 +1,24 @@
-"""The recovery scheduler on a manual clock: the alarm follows the plan, retries run when due."""
+"""The recovery scheduler on a manual clock: the alarm follows the plan, retries run when due,
+each after a delay drawn between 0 and its ceiling (a seeded source: the same run each time)."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnection_policy import ReconnectPolicy, RecoveryScheduler, ServerState
+from albert.mcp.reconnection_policy import (
+    DUE_MARGIN_SECONDS,
+    ReconnectPolicy,
+    RecoveryScheduler,
+    ServerState,
+    Uniform,
+)
 from tests.support.clock import ManualClock
 
 POLICY = ReconnectPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)
 START_MS = 1_000_000_000_000
+SEED = 2024
 
 
 @dataclass
@@ -53,36 +62,89 @@ class Connect:
         return True
 
 
-def setup() -> tuple[RecoveryScheduler, ServerState, ManualClock, RecordingAlarm, Connect]:
+def setup(
+    uniform: Uniform | None = None,
+) -> tuple[RecoveryScheduler, ServerState, ManualClock, RecordingAlarm, Connect]:
     clock = ManualClock(START_MS)
     alarm = RecordingAlarm()
     connect = Connect(clock)
     server = ServerState.for_config(McpServerConfig(name="s", url="http://x/mcp"), lambda: None)
     scheduler = RecoveryScheduler(
-        {"s": server}, policy=POLICY, alarms=alarm, clock=clock, connect=connect
+        {"s": server},
+        policy=POLICY,
+        alarms=alarm,
+        clock=clock,
+        connect=connect,
+        uniform=uniform or random.Random(SEED).uniform,
     )
     return scheduler, server, clock, alarm, connect
 
 
-def seconds_ahead(alarm: RecordingAlarm) -> float:
+def at_ceiling(low: float, high: float) -> float:
+    """A jitter source that always draws the longest wait."""
+    return high
+
+
+def seconds_ahead(alarm: RecordingAlarm, clock: ManualClock) -> float:
+    """How far ahead of the clock the alarm is set."""
     assert alarm.at_ms is not None
-    return (alarm.at_ms - START_MS) / 1000
+    return (alarm.at_ms - clock.now_ms()) / 1000
 
 
-async def test_retries_follow_the_schedule_on_the_alarm_then_give_up() -> None:
+def planned_wait(server: ServerState, clock: ManualClock) -> float:
+    """How long until the planned retry, as the plan says (the alarm holds it in ms)."""
+    assert server.retry.next_at is not None
+    return server.retry.next_at - clock.now_ms() / 1000
+
+
+def ring(clock: ManualClock, alarm: RecordingAlarm) -> None:
+    """Move the clock to the alarm's time, as the platform does before calling `alarm()`."""
+    assert alarm.at_ms is not None
+    clock.ms = alarm.at_ms
+
+
+async def test_retries_follow_the_jittered_plan_on_the_alarm_then_give_up() -> None:
     scheduler, server, clock, alarm, connect = setup()
     await scheduler.begin(server)
-    assert server.state == "reconnecting" and seconds_ahead(alarm) == 1
-    await scheduler.on_alarm()  # rang too early: nothing is due yet
-    assert connect.attempts == 0 and seconds_ahead(alarm) == 1
-    for delay, expected_next in ((1, 3), (2, 5)):
-        clock.advance(delay)
+    assert server.state == "reconnecting"
+    waits = []
+    for attempt, ceiling in enumerate(POLICY.ceilings(), start=1):
+        wait = planned_wait(server, clock)
+        assert 0 <= wait <= ceiling, (attempt, wait)
+        assert alarm.at_ms == int(server.retry.next_at * 1000)  # armed for the plan
+        waits.append(wait)
+        ring(clock, alarm)
         await scheduler.on_alarm()
-        assert server.state == "reconnecting" and seconds_ahead(alarm) == expected_next
-    clock.advance(2)
+        assert connect.attempts == attempt and server.retry.attempts == attempt
+    assert server.state == "failed" and alarm.at_ms is None and connect.attempts == 3
+    # Drawn, not fixed: no two waits alike, and not the ceilings.
+    assert len(set(waits)) == 3 and waits != POLICY.ceilings()
+
+
+async def test_an_alarm_that_rings_too_early_runs_nothing() -> None:
+    scheduler, server, clock, alarm, connect = setup(at_ceiling)
+    await scheduler.begin(server)
+    assert seconds_ahead(alarm, clock) == 1
+    clock.advance(1 - 2 * DUE_MARGIN_SECONDS)
     await scheduler.on_alarm()
-    assert server.state == "failed" and server.retry.attempts == 3
-    assert alarm.at_ms is None and connect.attempts == 3
+    assert connect.attempts == 0 and alarm.at_ms == START_MS + 1000
+    clock.advance(2 * DUE_MARGIN_SECONDS)
+    await scheduler.on_alarm()
+    assert connect.attempts == 1 and seconds_ahead(alarm, clock) == 2
+
+
+async def test_the_same_seed_plans_the_same_retries_and_another_seed_other_ones() -> None:
+    plans = []
+    for seed in (SEED, SEED, SEED + 1):
+        scheduler, server, clock, alarm, _connect = setup(random.Random(seed).uniform)
+        await scheduler.begin(server)
+        plan = [planned_wait(server, clock)]
+        for _ in range(POLICY.attempts - 1):
+            ring(clock, alarm)
+            await scheduler.on_alarm()
+            plan.append(planned_wait(server, clock))
+        plans.append(plan)
+    assert plans[0] == plans[1] and plans[0] != plans[2]
 
 
 async def test_half_open_waits_for_the_cool_down_and_restarts_it_on_failure() -> None:
@@ -123,10 +185,12 @@ async def test_while_watched_the_alarm_makes_the_half_open_try_after_the_cool_do
     scheduler._watched = lambda: watching[0]
     scheduler.policy = POLICY.model_copy(update={"attempts": 0})
     await scheduler.begin(server)
-    assert server.state == "failed" and seconds_ahead(alarm) == 60
+    # The cool-down is not jittered: it counts from the (jittered) failure.
+    assert server.state == "failed" and seconds_ahead(alarm, clock) == 60
     clock.advance(60)
     await scheduler.on_alarm()  # the try fails: the cool-down starts again, re-armed
-    assert connect.attempts == 1 and server.state == "failed" and seconds_ahead(alarm) == 120
+    assert connect.attempts == 1 and server.state == "failed"
+    assert seconds_ahead(alarm, clock) == 60
     connect.up = True  # the server came back
     clock.advance(60)
     await scheduler.on_alarm()  # within one cool-down of coming back, without a message
@@ -149,13 +213,14 @@ async def test_while_watched_the_alarm_makes_the_half_open_try_after_the_cool_do
 async def test_an_attempt_that_died_goes_on_along_the_schedule() -> None:
     scheduler, server, clock, alarm, connect = setup()
     await scheduler.crashed(server)  # the first attempt died: the cycle begins
-    assert server.state == "reconnecting" and seconds_ahead(alarm) == 1
-    clock.advance(1)
+    assert server.state == "reconnecting" and 0 <= planned_wait(server, clock) <= 1
+    ring(clock, alarm)
     server.retry.next_at = None  # its retry was running ...
     await scheduler.crashed(server)  # ... and died: counted as failed, the next planned
-    assert server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    assert server.retry.attempts == 1 and 0 <= planned_wait(server, clock) <= 2
+    planned = alarm.at_ms
     await scheduler.crashed(server)  # died after planning: the plan stands
-    assert server.retry.attempts == 1 and seconds_ahead(alarm) == 3
+    assert server.retry.attempts == 1 and alarm.at_ms == planned
     server.retry.give_up(POLICY, clock.now_ms() / 1000)
     server.retry_failed()
     assert server.state == "failed"
@@ -173,13 +238,14 @@ async def test_a_retry_that_raises_on_the_alarm_counts_as_failed_and_the_alarm_s
 
     await scheduler.begin(server)
     scheduler._connect = broken
-    clock.advance(1)
+    ring(clock, alarm)
     await scheduler.on_alarm()  # does not raise into the platform's alarm handler
     assert server.state == "reconnecting" and server.retry.attempts == 1
     assert server.last_error == "internal error (KeyError: 'a defect')"
-    assert seconds_ahead(alarm) == 3  # the next retry is planned and armed
+    # The next retry is planned and armed.
+    assert 0 <= planned_wait(server, clock) <= 2 and alarm.at_ms is not None
     scheduler._connect = connect
     connect.up = True
-    clock.advance(2)
+    ring(clock, alarm)
     await scheduler.on_alarm()
     assert server.state == "ready" and alarm.at_ms is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import pytest
@@ -54,10 +55,11 @@ def test_a_full_cycle_broadcasts_every_transition() -> None:
     assert (server.state, server.last_error, sent.count) == ("reconnecting", "connection closed", 2)
     assert not server.lost("again")  # already down: nothing changes, nothing is sent
     assert sent.count == 2
-    server.retry.begin(POLICY, now=0)
+    uniform = random.Random(3).uniform
+    server.retry.begin(POLICY, now=0, uniform=uniform)
     server.recovery_planned()
     for attempt in (1, 2):
-        server.retry.record_failure(POLICY, now=attempt)
+        server.retry.record_failure(POLICY, now=attempt, uniform=uniform)
         server.retry_failed()
     assert (server.state, server.retry.attempts, sent.count) == ("failed", 2, 5)
     server.half_open_failed()
