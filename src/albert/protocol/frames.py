@@ -134,6 +134,12 @@ class ToolCallFrame(_TurnFrame):
     server: str | None = Field(None, description="The MCP server of the tool; None: built in")
 
 
+# The most of a tool result's structured content the chat shows and keeps (its compact
+# JSON): it rides in one WebSocket frame and one stored message, so it is bounded like them.
+# A larger one is left out of both, and the chat shows the result's text instead.
+MAX_STRUCTURED_CHARS = 100_000
+
+
 class ToolResultFrame(_TurnFrame):
     """A tool finished (or failed); preview of what the model saw."""
 
@@ -148,6 +154,13 @@ class ToolResultFrame(_TurnFrame):
     duration_ms: float
     truncated: bool
     content: str
+    structured: dict[str, Any] | None = Field(
+        None,
+        description="The tool's structured content, which the chat draws its card from: "
+        "present on a successful result whose content's compact JSON is at most "
+        f"{MAX_STRUCTURED_CHARS:,} characters (also stored as the tool message's "
+        "`meta.structured`, so a reloaded thread shows the same)",
+    )
 
 
 class ToolProgressFrame(_TurnFrame):

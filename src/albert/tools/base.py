@@ -1,12 +1,14 @@
 """The one tool interface: a named operation with a JSON schema and an async execute."""
 
 import functools
+import json
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from albert.protocol.frames import MAX_STRUCTURED_CHARS
 from albert.validation import validation_message
 
 
@@ -65,6 +67,17 @@ class ToolResult(BaseModel):
     def error(cls, message: str) -> "ToolResult":
         """A short error result the model can read and recover from."""
         return cls(content=[TextPart(text=f"Error: {message}")], is_error=True)
+
+    def presentable(self) -> dict[str, Any] | None:
+        """The structured content the chat may draw from: a successful result's, when its
+        JSON is at most MAX_STRUCTURED_CHARS; None otherwise."""
+        if self.is_error or self.own_words or not self.structured:
+            return None
+        try:
+            size = len(json.dumps(self.structured, separators=(",", ":"), ensure_ascii=False))
+        except (TypeError, ValueError):
+            return None
+        return self.structured if size <= MAX_STRUCTURED_CHARS else None
 
     def joined_text(self) -> str:
         """The tool's whole text: its parts joined."""
