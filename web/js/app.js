@@ -2,6 +2,7 @@
 
 import { Api } from "./api.js";
 import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
+import { renderCards } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
@@ -795,6 +796,9 @@ function renderTurnInto(item, turn) {
     }
   }
   if (shown.state === "running" && !lastText) item.append(el("div", "answer typing"));
+  // The results as cards, under the answer's text (drawn from the data, not the text).
+  const cards = renderCards(shown.parts);
+  if (cards) item.append(cards);
   if (shown.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
   const retryable = shown === turn && turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
   if (shown.error || shown.state === "unanswered" || shown.state === "partial") {
