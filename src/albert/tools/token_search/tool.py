@@ -49,8 +49,10 @@ DESCRIPTION = (
 
 DAY = 86_400
 # Far below any figure the index holds: `field:>=` this matches exactly the tokens that
-# have the field (a range never matches an absent field).
+# have the field (a range never matches an absent field). Every token has these two (the
+# index refuses a bound this low for their int32 fields).
 _ANY_VALUE = -(10**15)
+_ALWAYS_PRESENT = frozenset({SortField.rank, SortField.authenticity_score})
 # The ranked figures in words, for the answer and the refusal.
 FIGURE_WORDS = {
     SortField.rank: "market-cap rank",
@@ -238,7 +240,7 @@ async def _ranking(
     if q.sort_by is None:
         return compiled, None
     field = q.sort_by.value
-    has_figure = number_range(field, _ANY_VALUE, None)
+    has_figure = None if q.sort_by in _ALWAYS_PRESENT else number_range(field, _ANY_VALUE, None)
     with_figure = all_of([compiled.filter_by, has_figure])
     newest = await _first(client, collection, compiled, with_figure, "as_of:desc")
     if newest.found == 0:

@@ -13,6 +13,7 @@ from albert.settings import Settings
 from albert.tools.base import LocalTool, Tool, spec_of
 from albert.tools.token_search import TokenSearchQuery, token_deep_link, token_search_tool
 from albert.tools.token_search import tool as tool_module
+from albert.tools.token_search.query import SortField
 from data_server.tokens import schema as tokens_schema_module
 
 from .conftest import SeededTokens
@@ -134,15 +135,27 @@ async def test_a_ranking_is_read_from_one_day_of_data(
     # The newest day of any token with a 24h change, and every such token of that day.
     with_change = [d for d in seeded_tokens.documents if d.price_change_24h is not None]
     newest = max(time.strftime("%Y-%m-%d", time.gmtime(d.as_of)) for d in with_change)
-    same_day = [
-        d for d in with_change if time.strftime("%Y-%m-%d", time.gmtime(d.as_of)) == newest
-    ]
+    same_day = [d for d in with_change if time.strftime("%Y-%m-%d", time.gmtime(d.as_of)) == newest]
     assert snapshot["date"] == newest and data["found"] == len(same_day)
     assert snapshot["left_out"] == len(with_change) - len(same_day) > 0
     text = result.joined_text()
     assert text.startswith(f"Data as of {newest}: ranked by 24-hour price change")
     changes = [h["price_change_24h"] for h in data["hits"]]
     assert changes == sorted(changes, reverse=True)
+
+
+@pytest.mark.parametrize("field", [f.value for f in SortField])
+async def test_every_ranking_is_accepted_by_the_index(
+    tool: LocalTool[TokenSearchQuery], seeded_tokens: SeededTokens, field: str
+) -> None:
+    result = await tool.execute({"sort_by": field})
+    if all(getattr(d, field) is None for d in seeded_tokens.documents):
+        # The recordings have no such figure (a 7-day change, holder counts): refused.
+        assert result.is_error and "cannot be ranked" in result.joined_text()
+        return
+    assert not result.is_error, result.joined_text()
+    data = result.structured
+    assert data is not None and data["hits"] and len(data["data_dates"]) == 1
 
 
 async def test_a_ranking_by_a_figure_no_token_has_is_refused(
