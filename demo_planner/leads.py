@@ -246,14 +246,24 @@ def _wallet(d: dict[str, Any]) -> str:
             f"{_bold(first.get('name'))} at {worth}, of "
             f"{_cents(d.get('total_value_usd'))} known value in all."
         )
-    total = _num(d.get("total_value_usd"))
-    if total is None:
-        total = sum(_num(p.get("value_usd")) or 0.0 for p in positions)
     vaults = sum(1 for p in positions if p.get("kind") == "vault")
-    return (
-        f"{who} holds {_cents(total)} of known value across "
-        f"{_count(len(positions), 'position', 'positions')}, {vaults} of them in vaults."
+    total = _num(d.get("total_value_usd"))
+    if total is not None:
+        return (
+            f"{who} holds {_cents(total)} of known value across "
+            f"{_count(len(positions), 'position', 'positions')}, {vaults} of them in vaults."
+        )
+    # A listing without a total: its largest position leads (the tool gives no sum).
+    priced = [p for p in positions if _num(p.get("value_usd")) is not None]
+    sentence = (
+        f"{who} has {_count(len(positions), 'position', 'positions')}, {vaults} of them in vaults"
     )
+    if priced:
+        top = max(priced, key=lambda p: _num(p.get("value_usd")) or 0.0)
+        sentence += (
+            f"; the largest by value is {_bold(top.get('name'))} at {_cents(top.get('value_usd'))}"
+        )
+    return sentence + "."
 
 
 def _protocols(d: dict[str, Any]) -> str:
