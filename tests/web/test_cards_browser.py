@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.runtime_process import RuntimeProcess
+from tests.web.test_accessibility_browser import serious_violations
 from tests.web.test_chat_browser import Page
 
 pytestmark = pytest.mark.browser
@@ -62,8 +63,9 @@ def open_tab(browser: Any, stack: RuntimeProcess) -> Iterator[Any]:
     contexts: list[Any] = []
     tabs: list[Page] = []
 
-    def opener(width: int = 1200, theme: str = "light") -> Page:
-        context = browser.new_context(viewport={"width": width, "height": 900})
+    def opener(width: int = 1200, theme: str = "light", axe: bool = False) -> Page:
+        # Only a context that injects axe-core lifts the CSP (for that one script).
+        context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=axe)
         contexts.append(context)
         tab = Page(context.new_page(), stack.url).open()
         tab.page.set_default_timeout(TURN_MS)
@@ -116,9 +118,14 @@ def test_a_wallet_answer_renders_holdings_and_positions_tables(
     answer = turn.query_selector(".answer").inner_text()
     assert "This wallet holds $66,291.71 of known value across 12 positions" in answer
     assert not re.search(r"0x[0-9a-fA-F]{40}", answer) and "wallet_portfolio" not in answer
-    # The guidelines, once, folded.
+    # The guidelines, once, folded; unfolded, they stay so when the turn is drawn again.
     assert turn.eval_on_selector_all("details.guidelines", "ds => ds.map(d => d.open)") == [False]
+    tab.page.click("#turns details.guidelines summary")
+    tab.page.click("#turns .feedback-up")
+    tab.page.wait_for_selector("#turns .feedback-comment")
+    assert tab.page.eval_on_selector("#turns details.guidelines", "d => d.open") is True
     # A reloaded thread draws the same card from what was stored.
+    card = tab.page.query_selector("#turns .cards .card-wallet")
     before = card.inner_text()
     tab.page.screenshot(path=str(artifacts / "cards-wallet.png"), full_page=True)
     tab.page.reload()
@@ -224,3 +231,23 @@ def test_on_a_phone_the_apy_column_is_in_view(open_tab: Any, artifacts: Path) ->
     # Only the table may scroll sideways, never the page.
     assert tab.page.evaluate("document.documentElement.scrollWidth") <= width
     tab.page.screenshot(path=str(artifacts / "cards-phone.png"), full_page=True)
+
+
+@pytest.mark.parametrize(("width", "theme"), [(1200, "dark"), (375, "light")])
+def test_axe_finds_no_serious_violation_in_the_cards(
+    open_tab: Any, width: int, theme: str, artifacts: Path
+) -> None:
+    tab = open_tab(width=width, theme=theme, axe=True)
+    for index, question in enumerate(
+        [
+            f"Show my portfolio {FARMER}",
+            f"Show me the APY history of {WETH_USDT} over the last 90 days",
+            "how risky is vault " + WETH_USDT,
+            "highest yields",
+        ],
+        start=1,
+    ):
+        ask(tab, question, index)
+    tab.page.click("#turns > li.turn:nth-child(1) details.guidelines summary")
+    assert serious_violations(tab.page) == []
+    tab.page.screenshot(path=str(artifacts / f"cards-{width}-{theme}.png"), full_page=True)

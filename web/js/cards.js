@@ -561,6 +561,9 @@ function assetsCard(s) {
   const rows = tokens.map((t) => {
     const name = el("span", "name-cell");
     name.append(el("strong", "", str(t.symbol) || "?"), sub(chainName(t.chain), t.stablecoin ? "stablecoin" : null));
+    const addresses = list(t.addresses).filter(isAddress);
+    // One contract for the symbol on this chain: its explorer page; several: none is picked.
+    if (addresses.length === 1) name.append(addressChip(addresses[0], t.chain, `${str(t.symbol) || "token"} contract`));
     return [name, count(t.vaults), usd(t.total_tvl_usd), pctOrDash(t.max_apy)];
   });
   return append(article, table("Tokens held by vaults", [{ label: "Token", cls: "name" }, { label: "Vaults", num: true }, { label: "TVL", num: true }, { label: "Top APY", num: true }], rows));
@@ -785,9 +788,11 @@ const GUIDELINES = [
   "Yield paid in a protocol's own token lasts less than yield earned from fees or interest.",
 ];
 
-function guidelines() {
+function guidelines(open, onToggle) {
   const box = el("details", "guidelines");
+  box.open = Boolean(open);
   box.append(el("summary", "", "How to weigh a yield against its risk"), bullets(GUIDELINES));
+  if (onToggle) box.addEventListener("toggle", () => onToggle(box.open));
   return box;
 }
 
@@ -815,10 +820,11 @@ const RENDER = {
 
 /**
  * The cards of a turn's tool parts ({type: "tool", name, status, structured}), in call
- * order, with the yield-versus-risk guidelines once (folded) when a card rates a risk.
- * Returns a <section>, or null when no part has a card.
+ * order, with the yield-versus-risk guidelines once (folded unless `guidelinesOpen`; a turn
+ * is drawn again as it changes, so `onGuidelinesToggle` lets the page keep the reader's
+ * choice) when a card rates a risk. Returns a <section>, or null when no part has a card.
  */
-export function renderCards(parts) {
+export function renderCards(parts, { guidelinesOpen = false, onGuidelinesToggle = null } = {}) {
   const found = [];
   for (const part of parts || []) {
     if (part.type !== "tool" || part.status !== "ok") continue;
@@ -844,6 +850,6 @@ export function renderCards(parts) {
     weigh = weigh || rated(kind, data);
   }
   if (!box.childElementCount) return null;
-  if (weigh) box.append(guidelines());
+  if (weigh) box.append(guidelines(guidelinesOpen, onGuidelinesToggle));
   return box;
 }
