@@ -3,9 +3,10 @@
 Every chat frame names its thread, so one socket serves every thread of a client.
 """
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 # Ids are made by clients (message ids) or by the object (thread ids); both are
 # short opaque tokens, never free text that could smuggle anything into SQL or logs.
@@ -161,6 +162,22 @@ class ToolResultFrame(_TurnFrame):
         f"{MAX_STRUCTURED_CHARS:,} characters (also stored as the tool message's "
         "`meta.structured`, so a reloaded thread shows the same)",
     )
+
+    @field_validator("structured")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # The frame keeps its own bound, whoever builds it: content over it is left out
+        # (the chat then shows the result's text), never sent whole.
+        return value if value is None or within_bound(value) else None
+
+
+def within_bound(structured: dict[str, Any]) -> bool:
+    """True when structured content's compact JSON is at most MAX_STRUCTURED_CHARS."""
+    try:
+        text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+    return len(text) <= MAX_STRUCTURED_CHARS
 
 
 class ToolProgressFrame(_TurnFrame):

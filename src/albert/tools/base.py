@@ -1,14 +1,13 @@
 """The one tool interface: a named operation with a JSON schema and an async execute."""
 
 import functools
-import json
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from albert.protocol.frames import MAX_STRUCTURED_CHARS
+from albert.protocol.frames import within_bound
 from albert.validation import validation_message
 
 
@@ -70,14 +69,11 @@ class ToolResult(BaseModel):
 
     def presentable(self) -> dict[str, Any] | None:
         """The structured content the chat may draw from: a successful result's, when its
-        JSON is at most MAX_STRUCTURED_CHARS; None otherwise."""
+        JSON is at most the frame's bound (albert.protocol.frames.MAX_STRUCTURED_CHARS);
+        None otherwise."""
         if self.is_error or self.own_words or not self.structured:
             return None
-        try:
-            size = len(json.dumps(self.structured, separators=(",", ":"), ensure_ascii=False))
-        except (TypeError, ValueError):
-            return None
-        return self.structured if size <= MAX_STRUCTURED_CHARS else None
+        return self.structured if within_bound(self.structured) else None
 
     def joined_text(self) -> str:
         """The tool's whole text: its parts joined."""

@@ -119,3 +119,23 @@ async def test_a_failed_call_has_none(tmp_path: Path, arguments: dict[str, Any])
     frame = _result_frame(frames)
     assert frame["ok"] is False and frame["structured"] is None
     assert "structured" not in _tool_message(service).meta
+
+
+def test_the_frame_keeps_its_own_bound() -> None:
+    from albert.protocol.frames import ToolResultFrame
+
+    fields = {
+        "thread_id": "t1",
+        "turn_id": "m1",
+        "step": 1,
+        "call_id": "c1",
+        "name": "holders",
+        "ok": True,
+        "duration_ms": 1.0,
+        "truncated": False,
+        "content": "ok",
+    }
+    small = {"rows": ["x" * 10]}
+    assert ToolResultFrame(**fields, structured=small).structured == small
+    big = {"rows": ["x" * MAX_STRUCTURED_CHARS]}
+    assert ToolResultFrame(**fields, structured=big).structured is None
