@@ -196,6 +196,7 @@ class DemoPlanner:
                     previous="",
                     question=pointed.question,
                     changes=[f"“{pointed.words}” as {pointed.vault} from earlier results"],
+                    shown=pointed.shown,
                 )
                 question = pointed.question
         step, calls, plan = self.next_calls(question, request.tools, since)

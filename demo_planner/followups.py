@@ -76,6 +76,9 @@ class FollowUp:
     previous: str
     question: str
     changes: list[str] = field(default_factory=list)
+    # The question as the answer shows it, when it differs from the one planned (a vault
+    # named by its id for the tools is named by its name for the reader).
+    shown: str = ""
 
 
 def user_questions(messages: list[ChatMessage]) -> list[str]:

@@ -46,6 +46,7 @@ class Pointed(NamedTuple):
     question: str
     words: str  # the words that pointed ("the first one")
     vault: str  # the vault's name, as the results gave it
+    shown: str  # the question with the vault's name in place of the words, for the reader
 
 
 def point_into(question: str, messages: list[ChatMessage]) -> Pointed | None:
@@ -71,6 +72,7 @@ def point_into(question: str, messages: list[ChatMessage]) -> Pointed | None:
         question=question[: found.start()] + vault_id + question[found.end() :],
         words=said,
         vault=name,
+        shown=question[: found.start()] + name + question[found.end() :],
     )
 
 

@@ -1,8 +1,11 @@
 """The demo planner's answers: built only from this turn's tool results, always labelled.
 
-Failures and cut results are said plainly; conditions the planner could not apply and names
-the index does not hold are listed instead of silently dropped; a quoted APY is answered
-with the worded guideline band the data server returned next to the results.
+A result the chat shows as a card (its structured content, drawn by web/js/cards.js) gets
+one lead sentence here (`leads.py`); the card holds the rest. A result without one is
+quoted. Failures and cut results are said plainly, with each tool named in words, never by
+its internal name; conditions the planner could not apply and names the index does not
+hold are listed instead of silently dropped; a quoted APY is answered with the worded
+guideline band the data server returned next to the results.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Iterable
 from albert.ai.model import ChatMessage, ChatToolCall
 from albert.tools.base import ToolSpec
 from demo_planner.followups import FollowUp
+from demo_planner.leads import PLAIN_NAMES, lead, plain_name
 from demo_planner.plans import ASSET_LOOKUP_TOOL, CATALOGUE_TOOL, Plan
 from demo_planner.vault_table import lead_sentence, more_line, read_page, table
 
@@ -29,6 +33,7 @@ TITLES = {
     "search_feed": "What the market says",
     "wallet_top_positions": "Top positions",
     "wallet_positions": "Positions",
+    "wallet_portfolio": "Portfolio",
     "vault_history": "History",
     "analyze_risk": "Risk analysis",
     "analyze_yield": "Yield analysis",
@@ -43,6 +48,27 @@ MORE = "\n…(more in the tool result)"
 # with many holdings still gets the guidelines that weigh the yields it shows.
 _GUIDELINES = "\n\n## Yield-versus-risk guidelines\n"
 _CUT = re.compile(r"\[… result cut: ([\d,]+) of ([\d,]+) characters shown")
+_TOOL_NAMES = re.compile(r"\b(" + "|".join(sorted(PLAIN_NAMES, key=len, reverse=True)) + r")\b")
+# What an error text must not carry into an answer: a parameter or field name (snake_case,
+# `name=value`), an index id (`source:chain:…`), a path.
+_INTERNAL = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\w=\S|\b\w+:\w+:[\w-]{6,}|\w/\w+\.py\b")
+
+
+def in_words(text: str) -> str:
+    """`text` with each tool named in words ("search_vaults takes…" → "the vault search
+    takes…")."""
+    return _TOOL_NAMES.sub(lambda m: plain_name(m.group(1)), text)
+
+
+def plain_reason(error: str) -> str | None:
+    """A tool's error as an answer may quote it, or None when it names internals (a
+    parameter, an id, a path) the reader cannot act on."""
+    text = in_words(error.removeprefix("Error:").strip())
+    return None if not text or _INTERNAL.search(text) else text
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def purpose_of(call_id: str) -> str:
@@ -97,11 +123,14 @@ def render_answer(
         sections += _result_section(message, call, purpose)
     ran_main = any(purpose_of(c.id) == "main" for c in calls.values())
     if plan.follow is not None and not followed and ran_main:
-        what = ", ".join(plan.follow.tools)
-        sections += [f"The search returned nothing to follow up on, so I did not run {what}.", ""]
+        what = ", ".join(plain_name(t) for t in plan.follow.tools)
+        sections += [
+            f"The search returned nothing to follow up on, so I did not run {what}.",
+            "",
+        ]
     if plan.notes:
-        sections += ["Not applied (I could not map these to the tools' fields):"]
-        sections += [f"- {note}" for note in plan.notes]
+        sections += ["Not applied (I could not map these to what the tools can filter):"]
+        sections += [f"- {in_words(note)}" for note in plan.notes]
         sections.append("")
     if len(sections) == (4 if followup is not None else 2):
         sections.append("No tool result came back for this question.")
@@ -112,11 +141,12 @@ def follow_up_line(followup: FollowUp) -> str:
     """'Taking “…” from your previous question, with “on base” instead of “on ethereum”.'
     A question that points into earlier results has no previous question of its own:
     'Reading “the first one” as WETH-USDC from earlier results: “…”.'"""
+    question = followup.shown or followup.question
     if not followup.previous:
-        return f"Reading {'; '.join(followup.changes)}: “{followup.question}”."
+        return f"Reading {'; '.join(followup.changes)}: “{question}”."
     return (
         f"Taking “{followup.previous}” from your previous question, with "
-        f"{'; '.join(followup.changes)}. Read as: “{followup.question}”."
+        f"{'; '.join(followup.changes)}. Read as: “{question}”."
     )
 
 
@@ -149,18 +179,24 @@ def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: st
     name = call.name if call else message.name or "tool"
     full = message.content.strip()
     if purpose == "lookup" and name in (CATALOGUE_TOOL, ASSET_LOOKUP_TOOL):
-        return [f"The name lookup **{name}** failed: {full[:300]}", ""] if _failed(full) else []
-    body = _shown(full)
+        if not _failed(full):
+            return []
+        reason = plain_reason(full[:300])
+        said = f": {reason}" if reason else "."
+        return [f"The name lookup ({plain_name(name)}) failed{said}", ""]
     if _failed(full):
+        reason = plain_reason(_shown(full))
         return [
-            f"**{name}** could not answer, so I could not check this "
-            "and have not filled the gap with guesses:",
+            f"{_capital(plain_name(name))} could not answer, so I could not check this "
+            "and have not filled the gap with guesses" + (":" if reason else "."),
             "",
-            body,
-            "",
+            *([reason, ""] if reason else []),
         ]
-    page = read_page(full)
-    if page is not None:
+    sentence = lead(name, message.structured) if message.structured else None
+    page = read_page(full) if sentence is None else None
+    if sentence is not None:
+        lines = [sentence, ""]
+    elif page is not None:
         lines = [lead_sentence(page), "", *table(page), ""]
         more = more_line(page)
         if more is not None:
@@ -168,13 +204,13 @@ def _result_section(message: ChatMessage, call: ChatToolCall | None, purpose: st
         if page.rest:
             lines += [_shown(page.rest), ""]
     else:
-        lines = [f"**{TITLES.get(name, name)}**:", "", body, ""]
+        lines = [f"**{TITLES.get(name, 'Result')}**:", "", _shown(full), ""]
     cut = _CUT.search(full)
     if cut:
         lines += [
-            f"Note: the {name} result was cut before it reached me ({cut.group(1)} of "
-            f"{cut.group(2)} characters shown). I could not check the rest, so anything "
-            "beyond what is shown above is not covered by this answer.",
+            f"Note: {plain_name(name)}'s result was cut before it reached me (result cut: "
+            f"{cut.group(1)} of {cut.group(2)} characters shown). I could not check the "
+            "rest, so anything beyond what is shown above is not covered by this answer.",
             "",
         ]
     return lines

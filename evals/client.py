@@ -13,6 +13,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from albert.chat.history import stored_result
+from demo_planner.leads import CARD_KINDS
 from evals.scorer import ToolCallRecord, ToolResultRecord, TurnRecord
 
 MAX_FRAMES_PER_TURN = 20_000
@@ -20,6 +21,14 @@ MAX_FRAMES_PER_TURN = 20_000
 # wait the refusal names (capped), so a burst of follow-up turns is not scored as failures.
 MAX_RATE_LIMIT_RETRIES = 5
 MAX_RATE_LIMIT_WAIT_S = 10.0
+
+
+def card_of(frame: dict[str, Any]) -> str | None:
+    """The card the chat draws of a tool_result frame (web/js/cards.js), if any: a result
+    with structured content, of a tool the chat has a card for."""
+    if not frame.get("ok") or not isinstance(frame.get("structured"), dict):
+        return None
+    return CARD_KINDS.get(str(frame.get("name")))
 
 
 class EvalClient:
@@ -122,6 +131,7 @@ class EvalClient:
                                 ok=frame["ok"],
                                 truncated=frame["truncated"],
                                 content=frame["content"],
+                                card=card_of(frame),
                             )
                         )
                     elif kind == "done":

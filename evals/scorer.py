@@ -1,9 +1,12 @@
 """Scoring one answered question: right tools, right arguments, grounded facts and figures.
 
 The scorer sees only what a user could see plus the full tool results of the turn (read back
-from the thread): it never trusts the answer. A fact counts when it is in the answer AND in
-this turn's tool results; a figure in the answer counts as ungrounded when no tool result,
-tool argument or the question itself backs it.
+from the thread): it never trusts the answer. What a user sees is the answer and the results
+the chat draws as cards (web/js/cards.js: a result with structured content of a kind it
+draws), each counted as its whole result, since the card is drawn from the result itself. A
+fact counts when it is seen AND in this turn's tool results; a figure in the answer's own
+words counts as ungrounded when no tool result, tool argument or the question itself backs
+it (a card's figures are the tool's by construction).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ class ToolResultRecord(BaseModel):
     ok: bool
     truncated: bool = False
     content: str = ""
+    card: str | None = Field(
+        None, description="The card the chat draws of it (its kind), if any: it is seen"
+    )
 
 
 class TurnRecord(BaseModel):
@@ -158,6 +164,18 @@ def argument_problems(expected: ExpectedCall, actual: dict[str, Any]) -> list[st
 
 # --- the scorer ------------------------------------------------------------------------
 
+# Cards of catalogue lookups are drawn only when no other result of the turn has a card
+# (web/js/cards.js `LOOKUPS`).
+LOOKUP_CARDS = frozenset({"protocols", "assets"})
+
+
+def seen_text(turn: TurnRecord) -> str:
+    """What a user sees of the turn: the answer, and the results drawn as cards."""
+    cards = [r for r in turn.results if r.ok and r.card]
+    if any(r.card not in LOOKUP_CARDS for r in cards):
+        cards = [r for r in cards if r.card not in LOOKUP_CARDS]
+    return "\n".join([turn.answer, *(r.content for r in cards)])
+
 
 def grounding_sources(turn: TurnRecord) -> list[str]:
     """Texts a figure in the answer may come from: tool results, tool arguments, the question."""
@@ -203,13 +221,14 @@ def score(case: Case, turn: TurnRecord) -> CaseScore:
     if any(e.arguments or e.exact or e.compiled_filter for e in case.calls):
         checks.append(Check(name="arguments", ok=not arg_problems, detail="; ".join(arg_problems)))
 
-    # Facts: in the answer and in this turn's tool results.
+    # Facts: seen (in the answer or a card) and in this turn's tool results.
     results_text = "\n".join(r.content for r in turn.results)
+    seen = seen_text(turn)
     found = 0
     fact_problems = []
     for fact in case.facts:
         options = _alternatives(fact)
-        in_answer = [p for p in options if phrase_in(p, turn.answer)]
+        in_answer = [p for p in options if phrase_in(p, seen)]
         grounded = [p for p in in_answer if phrase_in(p, results_text)]
         if grounded:
             found += 1
@@ -223,14 +242,14 @@ def score(case: Case, turn: TurnRecord) -> CaseScore:
     mention_problems = [
         f"missing {' | '.join(repr(p) for p in _alternatives(m))}"
         for m in case.mentions
-        if not any(phrase_in(p, turn.answer) for p in _alternatives(m))
+        if not any(phrase_in(p, seen) for p in _alternatives(m))
     ]
     if case.mentions:
         checks.append(
             Check(name="mentions", ok=not mention_problems, detail="; ".join(mention_problems))
         )
 
-    said = [p for p in case.must_not_include if _norm(p) in _norm(turn.answer)]
+    said = [p for p in case.must_not_include if _norm(p) in _norm(seen)]
     if case.must_not_include:
         checks.append(Check(name="must_not_include", ok=not said, detail=", ".join(said)))
 

@@ -21,13 +21,45 @@ Assessment = Literal["good", "neutral", "concern", "unknown"]
 _STRONG_CHAINS = {"ethereum", "arbitrum", "optimism", "base"}
 
 
+# What each factor and score component is called in an answer (the keys stay for code).
+FACTOR_LABELS: dict[str, str] = {
+    "audits": "Audits",
+    "protocol_age": "Protocol age",
+    "tvl": "Total value locked",
+    "exploits": "Past exploits",
+    "chain": "Chain",
+    "impermanent_loss": "Impermanent loss",
+    "il_risk": "Impermanent loss",
+    "exposure": "Assets held",
+    "reward_share": "Yield paid in rewards",
+    "apy_level": "APY level",
+    "status": "Status",
+    "source_flag": "Flag from the source",
+}
+
+
+def factor_label(key: str) -> str:
+    """A factor's or component's name in words ("protocol_age" → "Protocol age")."""
+    return FACTOR_LABELS.get(key) or key.replace("_", " ").capitalize()
+
+
 class RiskFactor(BaseModel):
     """One input of the risk picture and how it reads."""
 
     factor: str
+    label: str = Field("", description="The factor's name in words, for people")
     value: str
     assessment: Assessment
     note: str
+
+
+class ScorePart(BaseModel):
+    """Points one component of the security score earned, out of its weight."""
+
+    component: str
+    label: str = Field(description="The component's name in words")
+    points: float
+    out_of: float
 
 
 class RiskAnalysis(BaseModel):
@@ -43,6 +75,10 @@ class RiskAnalysis(BaseModel):
         description="The score formula applied to the stored inputs: points per component "
         "and points lost per risk flag",
     )
+    score_parts: list[ScorePart] = Field(
+        default_factory=list,
+        description="The breakdown's components in words, in the formula's order",
+    )
     summary: str
 
 
@@ -50,7 +86,15 @@ def _factors(v: VaultHit) -> list[RiskFactor]:
     out: list[RiskFactor] = []
 
     def add(factor: str, value: object, assessment: Assessment, note: str) -> None:
-        out.append(RiskFactor(factor=factor, value=str(value), assessment=assessment, note=note))
+        out.append(
+            RiskFactor(
+                factor=factor,
+                label=factor_label(factor),
+                value=str(value),
+                assessment=assessment,
+                note=note,
+            )
+        )
 
     if v.audits is None:
         add("audits", "unknown", "unknown", "No audit data for this protocol.")
@@ -158,8 +202,21 @@ async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskA
     summary = (
         f"{vault.name}: security {score}, risk {vault.risk_rating or 'unrated'}, "
         f"{len(concerns)} concern(s)"
-        + (": " + ", ".join(f.factor for f in concerns) if concerns else "")
+        + (": " + ", ".join(f.label for f in concerns) if concerns else "")
         + "."
+    )
+    parts = (
+        [
+            ScorePart(
+                component=name,
+                label=factor_label(name),
+                points=points,
+                out_of=WEIGHTS.get(name, 0.0),
+            )
+            for name, points in breakdown.components.items()
+        ]
+        if breakdown is not None
+        else []
     )
     data = RiskAnalysis(
         vault=vault,
@@ -169,14 +226,12 @@ async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskA
         concerns=len(concerns),
         summary=summary,
         breakdown=breakdown,
+        score_parts=parts,
     )
     lines = [summary, vault_line(vault), "Factors:"]
-    lines += [f"- {f.factor}: {f.value} ({f.assessment}) {f.note}".rstrip() for f in factors]
+    lines += [f"- {f.label}: {f.value} ({f.assessment}) {f.note}".rstrip() for f in factors]
     if breakdown is not None:
-        points = ", ".join(
-            f"{name} {value:.1f}/{WEIGHTS.get(name, 0):.0f}"
-            for name, value in breakdown.components.items()
-        )
+        points = ", ".join(f"{p.label} {p.points:.1f}/{p.out_of:.0f}" for p in parts)
         lines.append(f"Score {breakdown.score:.1f} = {points}")
         if breakdown.penalties:
             lines.append(

@@ -332,6 +332,16 @@ class VaultSearchResult(BaseModel):
     filter_by: str = Field(description="The index filter the parameters compiled to")
     sort_by: str
     vaults: list[VaultHit]
+    outliers_left_out: bool = Field(
+        False,
+        description="A ranking by highest APY left out likely broken data: APYs above "
+        "1,000 %, vaults their source flags as outliers, and vaults with unknown TVL",
+    )
+    only_outliers: bool = Field(
+        False,
+        description="Only vaults usually left out of APY rankings matched, so they are shown "
+        "(none above 1,000 % APY)",
+    )
 
 
 def fmt_pct(value: float | None) -> str:
@@ -415,6 +425,8 @@ async def search_vaults(deps: ToolDeps, params: SearchVaultsInput) -> ToolOutput
         filter_by=filter_by,
         sort_by=sort_by,
         vaults=page.hits,
+        outliers_left_out=trimmed and not only_outliers,
+        only_outliers=only_outliers,
     )
     if page.hits:
         head = (

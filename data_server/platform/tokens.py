@@ -110,7 +110,7 @@ class TokenIndex:
         liquidity = _liquidity(pairs)
         sources = [row.source or self._data.markets_source]
         if contracts:
-            sources.append("contract addresses: curated deployments list (data_server/market)")
+            sources.append("contract addresses: the product's curated deployments list")
         if pairs:
             sources.append(self._data.pairs_source)
         return TokenAnalysis(

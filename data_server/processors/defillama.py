@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Generator
 from operator import attrgetter
 from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -167,6 +168,24 @@ def _rows(body: Any) -> list[Any]:
 
 def _symbols(symbol: str) -> list[str]:
     return [part.strip().upper() for part in symbol.split("-") if part.strip()]
+
+
+# Query values a source's page link carries when it was built from a field it did not have
+# ("…&factory=undefined"): such a link is broken, so the pool's DefiLlama page is used.
+_BROKEN_VALUES = frozenset({"undefined", "null", "none", "nan"})
+
+
+def _page_url(url: str | None) -> str | None:
+    """The source's page link of a pool, unless it is not http(s) or visibly broken."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    values = [v.lower() for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+    if any(v in _BROKEN_VALUES for v in values) or "/undefined" in parts.path.lower():
+        return None
+    return url
 
 
 def _address(row: PoolRow) -> str | None:
@@ -341,7 +360,7 @@ class DefiLlamaProcessor:
             "stablecoin": bool(row.stablecoin),
             "il_risk": (row.il_risk or "").lower() == "yes",
             "exposure": "single" if (row.exposure or "").lower() == "single" else "multi",
-            "url": row.url or f"https://defillama.com/yields/pool/{row.pool}",
+            "url": _page_url(row.url) or f"https://defillama.com/yields/pool/{row.pool}",
             "trend": row.trend(),
             "updated_at": updated,
         }

@@ -69,6 +69,7 @@ class Position(BaseModel):
     )
     value_usd: float | None = Field(None, description="Estimated USD value when it can be known")
     vault_id: str | None = None
+    vault_url: str | None = Field(None, description="Vault only: the vault's page, when known")
     protocol: str | None = None
     apy: float | None = Field(None, description="Vault APY in percent")
     risk_rating: str | None = None
@@ -386,6 +387,7 @@ class WalletReader:
             underlying_amount=underlying,
             value_usd=value,
             vault_id=vault.id,
+            vault_url=vault.url,
             protocol=vault.protocol,
             apy=vault.apy,
             risk_rating=vault.risk_rating,

@@ -60,7 +60,9 @@ class Settings(BaseModel):
     data_server_api_key: SecretStr = Field(SecretStr(""), alias="DATA_SERVER_API_KEY")
     typesense_url: str = Field("http://127.0.0.1:8108", alias="TYPESENSE_URL")
     typesense_api_key: SecretStr = Field(SecretStr(""), alias="TYPESENSE_API_KEY")
-    deep_link_base_url: str = Field("https://app.albert.example", alias="DEEP_LINK_BASE_URL")
+    # The product's pages a token links to ({base}/token/{chain}/{address}); empty: no link
+    # is made (a tenant may set its own).
+    deep_link_base_url: str = Field("", alias="DEEP_LINK_BASE_URL")
 
     # Default MCP server (the project's own vault server in the local stack).
     mcp_default_server_url: str = Field("", alias="MCP_DEFAULT_SERVER_URL")

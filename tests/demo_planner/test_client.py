@@ -41,7 +41,8 @@ VAULT_LINES = (
     "$100.00M; security 85/100; risk low; id defillama:ethereum:bbb"
 )
 
-Answer = Callable[[str, dict], str]
+# A tool's answer: its text, or its text and structured content.
+Answer = Callable[[str, dict], str | tuple[str, dict]]
 
 
 async def run(
@@ -64,8 +65,13 @@ async def run(
         calls += step_calls
         messages.append(ChatMessage(role="assistant", tool_calls=step_calls))
         for call in step_calls:
-            text = answer(call.name, json.loads(call.arguments))
-            messages.append(ChatMessage(role="tool", content=text, tool_call_id=call.id))
+            answered = answer(call.name, json.loads(call.arguments))
+            text, data = answered if isinstance(answered, tuple) else (answered, None)
+            messages.append(
+                ChatMessage(
+                    role="tool", content=text, tool_call_id=call.id, name=call.name, structured=data
+                )
+            )
     raise AssertionError("the planner never answered")
 
 
@@ -136,7 +142,7 @@ async def test_failed_lookups_keep_a_ticker_the_user_wrote(specs) -> None:
 
     calls, text = await run(DemoPlanner(), "stETH vaults", specs, down)
     assert shape(calls)[-1] == ("main", "search_vaults", {"asset_symbol": "STETH"})
-    assert "The name lookup **search_vault_assets** failed" in text
+    assert "The name lookup (the asset lookup) failed: the vault index is unavailable" in text
 
 
 async def test_a_condition_that_cannot_be_bound_is_said(specs) -> None:
@@ -145,7 +151,7 @@ async def test_a_condition_that_cannot_be_bound_is_said(specs) -> None:
     )
     assert shape(calls) == [("main", "search_vaults", {"il_risk": True})]
     assert "Not applied" in text
-    assert "“above half” (reward share): search_vaults takes only a maximum reward share" in text
+    assert "“above half” (reward share): the vault search takes only a maximum reward" in text
 
 
 async def test_a_follow_up_uses_the_id_the_search_returned(specs) -> None:
@@ -168,7 +174,7 @@ async def test_a_follow_up_with_nothing_to_follow_says_so(specs) -> None:
 
     calls, text = await run(DemoPlanner(), "APY history of the largest stETH vault", specs, empty)
     assert [step for step, _, _ in shape(calls)] == ["lookup", "lookup", "main"]
-    assert "returned nothing to follow up on, so I did not run vault_history" in text
+    assert "returned nothing to follow up on, so I did not run the vault history" in text
 
 
 async def test_the_last_step_answers_even_mid_plan(specs) -> None:
@@ -268,7 +274,7 @@ async def test_a_cut_result_says_the_rest_was_not_checked(specs) -> None:
         )
     )
     _, text = await run(DemoPlanner(), "What is PEPE?", specs, lambda n, a: body)
-    assert "was cut before it reached me (1,000 of 1,030 characters shown)" in text
+    assert "was cut before it reached me (result cut: 1,000 of 1,030 characters shown)" in text
     assert "could not check the rest" in text
 
 

@@ -122,9 +122,12 @@ class World:
         async def invoke(server: str, spec: RemoteToolSpec, args: dict[str, Any]) -> ToolResult:
             result = await self.session.call_tool(spec.name, args)
             texts = [part.text for part in result.content if getattr(part, "text", None)]
+            structured = result.structured_content
             return ToolResult(
                 content=[TextPart(text=t) for t in texts or ["(the tool returned no text)"]],
                 is_error=bool(result.is_error),
+                # Kept as the project's MCP connection keeps it (albert.mcp.connection).
+                structured=structured if isinstance(structured, dict) else None,
             )
 
         tools: list[Tool] = []

@@ -17,8 +17,6 @@ from evals.scorer import score
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.runtime_process import RuntimeProcess
 
-DEEP_LINK = re.compile(r"https://app\.albert\.example/token/(\w+)/(0x[0-9a-fA-F]{40}|\w+)")
-
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
@@ -37,6 +35,13 @@ def tool_calls(frames: list[dict]) -> list[dict]:
     return [f for f in frames if f["type"] == "tool_call"]
 
 
+def structured(frames: list[dict], name: str) -> dict:
+    """The structured content of the turn's first result of `name` (what its card shows)."""
+    result = next(f for f in frames if f["type"] == "tool_result" and f["name"] == name)
+    assert result["ok"] and isinstance(result["structured"], dict), result["content"][:300]
+    return result["structured"]
+
+
 async def test_the_demo_planner_answers_from_real_tools(stack: RuntimeProcess) -> None:
     async with ChatClient(stack.url, stack.ws_url) as client:
         await client.connect()
@@ -45,7 +50,10 @@ async def test_the_demo_planner_answers_from_real_tools(stack: RuntimeProcess) -
         assert [c["name"] for c in tool_calls(frames)] == ["analyze_token"]
         text = answer_text(frames)
         assert text.startswith(LABEL)
-        assert "0x6982508145454Ce325dDbE47a25d4ec3d2311933" in text
+        # The answer leads; the token card is drawn from the result's structured content.
+        assert "**Pepe (PEPE)** trades at $0.00000799" in text
+        token = structured(frames, "analyze_token")["token"]
+        assert token["identity"]["address"] == "0x6982508145454Ce325dDbE47a25d4ec3d2311933"
         frames = await client.turn(thread, "What is the market saying about Aave?")
         assert tool_calls(frames)[0]["name"] == "search_feed"
         assert "Aave" in answer_text(frames)
@@ -72,7 +80,7 @@ async def test_a_follow_up_in_the_same_thread_refines_the_previous_question(stac
         assert "To change your previous question" in answer_text(frames)
 
 
-async def test_structured_token_search_pages_through_typesense_with_deep_links(stack) -> None:
+async def test_structured_token_search_pages_through_one_day_of_data(stack) -> None:
     async with ChatClient(stack.url, stack.ws_url) as client:
         await client.connect()
         thread = await client.new_thread()
@@ -80,19 +88,23 @@ async def test_structured_token_search_pages_through_typesense_with_deep_links(s
         call = tool_calls(frames)[0]
         assert call["name"] == "search_tokens"
         assert call["arguments"] == {"min_market_cap_usd": 1_000_000.0, "sort_by": "rank"}
-        first = DEEP_LINK.findall(answer_text(frames))
+        page = structured(frames, "search_tokens")
+        first = [(h["chain"], h["address"]) for h in page["hits"]]
         assert len(first) == 10
+        # A ranking reads one day of market data, and the answer says which.
+        day = page["snapshot"]["date"]
+        assert page["data_dates"] == [day] and f"Data as of {day}" in answer_text(frames)
         frames = await client.turn(
             thread, "tokens over $1M market cap ranked by token ranking, page 2"
         )
         assert tool_calls(frames)[0]["arguments"]["page"] == 2
-        second = DEEP_LINK.findall(answer_text(frames))
-        assert 0 < len(second) <= 10
+        page = structured(frames, "search_tokens")
+        second = [(h["chain"], h["address"]) for h in page["hits"]]
+        assert 0 < len(second) <= 10 and page["data_dates"] == [day]
         assert not set(first) & set(second)
-        # Each link names the token's real chain and contract, as the index holds them.
-        result = next(f for f in frames if f["type"] == "tool_result")
-        for chain, address in second:
-            assert f"{chain}/{address}" in result["content"]
+        # No product base URL is set in the local stack: no token page is linked.
+        assert {h["deep_link"] for h in page["hits"]} == {None}
+        assert "http" not in answer_text(frames)
 
 
 async def test_stablecoin_screen_compiles_to_the_documented_filter(stack) -> None:
@@ -105,9 +117,9 @@ async def test_stablecoin_screen_compiles_to_the_documented_filter(stack) -> Non
             "stablecoin": True,
             "min_market_cap_usd": 1_000_000.0,
         }
-        links = DEEP_LINK.findall(answer_text(frames))
-        assert links and all(chain == "ethereum" for chain, _ in links)
-        assert "USDT" in answer_text(frames)
+        hits = structured(frames, "search_tokens")["hits"]
+        assert hits and all(h["chain"] == "ethereum" and h["stablecoin"] for h in hits)
+        assert "USDT" in {h["symbol"] for h in hits}
 
 
 # --- the wallet workload over the stack's own local chains -----------------------------------
@@ -157,8 +169,11 @@ async def test_a_wallet_question_by_address_is_answered_from_the_chain(stack) ->
     verdict = score(case, turn)
     assert verdict.passed, [c for c in verdict.checks if not c.ok]
     assert verdict.ungrounded == []
+    # The answer is one sentence over the wallet's card (its positions, as read).
+    assert [r.card for r in turn.results] == ["wallet"]
+    assert turn.answer.removeprefix(LABEL).strip().startswith("This wallet has 12 positions")
     # Addresses come back EIP-55 checksummed (the scorer compares without case).
-    assert FARMER in turn.answer and YEARN_USDC_ETHEREUM in turn.answer
+    assert FARMER in turn.results[0].content and YEARN_USDC_ETHEREUM in turn.results[0].content
 
 
 async def test_a_wallet_question_by_ens_name_is_answered_from_the_chain(stack) -> None:
@@ -185,8 +200,9 @@ async def test_a_wallet_question_by_ens_name_is_answered_from_the_chain(stack) -
     assert verdict.passed, [c for c in verdict.checks if not c.ok]
     assert verdict.ungrounded == []
     # The answer is the chain's, not a guess: the figures change with the chain.
-    assert f"${in_vault:,.2f}" in turn.answer
-    assert TREASURY in turn.answer and YEARN_USDC_BASE in turn.answer
+    seen = turn.results[0].content
+    assert turn.results[0].card == "wallet" and f"${in_vault:,.2f}" in seen
+    assert TREASURY in seen and YEARN_USDC_BASE in seen
 
 
 FIGURE = re.compile(r"\d[\d,.]*\s*%|\$\s?\d|\b\d[\d,]*(?:\.\d+)?\b")
@@ -206,8 +222,10 @@ async def test_every_example_the_help_offers_answers_with_data(
     results = [f for f in frames if f["type"] == "tool_result"]
     assert tool in [r["name"] for r in results], question
     assert all(r["ok"] for r in results), [r["content"][:200] for r in results]
+    # Each is drawn as its card (structured content), under a lead sentence.
+    assert isinstance(structured(frames, tool), dict)
     answer = answer_text(frames).removeprefix(LABEL)
-    assert "| --- |" in answer or FIGURE.search(answer), answer[:500]
+    assert FIGURE.search(answer) or "on record as" in answer, answer[:500]
     assert "could not" not in answer and "No data on record" not in answer, answer[:500]
 
 
@@ -220,12 +238,15 @@ async def test_two_protocols_compared_each_answer_with_their_own_vaults(stack) -
         frames = await client.turn(thread, "Compare Aave and Morpho yields for WETH")
     searches = [c["arguments"] for c in tool_calls(frames) if c["name"] == "search_vaults"]
     assert {a.get("protocol") for a in searches} == {"aave-v3", "morpho-blue"}
-    answer = answer_text(frames)
+    pages = [
+        f["structured"]
+        for f in frames
+        if f["type"] == "tool_result" and f["name"] == "search_vaults"
+    ]
+    shown = [{v["protocol"] for v in page["vaults"]} for page in pages]
+    assert sorted(map(sorted, shown)) == [["aave-v3"], ["morpho-blue"]]
     for protocol in ("aave-v3", "morpho-blue"):
-        assert re.search(rf"\| {protocol} \| \w+ \| [\d.]+% \|", answer), answer[:1500]
-
-
-APY_CELL = re.compile(r"^\| \[?[^|]+\| [^|]+ \| [^|]+ \| ([\d,.]+)% \|", re.MULTILINE)
+        assert f"({protocol} on " in answer_text(frames)
 
 
 @pytest.mark.parametrize("question", ["highest yields", "highest audited yields on Base"])
@@ -234,13 +255,14 @@ async def test_no_absurd_apy_leads_a_highest_yields_answer(stack, question: str)
         await client.connect()
         thread = await client.new_thread()
         frames = await client.turn(thread, question)
-    apys = [float(v.replace(",", "")) for v in APY_CELL.findall(answer_text(frames))]
-    assert apys, answer_text(frames)[:800]
+    result = next(f for f in frames if f["type"] == "tool_result")
+    page = result["structured"]
+    apys = [v["apy"] for v in page["vaults"]]
+    assert apys, result["content"][:800]
     assert apys == sorted(apys, reverse=True) and apys[0] <= 1000, apys
-    answer = answer_text(frames)
-    lines = answer.splitlines()
-    first_row = lines[next(i for i, line in enumerate(lines) if line.startswith("| --- |")) + 1]
-    # A likely outlier leads only where nothing else matched, and the answer says so.
-    tvl = first_row.split("|")[7].strip()
-    if "likely outlier" in first_row or tvl == "n/a":
-        assert "Only vaults usually left out of APY rankings match" in answer, answer[:1500]
+    # A likely outlier leads only where nothing else matched, and the card says so.
+    first = page["vaults"][0]
+    if first["outlier"] or first["tvl_usd"] is None:
+        assert page["only_outliers"], result["content"][:1500]
+    else:
+        assert page["outliers_left_out"]

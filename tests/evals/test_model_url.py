@@ -1,7 +1,8 @@
 """The runner drives any OpenAI-compatible model: a scripted one that invents a figure is caught.
 
 The scripted model calls the right tool with the right arguments, then answers with one
-true fact, one invented market cap and one invented date: the report must show exactly that.
+true fact, one invented market cap and one invented date: the report must show exactly that
+(the true figures are seen in the result's card; the invented ones are the answer's own).
 The worker runs alone (`albert serve`) with the platform services, which is all the question
 needs; the full stack is covered by test_question_set.py.
 """
@@ -66,9 +67,12 @@ def test_an_invented_figure_from_a_real_model_client_is_reported(model, worker) 
     assert result.turn.calls[0].name == "analyze_token"
     assert result.score.check("tools").ok and result.score.check("arguments").ok
     assert result.score.ungrounded == ["$4.2B", "March 2027"]
+    # The true figures are seen all the same: the chat draws the result as a token card.
+    assert [r.card for r in result.turn.results] == ["token"]
     facts = result.score.check("facts")
-    assert facts is not None and not facts.ok and "$3.36B" in facts.detail
-    assert not result.score.passed
+    assert facts is not None and facts.ok
+    grounded = result.score.check("grounded_numbers")
+    assert grounded is not None and not grounded.ok and not result.score.passed
     # The worker really used the model: the tool schema reached it and so did the result.
     assert any(t["function"]["name"] == "analyze_token" for t in model.requests[0]["tools"])
     assert "$3.36B" in model.requests[1]["messages"][-1]["content"]

@@ -132,3 +132,29 @@ def test_the_question_set_is_well_formed() -> None:
     # A message with nothing to answer ("thanks") is checked by calling nothing and saying
     # no figure; every other case names what its answer must carry.
     assert all(c.facts or c.mentions for c in cases if not (c.no_tool_calls and c.before))
+
+
+def test_a_result_drawn_as_a_card_is_seen() -> None:
+    # A short lead over a token card: the card's result counts as seen, so its facts do;
+    # a forbidden phrase in it counts too, and the lead's own figures are still checked.
+    record = turn("**Pepe (PEPE)** trades at $0.00000799, market cap $3.36B.")
+    assert failed(score(CASE, record).checks) == {"facts"}  # the address is in no card yet
+    record.results[0].card = "token"
+    result = score(CASE, record)
+    assert result.passed, result.checks
+    forbidding = CASE.model_copy(update={"must_not_include": ["rank #30"]})
+    assert failed(score(forbidding, record).checks) == {"must_not_include"}
+    invented = turn("**Pepe (PEPE)** will reach $0.0001.")
+    invented.results[0].card = "token"
+    assert failed(score(CASE, invented).checks) == {"grounded_numbers"}
+
+
+def test_a_lookup_card_is_seen_only_when_no_other_result_has_a_card() -> None:
+    from evals.scorer import seen_text
+
+    record = turn("Found it.")
+    lookup = ToolResultRecord(call_id="c2", name="search_protocols", ok=True, content="aave-v3")
+    record.results.append(lookup.model_copy(update={"card": "protocols"}))
+    assert "aave-v3" in seen_text(record)
+    record.results[0].card = "token"
+    assert "aave-v3" not in seen_text(record) and "$3.36B" in seen_text(record)

@@ -4,6 +4,7 @@ without a browser. The markdown renderer needs a DOM: tests/web/test_markdown_br
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -281,3 +282,74 @@ def test_a_confirmation_is_asked_settled_replayed_and_read_back(tmp_path: Path) 
     assert seen["settled"]["decision"] == "declined"
     assert seen["replayed"]["decision"] == "declined" and seen["parts"] == 1
     assert seen["read"] == {"server": "files", "decision": "declined"}
+
+
+def test_card_figures_links_and_explorers(tmp_path: Path) -> None:
+    out = run_module(
+        tmp_path,
+        "format",
+        """console.log(JSON.stringify({
+  usd: [m.usd(1.25e6), m.usd(87270.4), m.usd(12.5), m.usd(0.00000799), m.usd("5"), m.usd(null)],
+  cents: m.usdExact(66291.71),
+  price: [m.price(0.000007990), m.price(0.99507), m.price(59482), m.price(6.39)],
+  pct: [m.pct(4.9021), m.pct(-0.44, {signed: true}), m.pct(3.54, {signed: true})],
+  amount: [m.amount(12500.5), m.amount(2.718281828), m.amount(420.69e12)],
+  risk: [m.riskWords("very_high"), m.riskWords(null), m.riskWords("medium")],
+  sort: [m.sortWords("apy:desc,tvl_usd:desc"), m.sortWords("tvl_usd:asc"),
+         m.sortWords("_text_match:desc,rank:asc"), m.sortWords("price_change_24h:desc,rank:asc")],
+  short: m.shortAddress("0x257BC0C6921b4ae476E65A28744ee181cd81c533"),
+  explorer: [
+    m.explorerUrl("base", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+    m.explorerUrl("narnia", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+    m.explorerUrl("ethereum", "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"),
+    m.explorerUrl("solana", "Ao3fKu6s2jH2vFHLWUchgf4mPWQ7G4FEttHa1xXv7Wio"),
+    m.explorerUrl("ethereum", "0x12"),
+  ],
+  urls: [
+    m.safeUrl("https://aerodrome.finance/deposit?token0=0x42&factory=undefined"),
+    m.safeUrl("javascript:alert(1)"),
+    m.safeUrl("https://defillama.com/yields/pool/abc"),
+    m.safeUrl("https://x.test/undefined/page"),
+    m.safeUrl(42),
+  ],
+  chain: [m.chainName("bsc"), m.chainName("robinhood-chain")],
+}))""",
+    )
+    assert out["usd"] == ["$1.25M", "$87,270", "$12.50", "$0.00000799", "unknown", "unknown"]
+    assert out["cents"] == "$66,291.71"
+    assert out["price"] == ["$0.000007990", "$0.9951", "$59,482.00", "$6.390"]
+    assert out["pct"] == ["4.90%", "−0.44%", "+3.54%"]
+    assert out["amount"] == ["12,500.5", "2.718282", "420.69T"]
+    assert out["risk"] == ["Very high risk", "Unrated", "Medium risk"]
+    assert out["sort"] == [
+        "highest APY first",
+        "lowest TVL first",
+        "closest match first",
+        "highest 24-hour price change first",
+    ]
+    assert out["short"] == "0x257B…c533"
+    assert out["explorer"] == [
+        "https://basescan.org/address/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        None,
+        None,
+        "https://solscan.io/account/Ao3fKu6s2jH2vFHLWUchgf4mPWQ7G4FEttHa1xXv7Wio",
+        None,
+    ]
+    assert out["urls"] == [None, None, "https://defillama.com/yields/pool/abc", None, None]
+    assert out["chain"] == ["BNB Chain", "Robinhood chain"]
+
+
+def test_the_cards_agree_with_the_planner_and_the_guidelines() -> None:
+    """The tools the chat draws as cards are the ones the demo planner leaves to a card, and
+    the folded guidelines state the data server's own APY bands."""
+    from data_server.coaching import BAND_LABELS
+    from demo_planner.leads import CARD_KINDS
+
+    source = (WEB_JS / "cards.js").read_text()
+    start = source.index("const KINDS = {")
+    table = source[start : source.index("};", start)]
+    kinds = dict(re.findall(r"(\w+): \"(\w+)\"", table))
+    assert kinds == CARD_KINDS
+    guidelines = source[source.index("const GUIDELINES = [") :].lower()
+    for label in BAND_LABELS.values():
+        assert label.split(" — ")[0].lower() in guidelines, label

@@ -2,6 +2,7 @@
 
 import { Api } from "./api.js";
 import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
+import { renderCards } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
@@ -40,6 +41,7 @@ const state = {
   convs: new Map(), // thread id -> Conversation
   outbox: new Map(), // message id -> chat frame not yet acknowledged
   openTools: new Set(),
+  openGuidelines: new Set(), // ids of answers whose yield-versus-risk guidelines are unfolded
   renaming: null, // id of the thread whose title is being edited
   editing: null, // { threadId, turnId } of a sent question being edited
   search: null, // the shown search results ({ query, results }), null: the thread list
@@ -795,6 +797,12 @@ function renderTurnInto(item, turn) {
     }
   }
   if (shown.state === "running" && !lastText) item.append(el("div", "answer typing"));
+  // The results as cards, under the answer's text (drawn from the data, not the text).
+  const cards = renderCards(shown.parts, {
+    guidelinesOpen: state.openGuidelines.has(shown.id),
+    onGuidelinesToggle: (open) => (open ? state.openGuidelines.add(shown.id) : state.openGuidelines.delete(shown.id)),
+  });
+  if (cards) item.append(cards);
   if (shown.state === "cancelled") item.append(el("div", "turn-note", "Stopped."));
   const retryable = shown === turn && turn.user && (turn.error ? turn.error.retryable : ["unanswered", "partial"].includes(turn.state));
   if (shown.error || shown.state === "unanswered" || shown.state === "partial") {
@@ -1079,6 +1087,7 @@ function clearView() {
   state.convs.clear();
   state.outbox.clear();
   state.openTools.clear();
+  state.openGuidelines.clear();
   state.loadSeq.clear();
   state.turnEnds.clear();
   state.currentId = null;

@@ -90,6 +90,8 @@ export class Conversation {
       part.durationMs = m.meta?.duration_ms ?? null;
       part.truncated = Boolean(m.meta?.truncated);
       part.content = m.content;
+      // Kept with the result, so a reloaded thread draws the same card (js/cards.js).
+      part.structured = m.meta?.structured ?? null;
       if (m.meta?.arguments && !Object.keys(part.args).length) part.args = m.meta.arguments;
       if (m.meta?.confirmation) {
         // The user was asked before this call (a destructive remote tool): keep the answer.
@@ -251,6 +253,7 @@ export class Conversation {
         part.durationMs = frame.duration_ms;
         part.truncated = frame.truncated;
         part.content = frame.content;
+        part.structured = frame.structured ?? null;
         return turn;
       }
       case "done": {

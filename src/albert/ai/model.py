@@ -1,7 +1,7 @@
 """The model port: a streaming chat-completions call with tools."""
 
 from collections.abc import AsyncIterator
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,10 @@ class ChatMessage(BaseModel):
     tool_calls: list[ChatToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # A tool result's structured content, as the chat shows it (ToolResult.presentable), on
+    # results of the running turn only: never sent to a model gateway (albert.ai.openai_wire
+    # writes the fields it sends); the demo planner reads it to word its lead sentence.
+    structured: dict[str, Any] | None = None
 
 
 class ModelRequest(BaseModel):

@@ -343,7 +343,13 @@ class ToolLoop:
                     f'\n[To read on, call {READ_TOOL} with call_id "{call.id}" '
                     f"and offset {outcome.cut.shown}.]"
                 )
-            return ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name)
+            return ChatMessage(
+                role="tool",
+                content=content,
+                tool_call_id=call.id,
+                name=call.name,
+                structured=outcome.presentable(),
+            )
 
         # Calls of one step are independent by contract, so they run side by side; the
         # bound keeps how many run (and wait for the user) at once from being the model's

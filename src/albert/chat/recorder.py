@@ -279,6 +279,7 @@ class TurnRecorder:
         # What the model was shown of the tool's text, with our preface; our other notes
         # are kept in the meta, and the whole output in `outputs` (read_tool_result).
         text = outcome.preface + outcome.shown_text()
+        structured = outcome.presentable()
 
         def store() -> None:
             # The whole output, the result the model gets and the thread's bump land
@@ -298,7 +299,7 @@ class TurnRecorder:
                 tool_call_id=call.id,
                 name=call.name,
                 status="error" if outcome.is_error else "complete",
-                meta=result_meta(call, outcome, source, decision),
+                meta=result_meta(call, outcome, source, decision, structured),
             )
 
         self._store.transaction(store)
@@ -312,6 +313,7 @@ class TurnRecorder:
             duration_ms=round(outcome.duration_ms, 1),
             truncated=outcome.truncated,
             content=text[:TOOL_PREVIEW_CHARS],
+            structured=structured,
         )
 
     # --- the ending --------------------------------------------------------------------
@@ -408,9 +410,14 @@ def _server_of(source: str) -> str | None:
 
 
 def result_meta(
-    call: ChatToolCall, outcome: ToolResult, source: str, decision: ToolDecision | None
+    call: ChatToolCall,
+    outcome: ToolResult,
+    source: str,
+    decision: ToolDecision | None,
+    structured: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What is stored with a tool result besides its text (albert.chat.history reads it)."""
+    """What is stored with a tool result besides its text (albert.chat.history reads it),
+    and the structured content the chat draws its card from (`ToolResult.presentable`)."""
     meta = {
         "duration_ms": round(outcome.duration_ms, 1),
         "truncated": outcome.truncated,
@@ -429,6 +436,9 @@ def result_meta(
         meta["preface_chars"] = len(outcome.preface)
     if outcome.fence_label is not None:
         meta["fence_label"] = outcome.fence_label
+    # What the chat draws the result's card from, so a reloaded thread shows the same.
+    if structured is not None:
+        meta["structured"] = structured
     return meta
 
 

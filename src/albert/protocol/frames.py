@@ -3,9 +3,10 @@
 Every chat frame names its thread, so one socket serves every thread of a client.
 """
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 # Ids are made by clients (message ids) or by the object (thread ids); both are
 # short opaque tokens, never free text that could smuggle anything into SQL or logs.
@@ -134,6 +135,12 @@ class ToolCallFrame(_TurnFrame):
     server: str | None = Field(None, description="The MCP server of the tool; None: built in")
 
 
+# The most of a tool result's structured content the chat shows and keeps (its compact
+# JSON): it rides in one WebSocket frame and one stored message, so it is bounded like them.
+# A larger one is left out of both, and the chat shows the result's text instead.
+MAX_STRUCTURED_CHARS = 100_000
+
+
 class ToolResultFrame(_TurnFrame):
     """A tool finished (or failed); preview of what the model saw."""
 
@@ -148,6 +155,29 @@ class ToolResultFrame(_TurnFrame):
     duration_ms: float
     truncated: bool
     content: str
+    structured: dict[str, Any] | None = Field(
+        None,
+        description="The tool's structured content, which the chat draws its card from: "
+        "present on a successful result whose content's compact JSON is at most "
+        f"{MAX_STRUCTURED_CHARS:,} characters (also stored as the tool message's "
+        "`meta.structured`, so a reloaded thread shows the same)",
+    )
+
+    @field_validator("structured")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # The frame keeps its own bound, whoever builds it: content over it is left out
+        # (the chat then shows the result's text), never sent whole.
+        return value if value is None or within_bound(value) else None
+
+
+def within_bound(structured: dict[str, Any]) -> bool:
+    """True when structured content's compact JSON is at most MAX_STRUCTURED_CHARS."""
+    try:
+        text = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+    return len(text) <= MAX_STRUCTURED_CHARS
 
 
 class ToolProgressFrame(_TurnFrame):

@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from albert.protocol.frames import within_bound
 from albert.validation import validation_message
 
 
@@ -65,6 +66,14 @@ class ToolResult(BaseModel):
     def error(cls, message: str) -> "ToolResult":
         """A short error result the model can read and recover from."""
         return cls(content=[TextPart(text=f"Error: {message}")], is_error=True)
+
+    def presentable(self) -> dict[str, Any] | None:
+        """The structured content the chat may draw from: a successful result's, when its
+        JSON is at most the frame's bound (albert.protocol.frames.MAX_STRUCTURED_CHARS);
+        None otherwise."""
+        if self.is_error or self.own_words or not self.structured:
+            return None
+        return self.structured if within_bound(self.structured) else None
 
     def joined_text(self) -> str:
         """The tool's whole text: its parts joined."""

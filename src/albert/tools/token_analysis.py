@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 import httpx
 from pydantic import Field, model_validator
@@ -20,6 +20,7 @@ from albert.tools.platform_client import (
     SupplyData,
     TokenAnalysis,
 )
+from albert.tools.token_search.tool import token_deep_link
 
 TokenChain = Literal["ethereum", "base", "arbitrum", "optimism", "polygon", "bsc", "solana"]
 _BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
@@ -113,12 +114,23 @@ def token_analysis_tool(settings: Settings, http: httpx.AsyncClient) -> LocalToo
             text += "\n\nOther tokens with this symbol: " + "; ".join(
                 f"{o.identity.name} ({_where(o)})" for o in others
             )
-        structured = {"token": main.model_dump(mode="json")}
+        structured: dict[str, Any] = {
+            "token": main.model_dump(mode="json"),
+            "page_url": _page_of(settings.deep_link_base_url, main),
+        }
         if others:
             structured["other_matches"] = [o.model_dump(mode="json") for o in others]
         return ToolResult.text(text, structured=structured)
 
     return LocalTool("analyze_token", DESCRIPTION, TokenAnalysisInput, run)
+
+
+def _page_of(base_url: str, a: TokenAnalysis) -> str | None:
+    """The product's page of the token, when the product has pages and the token a place."""
+    ident = a.identity
+    if not (ident.chain and ident.address):
+        return None
+    return token_deep_link(base_url, ident.chain, ident.address)
 
 
 def summarise_token(a: TokenAnalysis) -> str:

@@ -62,15 +62,24 @@ async def test_analyze_pepe_by_symbol(platform_url: str, http: httpx.AsyncClient
     assert "Risk read:" in text and "volatility" in text
     assert result.structured is not None
     assert result.structured["token"]["market"]["market_cap_usd"] == row["market_cap"]
+    # No product base URL is set: no page of the token is made up.
+    assert result.structured["page_url"] is None
+    # Sources are named for people, not by where they sit in the repository.
+    assert "data_server/" not in text and "the product's curated deployments list" in text
 
 
 async def test_analyze_token_by_chain_and_address(
     platform_url: str, http: httpx.AsyncClient
 ) -> None:
-    tool = token_analysis_tool(_settings(platform_url), http)
+    settings = Settings(
+        platform_api_url=platform_url, deep_link_base_url="https://app.albert.test/"
+    )
+    tool = token_analysis_tool(settings, http)
     result = await tool.execute({"chain": "ethereum", "address": PEPE.lower()})
     assert not result.is_error
     assert result.structured["token"]["identity"]["address"] == PEPE  # type: ignore[index]
+    page = f"https://app.albert.test/token/ethereum/{PEPE}"
+    assert result.structured["page_url"] == page  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

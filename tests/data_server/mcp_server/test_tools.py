@@ -271,6 +271,7 @@ async def test_top_yields(app_server: AppServer) -> None:
     assert [v["apy"] for v in data["vaults"]] == pytest.approx(ranked(False), rel=1e-6)
     assert ranked(True) != ranked(False), "the recordings hold flagged outliers"
     assert "Left out as likely outliers" in " ".join(texts(result))
+    assert data["outliers_left_out"] and not data["only_outliers"]
     kept = ok(await call(app_server, "top_yields", {"limit": 5, "include_outliers": True}))
     assert [v["apy"] for v in kept["vaults"]] == pytest.approx(ranked(True), rel=1e-6)
     loose = ok(await call(app_server, "top_yields", {"limit": 5, "min_tvl_usd": 0}))
@@ -299,6 +300,14 @@ async def test_analyze_risk(app_server: AppServer) -> None:
     assert {k for k, f in flagged.items() if f["assessment"] == "concern"} == penalised
     assert data["concerns"] == sum(f["assessment"] == "concern" for f in data["factors"])
     assert "Score " in texts(result)[0]
+    # Factors and score parts are named in words, for the answer and for the model alike.
+    assert factors["impermanent_loss"]["label"] == "Impermanent loss"
+    assert factors["protocol_age"]["label"] == "Protocol age"
+    parts = {p["component"]: p for p in data["score_parts"]}
+    assert parts.keys() == data["breakdown"]["components"].keys()
+    assert parts["il_risk"]["label"] == "Impermanent loss" and parts["audits"]["out_of"] == 20
+    assert "- Impermanent loss: yes (concern)" in texts(result)[0]
+    assert "protocol_age" not in texts(result)[0] and "il_risk" not in texts(result)[0]
 
 
 async def test_wallet_positions(app_server: AppServer) -> None:
@@ -311,6 +320,10 @@ async def test_wallet_positions(app_server: AppServer) -> None:
     values = [p["value_usd"] for p in data["positions"] if p["value_usd"] is not None]
     assert values == sorted(values, reverse=True)
     assert len(texts(result)) == 2  # vault positions carry risk ratings
+    # A vault position links to the vault's page, as the index has it.
+    by_id = {v.id: v for v in active_vaults(app_server.store)}
+    vaults = [p for p in data["positions"] if p["kind"] == "vault"]
+    assert vaults and all(p["vault_url"] == by_id[p["vault_id"]].url for p in vaults)
 
 
 async def test_wallet_portfolio(app_server: AppServer) -> None:

@@ -179,3 +179,14 @@ async def test_slices_are_the_parsed_vaults_each_once_and_final(size: int) -> No
     by_pool = {v.id.rsplit(":", 1)[1]: v for v in seen}
     newest = _newest_apy()
     assert all(by_pool[p].apy == pytest.approx(apy) for p, apy in newest.items())
+
+
+async def test_a_broken_page_link_falls_back_to_the_pools_defillama_page() -> None:
+    result = await run_offline(DefiLlamaProcessor(chart_pools=[]))
+    broken = [r for r in load(SNAKE) if "factory=undefined" in (r.get("url") or "")]
+    assert broken, "the recording holds Aerodrome links built from a missing factory"
+    urls = {v.id: v.url for v in result.vaults}
+    for row in broken:
+        url = urls.get(f"defillama:{chain_slug(row['chain'])}:{row['pool']}")
+        assert url is None or "undefined" not in url
+    assert all("undefined" not in (u or "") for u in urls.values())

@@ -1,4 +1,11 @@
-"""The `search_tokens` tool: validated query -> compiled Typesense search -> ten readable hits."""
+"""The `search_tokens` tool: validated query -> compiled Typesense search -> ten readable hits.
+
+The index holds each token's newest recorded market row, and rows come from recordings of
+different days. A ranking (a search with `sort_by`) is therefore read from one snapshot: the
+newest day among the matching tokens that have the ranked figure; tokens with data of other
+days, or without the figure, are left out, and the answer says so with the date. A ranking
+by a figure no matching token has is refused in words, never replaced by another order.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +16,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field
 
+from albert.search.filters import all_of, number_range
 from albert.search.typesense_client import (
     SearchHit,
+    SearchParams,
+    SearchResponse,
     TypesenseClient,
     TypesenseConnectionError,
     TypesenseError,
@@ -19,7 +30,7 @@ from albert.search.typesense_client import (
 from albert.settings import Settings
 from albert.tools.base import LocalTool, ToolResult
 from albert.tools.token_search.compiler import CompiledSearch, compile_query
-from albert.tools.token_search.query import TokenSearchQuery
+from albert.tools.token_search.query import SortField, TokenSearchQuery
 
 TOOL_NAME = "search_tokens"
 TOKENS_COLLECTION = "tokens"
@@ -35,6 +46,26 @@ DESCRIPTION = (
     "price change over 1h/24h/7d; sort by any of these. Returns ten tokens per page with "
     "a link to each token's page; ask for the next page with page=N."
 )
+
+DAY = 86_400
+# Far below any figure the index holds: `field:>=` this matches exactly the tokens that
+# have the field (a range never matches an absent field). Every token has these two (the
+# index refuses a bound this low for their int32 fields).
+_ANY_VALUE = -(10**15)
+_ALWAYS_PRESENT = frozenset({SortField.rank, SortField.authenticity_score})
+# The ranked figures in words, for the answer and the refusal.
+FIGURE_WORDS = {
+    SortField.rank: "market-cap rank",
+    SortField.marketcap: "market cap",
+    SortField.liquidity: "DEX liquidity",
+    SortField.volume_24h: "24-hour volume",
+    SortField.vol_mcap_ratio: "volume-to-market-cap ratio",
+    SortField.authenticity_score: "authenticity score",
+    SortField.holders: "holder count",
+    SortField.price_change_1h: "1-hour price change",
+    SortField.price_change_24h: "24-hour price change",
+    SortField.price_change_7d: "7-day price change",
+}
 
 # Fields copied into each structured hit, in display order.
 HIT_FIELDS = (
@@ -58,9 +89,16 @@ HIT_FIELDS = (
 )
 
 
-def token_deep_link(base_url: str, chain: str, address: str) -> str:
-    """The app page of a token: `{base}/token/{chain}/{address}`."""
+def token_deep_link(base_url: str, chain: str, address: str) -> str | None:
+    """The app page of a token: `{base}/token/{chain}/{address}`; None without a base URL
+    (no link is made up)."""
+    if not base_url.strip():
+        return None
     return f"{base_url.rstrip('/')}/token/{quote(chain, safe='')}/{quote(address, safe='')}"
+
+
+def _day(as_of: int) -> str:
+    return datetime.fromtimestamp(as_of, UTC).strftime("%Y-%m-%d")
 
 
 def _usd(value: float) -> str:
@@ -73,7 +111,7 @@ def _usd(value: float) -> str:
     return "$" + format(Decimal(f"{value:.4g}"), "f")
 
 
-def _hit_line(index: int, doc: dict[str, Any], link: str) -> str:
+def _hit_line(index: int, doc: dict[str, Any], link: str | None) -> str:
     """One numbered line per token; figures the index does not have are left out."""
     rank = doc.get("rank")
     parts = [str(doc.get("chain", "?"))]
@@ -100,7 +138,8 @@ def _hit_line(index: int, doc: dict[str, Any], link: str) -> str:
     if doc.get("as_of"):
         parts.append(f"data of {datetime.fromtimestamp(doc['as_of'], UTC):%Y-%m-%d}")
     title = f"{doc.get('name', '?')} ({doc.get('symbol', '?')})"
-    return f"{index}. {title}: " + " · ".join(parts) + f"\n   {link}"
+    line = f"{index}. {title}: " + " · ".join(parts)
+    return line + f"\n   {link}" if link else line
 
 
 def _structured_hit(hit: SearchHit, base_url: str) -> dict[str, Any]:
@@ -124,8 +163,28 @@ def _describe_sort(sort_by: str) -> str:
     return ", then ".join(parts)
 
 
+class Snapshot(BaseModel):
+    """The one day a ranking was read from, and what it left out."""
+
+    model_config = ConfigDict(frozen=True)
+
+    date: str = Field(description="UTC day of the market data ranked (YYYY-MM-DD)")
+    figure: str = Field(description="The ranked figure, in words")
+    left_out: int = Field(
+        description="Matching tokens with the figure but data of another day, left out"
+    )
+
+
+class RankingRefused(Exception):
+    """A ranking by a figure that no matching token has: said, not replaced."""
+
+
 def render_results(
-    q: TokenSearchQuery, compiled: CompiledSearch, found: int, hits: list[dict[str, Any]]
+    q: TokenSearchQuery,
+    compiled: CompiledSearch,
+    found: int,
+    hits: list[dict[str, Any]],
+    snapshot: Snapshot | None = None,
 ) -> str:
     """The text the model reads: page header, numbered hits, and how to get more."""
     total_pages = max(1, math.ceil(found / compiled.per_page))
@@ -144,6 +203,8 @@ def render_results(
         f"Tokens {first}-{first + len(hits) - 1} of {found} found "
         f"(page {q.page} of {total_pages}, sorted by {_describe_sort(compiled.sort_by)}):"
     ]
+    if snapshot is not None:
+        lines.insert(0, _snapshot_line(snapshot))
     start = first
     for offset, hit in enumerate(hits):
         lines.append(_hit_line(start + offset, hit, hit["deep_link"]))
@@ -154,6 +215,74 @@ def render_results(
     else:
         lines.append("This is the last page.")
     return "\n".join(lines)
+
+
+def _snapshot_line(snapshot: Snapshot) -> str:
+    """How a ranking was read, for the model to say with the date."""
+    line = (
+        f"Data as of {snapshot.date}: ranked by {snapshot.figure} among the tokens with "
+        "market data of that day only"
+    )
+    if snapshot.left_out:
+        line += (
+            f" ({snapshot.left_out} matching token(s) with data of an older day are left out, "
+            f"as are those without a {snapshot.figure})"
+        )
+    return line + "."
+
+
+async def _ranking(
+    client: TypesenseClient, collection: str, q: TokenSearchQuery, compiled: CompiledSearch
+) -> tuple[CompiledSearch, Snapshot | None]:
+    """The search pinned to one snapshot day when it ranks (else as compiled).
+
+    RankingRefused when matching tokens exist but none has the ranked figure."""
+    if q.sort_by is None:
+        return compiled, None
+    field = q.sort_by.value
+    has_figure = None if q.sort_by in _ALWAYS_PRESENT else number_range(field, _ANY_VALUE, None)
+    with_figure = all_of([compiled.filter_by, has_figure])
+    newest = await _first(client, collection, compiled, with_figure, "as_of:desc")
+    if newest.found == 0:
+        matching = await _first(client, collection, compiled, compiled.filter_by, "rank:asc")
+        if matching.found:
+            raise RankingRefused(
+                f"No token matching this search has a {FIGURE_WORDS[q.sort_by]} in the index "
+                f"({matching.found} match without one), so they cannot be ranked by it; "
+                "they are not ranked by another figure in its place."
+            )
+        return compiled, None
+    as_of = int(newest.hits[0].document["as_of"])
+    start = as_of - as_of % DAY
+    pinned = all_of([with_figure, number_range("as_of", start, start + DAY - 1)])
+    ranked = compiled.model_copy(update={"filter_by": pinned})
+    # `left_out` is the count with the figure; the caller subtracts the day's own count.
+    return ranked, Snapshot(date=_day(as_of), figure=FIGURE_WORDS[q.sort_by], left_out=newest.found)
+
+
+async def _first(
+    client: TypesenseClient,
+    collection: str,
+    compiled: CompiledSearch,
+    filter_by: str | None,
+    sort_by: str,
+) -> SearchResponse:
+    """One document of the search under another filter and order (its count with it)."""
+    params = SearchParams(
+        q=compiled.q,
+        query_by=compiled.query_by,
+        filter_by=filter_by,
+        sort_by=sort_by,
+        page=1,
+        per_page=1,
+    )
+    return await client.search(collection, params)
+
+
+def _dates(hits: list[dict[str, Any]]) -> list[str]:
+    """The days of market data among the hits, newest first."""
+    days = {_day(int(h["as_of"])) for h in hits if isinstance(h.get("as_of"), int | float)}
+    return sorted(days, reverse=True)
 
 
 def _index_client(settings: Settings, http: httpx.AsyncClient) -> TypesenseClient:
@@ -183,13 +312,19 @@ def token_search_tool(
     async def run(q: TokenSearchQuery) -> ToolResult:
         compiled = compile_query(q)
         try:
+            compiled, snapshot = await _ranking(client, collection, q, compiled)
             response = await client.search(collection, compiled.to_params())
+            if snapshot is not None:
+                left_out = max(0, snapshot.left_out - response.found)
+                snapshot = snapshot.model_copy(update={"left_out": left_out})
+        except RankingRefused as exc:
+            return ToolResult.error(str(exc))
         except TypesenseConnectionError as exc:
             return ToolResult.error(f"token index unreachable ({exc.message}); try again later")
         except TypesenseError as exc:
             return ToolResult.error(f"token search failed (HTTP {exc.status}: {exc.message})")
         hits = [_structured_hit(h, base_url) for h in response.hits]
-        text = render_results(q, compiled, response.found, hits)
+        text = render_results(q, compiled, response.found, hits, snapshot)
         structured = {
             "query": q.model_dump(mode="json", exclude_none=True),
             "search": compiled.model_dump(),
@@ -198,6 +333,9 @@ def token_search_tool(
             "found": response.found,
             "total_pages": math.ceil(response.found / compiled.per_page),
             "next_page": q.page + 1 if q.page * compiled.per_page < response.found else None,
+            # A ranking's one day of data; else the days the hits' data are of.
+            "snapshot": snapshot.model_dump() if snapshot is not None else None,
+            "data_dates": _dates(hits),
             "hits": hits,
         }
         return ToolResult.text(text, structured=structured)

@@ -13,6 +13,7 @@ from albert.settings import Settings
 from albert.tools.base import LocalTool, Tool, spec_of
 from albert.tools.token_search import TokenSearchQuery, token_deep_link, token_search_tool
 from albert.tools.token_search import tool as tool_module
+from albert.tools.token_search.query import SortField
 from data_server.tokens import schema as tokens_schema_module
 
 from .conftest import SeededTokens
@@ -93,10 +94,8 @@ async def test_deep_links_point_at_each_token(
             assert (doc.chain, doc.address, doc.symbol) == (h["chain"], h["address"], h["symbol"])
 
 
-async def test_stablecoins_with_filters_and_sort(tool: LocalTool[TokenSearchQuery]) -> None:
-    result = await tool.execute(
-        {"stablecoin": True, "min_market_cap_usd": 1_000_000, "sort_by": "rank"}
-    )
+async def test_stablecoins_with_filters(tool: LocalTool[TokenSearchQuery]) -> None:
+    result = await tool.execute({"stablecoin": True, "min_market_cap_usd": 1_000_000})
     data = result.structured
     assert data is not None
     assert data["search"]["filter_by"] == "marketcap:>=1000000 && stablecoin:=true"
@@ -106,6 +105,8 @@ async def test_stablecoins_with_filters_and_sort(tool: LocalTool[TokenSearchQuer
     assert all(h["stablecoin"] for h in data["hits"])
     assert "stablecoin" in result.joined_text()
     assert "sorted by rank ascending" in result.joined_text()
+    # Not a ranking asked for: every day of data the hits come from is named.
+    assert data["snapshot"] is None and data["data_dates"]
 
     risky = await tool.execute({"max_authenticity_score": 39})
     assert risky.structured is not None
@@ -117,10 +118,72 @@ async def test_stablecoins_with_filters_and_sort(tool: LocalTool[TokenSearchQuer
     )
     assert movers.structured is not None
     changes = [h["price_change_1h"] for h in movers.structured["hits"]]
-    known = [c for c in changes if c is not None]
-    # Tokens whose recording has no 1h change sort last, never between known values.
-    assert known and changes[: len(known)] == sorted(known, reverse=True)
-    assert all(c is None for c in changes[len(known) :])
+    # A ranking holds only tokens that have the ranked figure, largest first.
+    assert changes and None not in changes and changes == sorted(changes, reverse=True)
+
+
+async def test_a_ranking_is_read_from_one_day_of_data(
+    tool: LocalTool[TokenSearchQuery], seeded_tokens: SeededTokens
+) -> None:
+    result = await tool.execute({"sort_by": "price_change_24h"})
+    assert not result.is_error, result.joined_text()
+    data = result.structured
+    assert data is not None
+    days = {time.strftime("%Y-%m-%d", time.gmtime(h["as_of"])) for h in data["hits"]}
+    snapshot = data["snapshot"]
+    assert days == {snapshot["date"]} and data["data_dates"] == [snapshot["date"]]
+    # The newest day of any token with a 24h change, and every such token of that day.
+    with_change = [d for d in seeded_tokens.documents if d.price_change_24h is not None]
+    newest = max(time.strftime("%Y-%m-%d", time.gmtime(d.as_of)) for d in with_change)
+    same_day = [d for d in with_change if time.strftime("%Y-%m-%d", time.gmtime(d.as_of)) == newest]
+    assert snapshot["date"] == newest and data["found"] == len(same_day)
+    assert snapshot["left_out"] == len(with_change) - len(same_day) > 0
+    text = result.joined_text()
+    assert text.startswith(f"Data as of {newest}: ranked by 24-hour price change")
+    changes = [h["price_change_24h"] for h in data["hits"]]
+    assert changes == sorted(changes, reverse=True)
+
+
+@pytest.mark.parametrize("field", [f.value for f in SortField])
+async def test_every_ranking_is_accepted_by_the_index(
+    tool: LocalTool[TokenSearchQuery], seeded_tokens: SeededTokens, field: str
+) -> None:
+    result = await tool.execute({"sort_by": field})
+    if all(getattr(d, field) is None for d in seeded_tokens.documents):
+        # The recordings have no such figure (a 7-day change, holder counts): refused.
+        assert result.is_error and "cannot be ranked" in result.joined_text()
+        return
+    assert not result.is_error, result.joined_text()
+    data = result.structured
+    assert data is not None and data["hits"] and len(data["data_dates"]) == 1
+
+
+async def test_a_ranking_by_a_figure_no_token_has_is_refused(
+    tool: LocalTool[TokenSearchQuery], seeded_tokens: SeededTokens
+) -> None:
+    assert all(d.price_change_7d is None for d in seeded_tokens.documents)
+    result = await tool.execute({"sort_by": "price_change_7d", "sort_direction": "asc"})
+    assert result.is_error
+    assert "No token matching this search has a 7-day price change" in result.joined_text()
+    assert "not ranked by another figure in its place" in result.joined_text()
+    # Nothing matches at all: the usual empty answer, not a refusal.
+    none = await tool.execute(
+        {"sort_by": "price_change_7d", "chain": "polygon", "stablecoin": False}
+    )
+    assert not none.is_error and "No tokens match" in none.joined_text()
+
+
+async def test_without_a_base_url_no_link_is_made(
+    seeded_tokens: SeededTokens, http: httpx.AsyncClient
+) -> None:
+    settings = Settings.from_env(
+        {"TYPESENSE_URL": seeded_tokens.url, "TYPESENSE_API_KEY": seeded_tokens.api_key}
+    )
+    plain = token_search_tool(settings, http, collection=seeded_tokens.collection)
+    result = await plain.execute({"query": "usdc", "chain": "base"})
+    assert result.structured is not None
+    assert [h["deep_link"] for h in result.structured["hits"]] == [None]
+    assert "http" not in result.joined_text()
 
 
 async def test_no_match_and_past_the_end(tool: LocalTool[TokenSearchQuery]) -> None:
@@ -194,3 +257,4 @@ def test_deep_link_format() -> None:
     assert token_deep_link("https://x.test", "ethereum", "native") == (
         "https://x.test/token/ethereum/native"
     )
+    assert token_deep_link("", "ethereum", "native") is None
