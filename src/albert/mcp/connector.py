@@ -15,6 +15,7 @@ timeout (measured on workerd: the first object's connect timed out, the next too
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import logging
 import sys
@@ -46,6 +47,11 @@ CLIENT_LOAD_SECONDS = 120.0
 # a thread is still importing gets a half-built module.
 _loaded: ModuleType | None = None
 _import_lock = threading.Lock()
+# The import under way on its thread, which every caller awaits (None: none started, or
+# the last one failed and the next caller tries again). Its own lock: the import's is held
+# for the whole import, and the event loop must never wait on that.
+_loading: concurrent.futures.Future[ModuleType] | None = None
+_loading_lock = threading.Lock()
 
 
 def _import_connection() -> ModuleType:
@@ -58,19 +64,43 @@ def _import_connection() -> ModuleType:
         return _loaded
 
 
+def _import_into(loading: concurrent.futures.Future[ModuleType]) -> None:
+    global _loading
+    try:
+        loading.set_result(_import_connection())
+    except BaseException as exc:
+        with _loading_lock:
+            _loading = None
+        loading.set_exception(exc)
+
+
 async def connection_module() -> ModuleType:
     """The SDK-backed connection module, imported off the event loop where threads exist.
 
     Importing `mcp` takes about a second; on a thread it does not hold up chat
     frames of the same object (or of other objects on the same loop). Any number of
-    objects may ask at once: one thread imports, the others wait for it on threads
-    of their own. Pyodide has no threads, so there it imports inline.
+    objects, on any number of loops, may ask at once: one thread of its own imports,
+    and they all await that one import, holding no thread while they wait (the loop's
+    worker threads stay free for its other work: name lookups, the model's connect).
+    The thread is a daemon, so a stop never waits for it. Pyodide has no threads, so
+    there it imports inline.
     """
+    global _loading
     if _loaded is not None:
         return _loaded
     if sys.platform == "emscripten":
         return _import_connection()
-    return await asyncio.to_thread(_import_connection)
+    with _loading_lock:
+        loading = _loading
+        if loading is None:
+            loading = _loading = concurrent.futures.Future()
+            # Running from the start: a caller that gives up (its await cancelled) then
+            # cannot cancel the one import everyone else awaits.
+            loading.set_running_or_notify_cancel()
+            threading.Thread(
+                target=_import_into, args=(loading,), name="mcp-sdk-import", daemon=True
+            ).start()
+    return await asyncio.wrap_future(loading)
 
 
 def client_loaded() -> bool:

@@ -18,9 +18,11 @@ to the address just checked (albert.mcp.pinned_transport).
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import re
 import socket
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -128,10 +130,32 @@ def refused_reason(ip: IpAddress) -> str | None:
     return _own_reason(ip)
 
 
+# At most this many system lookups of MCP server names at once, per event loop. Each one
+# holds a worker thread of the loop, for as long as the resolver's timeout when a name
+# does not answer; a hundred objects retrying an unreachable server would hold them all,
+# and the loop's other work on those threads (the model gateway's own lookup before it
+# connects) would queue behind them.
+SYSTEM_LOOKUPS_AT_ONCE = 2
+_lookup_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 async def system_resolver(host: str) -> list[str]:
     """Every address the host name resolves to, through the system resolver."""
     loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    slots = _lookup_slots.get(loop)
+    if slots is None:
+        slots = _lookup_slots[loop] = asyncio.Semaphore(SYSTEM_LOOKUPS_AT_ONCE)
+    await slots.acquire()
+    lookup = loop.run_in_executor(
+        None, functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM)
+    )
+    # The slot is the thread's, not the caller's: a caller that gives up (its attempt's
+    # bound) leaves the lookup running on its thread, and the slot comes back only when
+    # that thread is free again.
+    lookup.add_done_callback(lambda _: slots.release())
+    infos = await asyncio.shield(lookup)
     return sorted({str(info[4][0]) for info in infos})
 
 

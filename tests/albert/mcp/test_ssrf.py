@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -253,3 +257,46 @@ async def _never(host: str) -> list[str]:
 async def test_urls_a_parser_could_read_two_ways_are_refused(url: str) -> None:
     with pytest.raises(UrlRefused):
         await check_url(url, "production", _never)
+
+
+SLOW_LOOKUPS = """
+import asyncio, json, time
+from albert.mcp.ssrf import system_resolver
+
+async def main():
+    loop = asyncio.get_running_loop()
+
+    async def give_up(n):
+        try:
+            await asyncio.wait_for(system_resolver(f"mcp{n}.unanswered.test"), 0.2)
+        except (TimeoutError, OSError):
+            pass
+
+    await asyncio.gather(*(give_up(n) for n in range(20)))
+    started = time.monotonic()
+    await loop.getaddrinfo("127.0.0.1", 80)  # the loop's own lookups, as a model connect's
+    await asyncio.to_thread(lambda: None)
+    print(json.dumps({"waited": time.monotonic() - started}))
+
+asyncio.run(main())
+"""
+
+
+def test_lookups_of_unanswered_mcp_names_leave_the_loop_its_threads() -> None:
+    """Twenty objects give up on a name whose lookup hangs 3 s: their lookups hold at most
+    SYSTEM_LOOKUPS_AT_ONCE of the loop's threads, so its other work runs at once instead
+    of queueing behind seconds of lookups."""
+    project = Path(__file__).resolve().parents[3]
+    slow = project / "tests" / "support" / "slow_dns"
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{slow}:{project / 'src'}:{project}",
+        "ALBERT_TEST_SLOW_DNS_SUFFIX": ".unanswered.test",
+        "ALBERT_TEST_SLOW_DNS_SECONDS": "3",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_LOOKUPS], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Queued behind the hanging lookups it would wait 3 s or more.
+    assert json.loads(done.stdout)["waited"] < 1.5, done.stdout
