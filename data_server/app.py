@@ -30,6 +30,7 @@ from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
 from data_server.pipeline.service import PipelineScheduler, pipeline_health
+from data_server.redaction import public_json, settings_secrets
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore, open_store
 from data_server.wallets.positions import WalletReader
@@ -166,7 +167,8 @@ def create_app(
             status_code=200 if reachable else 503,
         )
 
-    mcp.custom_route("/healthz", methods=["GET"])(healthz)
+    # /healthz is open: whatever it quotes from a failure loses URLs and credentials.
+    mcp.custom_route("/healthz", methods=["GET"])(public_json(healthz, settings_secrets(settings)))
     mcp.custom_route("/readyz", methods=["GET"])(readyz)
     # Every tool answers with one result and sends no progress or request of its own, so a
     # POST is answered with its JSON body directly: no per-request task group, stream and
