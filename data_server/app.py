@@ -29,6 +29,7 @@ from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
+from data_server.mcp_streams import EventStreamGuard
 from data_server.pipeline.service import PipelineScheduler, pipeline_health
 from data_server.redaction import public_json, settings_secrets
 from data_server.settings import DataServerSettings
@@ -178,6 +179,8 @@ def create_app(
         streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
     )
     mount_platform(app)
+    # GETs the SDK answers badly (no session, Last-Event-ID): 405 and 400 (mcp_streams).
+    app.add_middleware(EventStreamGuard, path=settings.mcp_path)
     app.add_middleware(
         AccessGuard,
         guarded=(settings.mcp_path, "/platform"),
