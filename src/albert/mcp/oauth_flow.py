@@ -143,6 +143,21 @@ class OAuthFlow:
         self, name: str, url: str, redirect_uri: str, seal: Callable[[str], str]
     ) -> str:
         """Discover, register if needed, and return the URL the user authorizes at."""
+        try:
+            return await self._start(name, url, redirect_uri, seal)
+        except AuthorizationFailed:
+            raise
+        except Exception:
+            # Metadata that passed its checks and still broke a step: the user gets words
+            # (a 502 naming the cause), never a 500.
+            log.exception("MCP server %s: the authorization could not begin", name)
+            raise AuthorizationFailed(
+                "the authorization server's metadata or answers could not be used"
+            ) from None
+
+    async def _start(
+        self, name: str, url: str, redirect_uri: str, seal: Callable[[str], str]
+    ) -> str:
         record = self._store.get(name, url) or OAuthRecord()
         async with self._client() as http:
             prm = await self._resource_metadata(http, url, record.challenge)
