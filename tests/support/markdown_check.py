@@ -32,7 +32,8 @@ MARKED_TAGS = {
 }  # fmt: skip
 
 
-def _permissive() -> MarkdownIt:
+def permissive_parser() -> MarkdownIt:
+    """markdown-it-py as a permissive viewer: raw HTML on, every link scheme let through."""
     md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
     md.validateLink = lambda _url: True  # type: ignore[method-assign]
     return md
@@ -41,7 +42,7 @@ def _permissive() -> MarkdownIt:
 def unsafe_tokens(markdown: str) -> list[str]:
     """Raw HTML, images and links to other schemes the text makes (markdown-it-py)."""
     found: list[str] = []
-    pending: list[Any] = list(_permissive().parse(markdown))
+    pending: list[Any] = list(permissive_parser().parse(markdown))
     while pending:
         token = pending.pop()
         if token.type in ("html_block", "html_inline"):

@@ -16,7 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from albert.chat.safe_markdown import code_span, inline_text, neutralised
-from tests.support.markdown_check import NODE, marked_html, unsafe_html, unsafe_tokens
+from tests.support.markdown_check import (
+    NODE,
+    marked_html,
+    permissive_parser,
+    unsafe_html,
+    unsafe_tokens,
+)
 
 ATTACKS = [
     "<img src=x onerror=alert(1)>",
@@ -127,10 +133,7 @@ def test_an_open_fence_is_closed_at_the_end_of_the_text() -> None:
 )
 def test_a_code_span_holds_any_text(text: str) -> None:
     span = code_span(text)
-    tokens = [t for t in unsafe_tokens(span)]
-    assert tokens == []
-    from tests.support.markdown_check import _permissive
-
-    [paragraph] = [t for t in _permissive().parse(span) if t.type == "inline"]
+    assert unsafe_tokens(span) == []
+    [paragraph] = [t for t in permissive_parser().parse(span) if t.type == "inline"]
     assert [c.type for c in paragraph.children or []] == ["code_inline"]
     assert paragraph.children[0].content == text  # type: ignore[index]
