@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import copy
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -32,7 +31,9 @@ from data_server.mcp_server import build_mcp_server
 from data_server.mcp_server.deps import ToolDeps
 from data_server.mcp_server.store_access import StoreCatalog, StoreHistory, StoreRecords
 from data_server.mcp_server.vault_index import VaultIndex
+from data_server.mcp_streams import EventStreamGuard
 from data_server.pipeline.service import STOP_GRACE_SECONDS, PipelineScheduler, pipeline_health
+from data_server.redaction import public_json, public_text, settings_secrets
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore, open_store
 from data_server.store.calls import StoreCalls, StoreUnavailable, in_thread
@@ -47,14 +48,6 @@ log = logging.getLogger(__name__)
 StoreCall = Callable[..., Awaitable[Any]]
 
 STORE_CLOSE_SECONDS = 10.0
-
-# `scheme://user:password@` in any text a health answer repeats (an error naming a URL).
-_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
-
-
-def without_credentials(text: str) -> str:
-    """`text` with the user and password of every URL in it replaced by `***`."""
-    return _URL_CREDENTIALS.sub(r"\1***@", text)
 
 
 # On a stop, what `serve` gives the connections still open (a tool call under way, an MCP
@@ -130,7 +123,7 @@ async def index_health(
         report["age_seconds"] = round(age)
         if age > settings.stale_after():
             problems.append(f"age: last publish is {age / 3600:.1f} h old")
-    problems = [without_credentials(problem) for problem in problems]
+    problems = [public_text(problem) for problem in problems]
     report.update(reachable=reachable, stale=bool(problems), problems=problems)
     report["ok"] = reachable and not problems
     return report
@@ -243,7 +236,8 @@ def create_app(
             status = "store_unavailable"
         return JSONResponse({"status": status}, status_code=200 if status == "ready" else 503)
 
-    mcp.custom_route("/healthz", methods=["GET"])(healthz)
+    # /healthz is open: whatever it quotes from a failure loses URLs and credentials.
+    mcp.custom_route("/healthz", methods=["GET"])(public_json(healthz, settings_secrets(settings)))
     mcp.custom_route("/readyz", methods=["GET"])(readyz)
     # Every tool answers with one result and sends no progress or request of its own, so a
     # POST is answered with its JSON body directly: no per-request task group, stream and
@@ -253,6 +247,8 @@ def create_app(
         streamable_http_path=settings.mcp_path, host=settings.host, json_response=True
     )
     mount_platform(app)
+    # GETs the SDK answers badly (no session, Last-Event-ID): 405 and 400 (mcp_streams).
+    app.add_middleware(EventStreamGuard, path=settings.mcp_path)
     app.add_middleware(
         AccessGuard,
         guarded=(settings.mcp_path, "/platform"),

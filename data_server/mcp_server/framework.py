@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from albert.search import TypesenseError
 from data_server.coaching import CoachItem, guidelines_block
 from data_server.mcp_server.output_schema import output_schema
+from data_server.redaction import index_unavailable, public_text
 from data_server.store.calls import UNAVAILABLE_MESSAGE, StoreUnavailable
 from data_server.wallets.rpc import RpcError
 
@@ -124,12 +125,12 @@ def build_tool(
         try:
             output = await handler(params)
         except ToolFailure as exc:
-            return error_result(str(exc))
+            return error_result(public_text(str(exc)))
         except TypesenseError as exc:
             log.warning("tool %s: search index error: %s", name, exc)
-            return error_result(f"the vault index is unavailable right now ({exc.message})")
+            return error_result(index_unavailable(exc))
         except RpcError as exc:
-            return error_result(f"chain RPC failed: {exc}")
+            return error_result(public_text(f"chain RPC failed: {exc}"))
         except StoreUnavailable as exc:
             log.warning("tool %s: %s", name, exc)
             return error_result(UNAVAILABLE_MESSAGE)

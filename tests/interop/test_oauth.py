@@ -28,11 +28,15 @@ def guarded() -> Iterator[GuardedServers]:
         yield servers
 
 
-async def authorize_in_browser(client: ChatClient, runtime: RuntimeProcess, name: str) -> str:
-    """Press Authorize, approve at the authorization server, land on the callback page."""
-    started = await client.http.post(f"/api/mcp/servers/{name}/authorize")
-    assert started.status_code == 200, started.text
-    url = started.json()["authorization_url"]
+async def authorize_in_browser(
+    client: ChatClient, runtime: RuntimeProcess, name: str, url: str | None = None
+) -> str:
+    """Press Authorize (unless `url` is the one it gave), approve at the authorization
+    server, land on the callback page."""
+    if url is None:
+        started = await client.http.post(f"/api/mcp/servers/{name}/authorize")
+        assert started.status_code == 200, started.text
+        url = started.json()["authorization_url"]
     async with httpx.AsyncClient(timeout=10) as browser:
         approved = await browser.get(url)
         assert approved.status_code in (302, 303, 307), approved.text
@@ -69,7 +73,8 @@ async def test_a_server_that_needs_oauth_waits_for_the_user_then_answers(
         assert "press Authorize" in system_prompt(model.requests[-1])
 
         started = await client.http.post("/api/mcp/servers/guarded/authorize")
-        url = urlsplit(started.json()["authorization_url"])
+        authorization_url = started.json()["authorization_url"]
+        url = urlsplit(authorization_url)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         # Discovery went from the server's metadata to the authorization server's.
         assert f"{url.scheme}://{url.netloc}" == guarded.issuer and url.path == "/authorize"
@@ -79,9 +84,8 @@ async def test_a_server_that_needs_oauth_waits_for_the_user_then_answers(
         assert query["redirect_uri"] == f"{runtime.url}/api/mcp/oauth/callback"
         assert provider.registrations == 1
 
-        page = await authorize_in_browser(client, runtime, "guarded")
+        page = await authorize_in_browser(client, runtime, "guarded", authorization_url)
         assert "guarded is connected" in page
-        # The registration made for the first authorization was used again.
         assert provider.registrations == 1
         ready = await wait_status(client, "guarded", "ready")
         assert ready["tools"] == 1 and ready["last_error"] is None
@@ -163,3 +167,47 @@ async def test_made_up_replayed_and_refused_callbacks_change_nothing(
         # A server that does not take OAuth cannot be authorized.
         missing = await client.http.post("/api/mcp/servers/nothing/authorize")
         assert missing.status_code == 404
+
+
+# 200,000 nested brackets: a RecursionError once, so a 500 at the callback and a refresh
+# that escaped its handler and left the server reconnecting for ever.
+NESTED = b"[" * 200_000
+DEEP = b'{"error": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+
+
+async def test_a_token_endpoint_answering_nested_json_ends_in_words_not_a_crash(
+    runtime: RuntimeProcess, model: ScriptedModelServer
+) -> None:
+    with guarded_mcp(access_seconds=30) as guarded:
+        async with ChatClient(runtime.url, runtime.ws_url) as client:
+            await client.connect()
+            await add(client, "nested", guarded.mcp_url)
+            await wait_status(client, "nested", "needs_authorization")
+            # At the callback: the page says what happened, no 500.
+            guarded.token_answer = (400, NESTED)
+            started = await client.http.post("/api/mcp/servers/nested/authorize")
+            async with httpx.AsyncClient(timeout=10) as browser:
+                approved = await browser.get(started.json()["authorization_url"])
+                page = await browser.get(approved.headers["location"])
+            assert page.status_code == 400, page.text
+            assert "refused to issue tokens (HTTP 400)" in page.text
+            await wait_status(client, "nested", "needs_authorization")
+
+            # At a refresh (every use of a 30 s token refreshes): the tokens go, and the
+            # server waits for the user with the reason instead of reconnecting.
+            guarded.token_answer = None
+            await authorize_in_browser(client, runtime, "nested")
+            await wait_status(client, "nested", "ready")
+            guarded.token_answer = (400, DEEP)
+            thread = await client.new_thread()
+            model.script(
+                Reply(tool_calls=[ScriptedToolCall(name="guarded_yield")]), Reply(text=["no"])
+            )
+            frames = await client.turn(thread, "yield?")
+            [result] = [f for f in frames if f["type"] == "tool_result"]
+            assert not result["ok"]
+            waiting = await wait_status(client, "nested", "needs_authorization", within=15)
+            assert "refused to renew access (HTTP 400)" in waiting["last_error"], waiting
+            await asyncio.sleep(1.0)
+            still = await wait_status(client, "nested", "needs_authorization")
+            assert still["attempts"] == 0 and still["next_retry_in_seconds"] is None

@@ -49,3 +49,24 @@ def test_the_typescript_client_lists_and_calls_our_tools(app_server: AppServer) 
     # Resources and prompts are advertised by the SDK's server but none are offered.
     assert answer["resources"] == {"answer": {"resources": []}}
     assert answer["prompts"] == {"answer": {"prompts": []}}
+
+
+def test_the_typescript_client_gets_clean_answers_to_early_and_resuming_gets(
+    app_server: AppServer,  # noqa: F811
+) -> None:
+    if not NODE.exists() or not SDK.exists():
+        pytest.skip("node_modules is not installed (scripts/bootstrap installs it)")
+    out = subprocess.run(
+        [str(NODE), str(Path(__file__).with_name("ts_resume.mjs")), app_server.mcp_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=PROJECT_DIR,
+    )
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    # Before initialize: 405, the answer clients take as "no stream here", and no session.
+    assert answer["early"] == {"status": 405, "session": None}
+    # Resuming: the SDK reports our 400 (it was a 500), and the session goes on.
+    assert {e["code"] for e in answer["errors"]} == {400}, answer["errors"]
+    assert answer["tools"] == 10

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -154,11 +155,33 @@ class _Verifier:
 
 @dataclass
 class GuardedServers:
-    """The running pair: where they are, and the provider behind both."""
+    """The running pair: where they are, and the provider behind both.
+
+    `token_answer`: when set, the authorization server's token endpoint answers with this
+    (status, JSON body) instead, as a broken or hostile one would."""
 
     provider: LoopbackProvider
     issuer: str
     mcp_url: str
+    token_answer: tuple[int, bytes] | None = None
+
+
+class _TokenAnswer:
+    """ASGI wrapper of the authorization server: the token endpoint says what the test set."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.servers: GuardedServers | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        answer = self.servers.token_answer if self.servers is not None else None
+        if scope["type"] != "http" or scope["path"] != "/token" or answer is None:
+            await self.app(scope, receive, send)
+            return
+        status, body = answer
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 @contextmanager
@@ -168,13 +191,15 @@ def guarded_mcp(access_seconds: int = 3600) -> Iterator[GuardedServers]:
     as_port, mcp_port = free_port(), free_port()
     issuer = f"http://127.0.0.1:{as_port}"
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
-    authority = Starlette(
-        routes=create_auth_routes(
-            provider,
-            AnyHttpUrl(issuer),
-            client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
-            ),
+    authority = _TokenAnswer(
+        Starlette(
+            routes=create_auth_routes(
+                provider,
+                AnyHttpUrl(issuer),
+                client_registration_options=ClientRegistrationOptions(
+                    enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+                ),
+            )
         )
     )
     server = MCPServer(
@@ -198,4 +223,6 @@ def guarded_mcp(access_seconds: int = 3600) -> Iterator[GuardedServers]:
         AsgiServer(authority, as_port),
         AsgiServer(app, mcp_port, lifespan="on", graceful_shutdown_seconds=1),
     ):
-        yield GuardedServers(provider, issuer, mcp_url)
+        servers = GuardedServers(provider, issuer, mcp_url)
+        authority.servers = servers
+        yield servers

@@ -2,7 +2,11 @@
 
 Markdown shows the conversation as it stands: each question and its current answer, tool
 calls as one line each (tool, server, outcome, time), earlier versions of a regenerated
-answer under a note. JSON (`ThreadExport`) is every stored message as the API sends it.
+answer under a heading. Everything a person or a model wrote passes through
+`albert.chat.safe_markdown` (no raw HTML, image or link but http(s) and mailto survives,
+code is kept), and tool names and arguments sit in code spans no backtick can end; the
+document's own structure is Markdown only, no HTML. JSON (`ThreadExport`) is every stored
+message as the API sends it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from albert.chat.safe_markdown import code_span, inline_text, neutralised
 from albert.protocol.http import Message, Thread, ThreadExport
 
 
@@ -28,7 +33,7 @@ def _tool_line(m: Message) -> str:
     meta: dict[str, Any] = m.meta
     source = meta.get("source")
     remote = isinstance(source, str) and source not in ("local", "unknown")
-    where = f" on {source}" if remote else ""
+    where = f" on {inline_text(source)}" if remote else ""
     decision = meta.get("confirmation")
     if decision in ("declined", "timeout"):
         outcome = "declined"
@@ -38,8 +43,8 @@ def _tool_line(m: Message) -> str:
     took_text = f", {took / 1000:.1f} s" if isinstance(took, int | float) else ""
     cut = ", cut to fit" if meta.get("truncated") else ""
     args = meta.get("arguments")
-    args_text = f" `{json.dumps(args, ensure_ascii=False)}`" if args else ""
-    return f"> Tool `{m.name}`{where}{args_text}: {outcome}{took_text}{cut}"
+    args_text = f" {code_span(json.dumps(args, ensure_ascii=False))}" if args else ""
+    return f"> Tool {code_span(m.name or 'unnamed')}{where}{args_text}: {outcome}{took_text}{cut}"
 
 
 def _answer_lines(messages: Sequence[Message]) -> list[str]:
@@ -48,22 +53,25 @@ def _answer_lines(messages: Sequence[Message]) -> list[str]:
         if m.role == "tool":
             lines += [_tool_line(m), ""]
         elif m.content.strip():
-            lines += [m.content.strip(), ""]
+            lines += [neutralised(m.content.strip()), ""]
     last = messages[-1] if messages else None
     if last is not None and last.role == "assistant" and last.status != "complete":
-        lines += [f"_(answer {last.status}: {last.finish_reason or 'not ended'})_", ""]
+        reason = inline_text(last.finish_reason or "not ended")
+        lines += [f"_(answer {last.status}: {reason})_", ""]
     return lines
 
 
 def export_markdown(thread: Thread, messages: Sequence[Message], now_ms: int) -> str:
     """The conversation as a Markdown document."""
-    lines = [f"# {thread.title}", "", f"_Exported from Albert on {_when(now_ms)}._", ""]
+    title = inline_text(thread.title)
+    lines = [f"# {title}", "", f"_Exported from Albert on {_when(now_ms)}._", ""]
     turns: dict[str, list[Message]] = {}
     for m in messages:
         turns.setdefault(m.turn_id, []).append(m)
     for turn in turns.values():
         for question in (m for m in turn if m.role == "user"):
-            lines += [f"## You · {_when(question.created_at)}", "", question.content.strip(), ""]
+            asked = neutralised(question.content.strip())
+            lines += [f"## You · {_when(question.created_at)}", "", asked, ""]
         current = [m for m in turn if m.role != "user" and "version" not in m.meta]
         earlier: dict[int, list[Message]] = {}
         for m in turn:
@@ -75,8 +83,9 @@ def export_markdown(thread: Thread, messages: Sequence[Message], now_ms: int) ->
             feedback = next((m.meta["feedback"] for m in current if "feedback" in m.meta), None)
             if isinstance(feedback, dict) and feedback.get("rating"):
                 comment = f": {feedback['comment']}" if feedback.get("comment") else ""
-                lines += [f"_Feedback: {feedback['rating']}{comment}_", ""]
+                said = inline_text(f"{feedback['rating']}{comment}")
+                lines += [f"_Feedback: {said}_", ""]
         for number, version in sorted(earlier.items()):
-            lines += [f"<details><summary>Earlier answer {number}</summary>", ""]
-            lines += [*_answer_lines(version), "</details>", ""]
+            lines += [f"### Earlier answer {number}", ""]
+            lines += _answer_lines(version)
     return "\n".join(lines).rstrip() + "\n"

@@ -52,12 +52,14 @@ CLIENT_INFO = mcp_types.Implementation(name="albert", version="0.1.0")
 # What the SDK's event streams may wait between events (a long tool call sends nothing).
 READ_SECONDS = 300.0
 Transport = Literal["streamable-http", "sse"]
-# MCP log levels, mapped onto Python's (the server's own words are kept in the message).
+# The MCP log levels kept (warning and up, as docs/mcp.md says), mapped onto Python's; the
+# server's own word for the level stays in the message.
 _LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
     "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
 }
 
 
@@ -371,8 +373,12 @@ class McpConnection:
         return client
 
     async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
-        # The server's own log lines, kept in ours (bounded: a server writes the text).
-        level = _LOG_LEVELS.get(params.level, logging.ERROR)
+        # The server's own log lines, kept in ours (bounded: a server writes the text). We
+        # ask for warning and up, but at the 2025 handshakes a server may send every level
+        # whatever was asked: what is below is dropped here, not written at info.
+        level = _LOG_LEVELS.get(params.level)
+        if level is None:
+            return
         data = params.data if isinstance(params.data, str) else json.dumps(params.data)
         server_log.log(level, "MCP server %s [%s]: %s", self.name, params.level, data[:1000])
 

@@ -271,12 +271,14 @@ class Connector:
         except Exception as exc:
             challenge = connection.authorization_challenge(exc)
             authorize = challenge is not None and oauth_store is not None and config.uses_oauth
+            reason = connection.describe_error(exc)
             if authorize:
                 assert oauth_store is not None and challenge is not None
-                oauth_store.challenged(config.name, config.url, challenge)
-            server.connect_failed(
-                connection.describe_error(exc), final=connection.is_final(exc), authorize=authorize
-            )
+                ended = oauth_store.challenged(config.name, config.url, challenge)
+                if ended:
+                    # What ended the last authorization says more to the user than the 401.
+                    reason = f"{reason}: {ended}"
+            server.connect_failed(reason, final=connection.is_final(exc), authorize=authorize)
             await conn.close()
             return False
         except BaseException:

@@ -4,12 +4,18 @@ A server answers 401: the connection stops (`needs_authorization`, no retry loop
 keeps the challenge. When the user presses Authorize, `start` runs, in order:
 protected-resource metadata (RFC 9728, the URL from the challenge first) →
 authorization-server metadata (RFC 8414, its issuer checked) → dynamic client
-registration (RFC 7591, once per authorization server and redirect URI) → PKCE (S256),
-and gives back the authorization URL the browser opens. The authorization server sends
-the browser to the worker's callback; `finish` checks the state and `iss`, trades the
-code for tokens (with the resource indicator, RFC 8707) and stores them in the object's
-SQLite. `tokens_for` gives the connection its bearer, refreshed before it expires and
-once more when the server refuses it.
+registration (RFC 7591, once per authorization server and redirect URI, done again when
+the server has forgotten it) → PKCE (S256), and gives back the authorization URL the
+browser opens. The authorization server sends the browser to the worker's callback;
+`finish` checks the state and `iss`, trades the code for tokens (with the resource
+indicator, RFC 8707) and stores them in the object's SQLite. `access_token` gives the
+connection its bearer, refreshed before it expires (or, with no refresh token, used until
+it expires) and once more when the server refuses it.
+
+Whatever an authorization server answers, a failure is an `AuthorizationFailed` in words a
+user can act on: error bodies are parsed with a bounded depth and size, and a refresh that
+fails for any reason drops the tokens, so the server waits in `needs_authorization` (with
+the reason) instead of retrying.
 
 Every URL a server or its metadata names is checked as an MCP URL is (albert.mcp.ssrf),
 each answer is read up to a small cap, and nothing of the tokens leaves the object but
@@ -24,7 +30,7 @@ import base64
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import httpx2
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError, PKCEParameters
@@ -50,7 +56,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
-from pydantic import AnyUrl
+from pydantic import AnyUrl, BaseModel, ConfigDict
 
 from albert.clock import Clock
 from albert.mcp.oauth_state import new_nonce
@@ -63,6 +69,7 @@ from albert.mcp.oauth_store import (
 )
 from albert.mcp.pinned_transport import transport_for
 from albert.mcp.ssrf import ConnectCheck, Resolver, UrlRefused, check_url
+from albert.protocol.display_text import clean_label
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +79,41 @@ PENDING_SECONDS = 600.0
 REFRESH_MARGIN_SECONDS = 60.0
 # Metadata, registrations and token answers are small; more is refused unread.
 MAX_ANSWER_BYTES = 256 * 1024
+# An error answer is a few fields; a longer one is not read for them.
+MAX_ERROR_BYTES = 16 * 1024
 REQUEST_SECONDS = 10.0
 CLIENT_NAME = "Albert"
 GRANT_TYPES = ["authorization_code", "refresh_token"]
+# OIDC Core 11: a provider grants offline_access (so a refresh token) only with this prompt.
+OFFLINE_SCOPE = "offline_access"
+UNREADABLE = "the authorization server's answer could not be read"
+
+
+class TokenRefused(AuthorizationFailed):
+    """The token endpoint refused a request; `client_unknown` when it no longer knows our
+    registration (`invalid_client`), which the next authorization then makes anew."""
+
+    def __init__(self, message: str, *, client_unknown: bool) -> None:
+        super().__init__(message)
+        self.client_unknown = client_unknown
+
+
+class OAuthError(BaseModel):
+    """An OAuth error answer (RFC 6749 5.2, RFC 7591 3.2.2): the fields shown, if any."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    error: str | None = None
+    error_description: str | None = None
+
+
+class RegistrationAccess(BaseModel):
+    """Where a registration can be read back (RFC 7592), from the registration answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    registration_client_uri: str | None = None
+    registration_access_token: str | None = None
 
 
 class OAuthFlow:
@@ -104,6 +143,21 @@ class OAuthFlow:
         self, name: str, url: str, redirect_uri: str, seal: Callable[[str], str]
     ) -> str:
         """Discover, register if needed, and return the URL the user authorizes at."""
+        try:
+            return await self._start(name, url, redirect_uri, seal)
+        except AuthorizationFailed:
+            raise
+        except Exception:
+            # Metadata that passed its checks and still broke a step: the user gets words
+            # (a 502 naming the cause), never a 500.
+            log.exception("MCP server %s: the authorization could not begin", name)
+            raise AuthorizationFailed(
+                "the authorization server's metadata or answers could not be used"
+            ) from None
+
+    async def _start(
+        self, name: str, url: str, redirect_uri: str, seal: Callable[[str], str]
+    ) -> str:
         record = self._store.get(name, url) or OAuthRecord()
         async with self._client() as http:
             prm = await self._resource_metadata(http, url, record.challenge)
@@ -118,9 +172,10 @@ class OAuthFlow:
                 raise AuthorizationFailed("the authorization server does not offer PKCE (S256)")
             await self._check(str(metadata.authorization_endpoint))
             scope = get_client_metadata_scopes(
-                _challenge_scope(record.challenge), prm, metadata, GRANT_TYPES
+                _challenge_scope(record.challenge), prm, metadata, _grant_types(metadata)
             )
-            client = await self._client_info(http, record, metadata, redirect_uri, scope)
+            record = await self._client_info(http, record, metadata, redirect_uri, scope)
+        client = OAuthClientInformationFull.model_validate(record.client)
         pkce = PKCEParameters.generate()
         nonce = new_nonce()
         params = {
@@ -134,6 +189,9 @@ class OAuthFlow:
         }
         if scope:
             params["scope"] = scope
+            if OFFLINE_SCOPE in scope.split():
+                # Without it a standard provider drops offline_access, so no refresh token.
+                params["prompt"] = "consent"
         # Tokens the server still takes are kept until the new ones arrive: an
         # authorization the user abandons costs nothing.
         self._store.save(
@@ -144,7 +202,6 @@ class OAuthFlow:
                     "resource": resource,
                     "issuer": str(metadata.issuer),
                     "metadata": metadata.model_dump(mode="json", exclude_none=True),
-                    "client": client.model_dump(mode="json", exclude_none=True),
                     "pending": PendingAuthorization(
                         nonce=nonce,
                         verifier=pkce.code_verifier,
@@ -155,9 +212,7 @@ class OAuthFlow:
                 }
             ),
         )
-        endpoint = str(metadata.authorization_endpoint)
-        joiner = "&" if urlsplit(endpoint).query else "?"
-        return f"{endpoint}{joiner}{urlencode(params, quote_via=quote)}"
+        return authorization_url(str(metadata.authorization_endpoint), params)
 
     async def _resource_metadata(
         self, http: httpx2.AsyncClient, url: str, challenge: str | None
@@ -199,38 +254,115 @@ class OAuthFlow:
         metadata: OAuthMetadata,
         redirect_uri: str,
         scope: str | None,
-    ) -> OAuthClientInformationFull:
-        """Our registration at this authorization server: the stored one, or a new one."""
-        if record.client is not None and record.issuer is not None:
-            known = OAuthClientInformationFull.model_validate(record.client)
-            registered = {str(u) for u in known.redirect_uris or []}
-            if issuers_match(record.issuer, str(metadata.issuer)) and redirect_uri in registered:
-                return known
+    ) -> OAuthRecord:
+        """The record with our registration at this authorization server: the stored one
+        while the server still knows it, else a new one."""
+        known = self._known_client(record, metadata, redirect_uri)
+        if known is not None:
+            # An authorization server that forgot a client shows the user an error page and
+            # never calls back: the last authorization, made without tokens that would
+            # prove the client known, never came back.
+            unanswered = record.pending is not None and record.access_token is None
+            if not unanswered and await self._still_registered(http, record):
+                return record
+            # Register anew, keeping this registration should that be refused.
+            log.info("registering again at %s", _origin(str(metadata.issuer)))
         if metadata.registration_endpoint is None:
+            if known is not None:
+                return record
             raise AuthorizationFailed(
                 "the authorization server offers no dynamic client registration"
             )
         await self._check(str(metadata.registration_endpoint))
-        request = create_client_registration_request(
-            metadata,
-            OAuthClientMetadata(
-                redirect_uris=[AnyUrl(redirect_uri)],
-                grant_types=GRANT_TYPES,
-                response_types=["code"],
-                client_name=CLIENT_NAME,
-                scope=scope,
-                token_endpoint_auth_method=_auth_method(metadata),
-            ),
-            str(metadata.issuer),
-        )
-        response = await self._send(http, request)
         try:
-            return await handle_registration_response(response)
-        except OAuthRegistrationError as exc:
-            log.warning("client registration refused: %s", str(exc)[:300])
-            raise AuthorizationFailed(
-                f"the authorization server refused our registration (HTTP {response.status_code})"
-            ) from None
+            return await self._register(http, record, metadata, redirect_uri, scope)
+        except AuthorizationFailed:
+            if known is None:
+                raise
+            return record
+
+    @staticmethod
+    def _known_client(
+        record: OAuthRecord, metadata: OAuthMetadata, redirect_uri: str
+    ) -> OAuthClientInformationFull | None:
+        """The stored registration, if it was made at this issuer for this redirect URI."""
+        if record.client is None or record.issuer is None:
+            return None
+        known = OAuthClientInformationFull.model_validate(record.client)
+        registered = {str(u) for u in known.redirect_uris or []}
+        if issuers_match(record.issuer, str(metadata.issuer)) and redirect_uri in registered:
+            return known
+        return None
+
+    async def _still_registered(self, http: httpx2.AsyncClient, record: OAuthRecord) -> bool:
+        """False when the server says it no longer knows our registration (RFC 7592 read:
+        401 or 404); True when it knows it, or offers no way to ask, or cannot answer now."""
+        uri, token = record.registration_uri, record.registration_token
+        if uri is None or token is None:
+            return True
+        try:
+            await self._check(uri)
+            request = http.build_request(
+                "GET",
+                uri,
+                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            )
+            response = await self._send(http, request)
+        except AuthorizationFailed:
+            return True
+        return response.status_code not in (401, 404)
+
+    async def _register(
+        self,
+        http: httpx2.AsyncClient,
+        record: OAuthRecord,
+        metadata: OAuthMetadata,
+        redirect_uri: str,
+        scope: str | None,
+    ) -> OAuthRecord:
+        """A new registration (RFC 7591); without the scope when the server refuses it."""
+        attempts = [scope, None] if scope else [None]
+        for attempt, asked in enumerate(attempts):
+            request = create_client_registration_request(
+                metadata,
+                OAuthClientMetadata(
+                    redirect_uris=[AnyUrl(redirect_uri)],
+                    grant_types=_grant_types(metadata),
+                    response_types=["code"],
+                    client_name=CLIENT_NAME,
+                    scope=asked,
+                    token_endpoint_auth_method=_auth_method(metadata),
+                ),
+                str(metadata.issuer),
+            )
+            response = await self._send(http, request)
+            try:
+                client = await handle_registration_response(response)
+            except OAuthRegistrationError:
+                error, description = oauth_error(response)
+                log.warning(
+                    "client registration refused (HTTP %s, %s: %s)",
+                    response.status_code,
+                    error,
+                    description,
+                )
+                # A provider that lists no such scope refuses a registration asking for it
+                # (scope is optional in RFC 7591): the same registration without it.
+                if response.status_code == 400 and attempt + 1 < len(attempts):
+                    continue
+                raise AuthorizationFailed(
+                    "the authorization server refused our registration "
+                    + _status_words(response.status_code, error, description)
+                ) from None
+            access = _registration_access(response)
+            return record.model_copy(
+                update={
+                    "client": client.model_dump(mode="json", exclude_none=True),
+                    "registration_uri": access.registration_client_uri,
+                    "registration_token": access.registration_access_token,
+                }
+            )
+        raise AssertionError("unreachable: the last attempt raises or returns")
 
     # --- finish: the callback ---------------------------------------------------------
 
@@ -246,8 +378,12 @@ class OAuthFlow:
         if self._now() - pending.created_at > PENDING_SECONDS:
             raise AuthorizationFailed("this authorization expired: press Authorize again")
         if "error" in query:
-            reason = query.get("error_description") or query["error"]
-            raise AuthorizationFailed(f"the authorization server said: {reason[:200]}")
+            reason = _shown(query.get("error_description") or query["error"], 200)
+            raise AuthorizationFailed(
+                f"the authorization server said: {reason}"
+                if reason
+                else "the authorization server refused the authorization"
+            )
         code = query.get("code")
         if not code:
             raise AuthorizationFailed("the callback carried no authorization code")
@@ -263,7 +399,19 @@ class OAuthFlow:
             "code_verifier": pending.verifier,
             "resource": record.resource or resource_url_from_server_url(url),
         }
-        token = await self._token_request(record, form)
+        try:
+            token = await self._token_request(record, form, "to issue tokens")
+        except TokenRefused as exc:
+            if exc.client_unknown:
+                self._store.save(
+                    name, url, record.model_copy(update={"pending": None}).without_client()
+                )
+            raise
+        except AuthorizationFailed:
+            raise
+        except Exception:
+            log.exception("MCP server %s: the token answer could not be used", name)
+            raise AuthorizationFailed(UNREADABLE) from None
         self._store.save(name, url, self._with_token(record, token, pending.scope))
         log.info("MCP server %s: authorized", name)
         return name
@@ -276,9 +424,21 @@ class OAuthFlow:
         if record is None or record.access_token is None:
             return None
         expires_at = record.expires_at
-        if expires_at is not None and expires_at - self._now() < REFRESH_MARGIN_SECONDS:
+        if expires_at is None or expires_at - self._now() >= REFRESH_MARGIN_SECONDS:
+            return record.access_token
+        if record.refresh_token is not None:
             return await self.refreshed(name, url, record.access_token)
-        return record.access_token
+        if expires_at > self._now():
+            # Nothing to renew it with: it serves until it expires.
+            return record.access_token
+        self._store.save(
+            name,
+            url,
+            record.without_tokens(
+                "access expired, and the authorization server gave no refresh token to renew it"
+            ),
+        )
+        return None
 
     async def refreshed(self, name: str, url: str, stale: str) -> str | None:
         """A new bearer for one the server refused (or that is expiring); None when none
@@ -291,7 +451,14 @@ class OAuthFlow:
             if record.access_token != stale:
                 return record.access_token  # refreshed by another request meanwhile
             if record.refresh_token is None or record.metadata is None:
-                self._store.save(name, url, record.without_tokens())
+                self._store.save(
+                    name,
+                    url,
+                    record.without_tokens(
+                        "the server no longer accepts the access token, and there is no "
+                        "refresh token to renew it"
+                    ),
+                )
                 return None
             form = {
                 "grant_type": "refresh_token",
@@ -299,10 +466,21 @@ class OAuthFlow:
                 "resource": record.resource or resource_url_from_server_url(url),
             }
             try:
-                token = await self._token_request(record, form)
+                token = await self._token_request(record, form, "to renew access")
             except AuthorizationFailed as exc:
                 log.warning("MCP server %s: token refresh refused: %s", name, exc)
-                self._store.save(name, url, record.without_tokens())
+                dropped = record.without_tokens(str(exc))
+                if isinstance(exc, TokenRefused) and exc.client_unknown:
+                    dropped = dropped.without_client()
+                self._store.save(name, url, dropped)
+                return None
+            except Exception:
+                # Whatever went wrong, the user can go on by authorizing again: never a
+                # connection failure that retries for ever.
+                log.exception("MCP server %s: token refresh failed", name)
+                self._store.save(
+                    name, url, record.without_tokens(f"renewing access failed: {UNREADABLE}")
+                )
                 return None
             updated = self._with_token(record, token, record.scope)
             self._store.save(name, url, updated)
@@ -328,10 +506,14 @@ class OAuthFlow:
                 "scope": token.scope or scope,
                 "challenge": None,
                 "pending": None,
+                "ended": None,
             }
         )
 
-    async def _token_request(self, record: OAuthRecord, form: dict[str, str]) -> OAuthToken:
+    async def _token_request(
+        self, record: OAuthRecord, form: dict[str, str], purpose: str
+    ) -> OAuthToken:
+        """POST to the token endpoint; `purpose` names what was asked, in the refusal."""
         metadata = OAuthMetadata.model_validate(record.metadata)
         client = OAuthClientInformationFull.model_validate(record.client)
         headers = {
@@ -351,10 +533,11 @@ class OAuthFlow:
             request = http.build_request("POST", endpoint, data=form, headers=headers)
             response = await self._send(http, request)
         if response.status_code != 200:
-            error = _error_code(response)
-            raise AuthorizationFailed(
-                f"the token endpoint refused the request (HTTP {response.status_code}"
-                + (f", {error})" if error else ")")
+            error, description = oauth_error(response)
+            raise TokenRefused(
+                f"the authorization server refused {purpose} "
+                + _status_words(response.status_code, error, description),
+                client_unknown=error == "invalid_client",
             )
         try:
             return await handle_token_response_scopes(response)
@@ -464,11 +647,56 @@ def _auth_method(metadata: OAuthMetadata) -> AuthMethod:
     return "none"
 
 
-def _error_code(response: httpx2.Response) -> str | None:
-    """The OAuth `error` of a refusal (RFC 6749 §5.2), bounded, if it has one."""
+def oauth_error(response: httpx2.Response) -> tuple[str | None, str | None]:
+    """The `error` and `error_description` of an OAuth error answer, as text fit to show.
+
+    The body is parsed with a bounded depth (pydantic's JSON parser) and only up to
+    MAX_ERROR_BYTES: a server answering 200,000 nested brackets gets no traceback out of
+    us, only no reason."""
+    body = response.content
+    if len(body) > MAX_ERROR_BYTES:
+        return None, None
     try:
-        body = response.json()
+        parsed = OAuthError.model_validate_json(body)
     except ValueError:
+        return None, None
+    return _shown(parsed.error, 60), _shown(parsed.error_description, 200)
+
+
+def _shown(text: str | None, limit: int) -> str | None:
+    if text is None:
         return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error[:60] if isinstance(error, str) else None
+    cleaned = clean_label(text[: limit * 4])[:limit]
+    return cleaned or None
+
+
+def _status_words(status: int, error: str | None, description: str | None) -> str:
+    """`(HTTP 400, invalid_grant: grant request is invalid)`, from what the server said."""
+    said = ": ".join(part for part in (error, description) if part)
+    return f"(HTTP {status}, {said})" if said else f"(HTTP {status})"
+
+
+def _grant_types(metadata: OAuthMetadata) -> list[str]:
+    """The grants we register for: refresh only where the server lists it (a provider that
+    issues no refresh token refuses a registration asking for that grant)."""
+    supported = metadata.grant_types_supported
+    return [g for g in GRANT_TYPES if supported is None or g in supported or g == GRANT_TYPES[0]]
+
+
+def _registration_access(response: httpx2.Response) -> RegistrationAccess:
+    try:
+        return RegistrationAccess.model_validate_json(response.content)
+    except ValueError:
+        return RegistrationAccess()
+
+
+def authorization_url(endpoint: str, params: dict[str, str]) -> str:
+    """The authorization endpoint with our parameters in its query.
+
+    The endpoint's own query is kept (RFC 6749 3.1) without any parameter of ours, so no
+    value the metadata wrote can stand before ours; a fragment, which an endpoint must not
+    have, is dropped, or the parameters would follow it and never reach the server."""
+    parts = urlsplit(endpoint)
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
+    query = urlencode([*kept, *params.items()], quote_via=quote)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))

@@ -49,22 +49,41 @@ class OAuthRecord(BaseModel):
     # 7591), as JSON objects the flow parses with the SDK's models.
     metadata: dict[str, Any] | None = None
     client: dict[str, Any] | None = None
+    # Where the registration can be read back (RFC 7592), when the server offers it: how
+    # the flow learns that the server has forgotten it (a restart, a clean-up).
+    registration_uri: str | None = None
+    registration_token: str | None = None
     access_token: str | None = None
     refresh_token: str | None = None
     token_type: str = "Bearer"
     expires_at: float | None = None
     scope: str | None = None
     pending: PendingAuthorization | None = None
+    # Why the last tokens were dropped, in the user's words, until new ones arrive: the
+    # server's status says it beside "authorize again".
+    ended: str | None = None
 
     @property
     def has_tokens(self) -> bool:
         """An access token is stored (valid or not)."""
         return self.access_token is not None
 
-    def without_tokens(self) -> OAuthRecord:
-        """The same record with its tokens dropped (refused by the server or the issuer)."""
+    def without_tokens(self, ended: str | None = None) -> OAuthRecord:
+        """The same record with its tokens dropped (refused by the server or the issuer);
+        `ended` says why, when it is known."""
         return self.model_copy(
-            update={"access_token": None, "refresh_token": None, "expires_at": None}
+            update={
+                "access_token": None,
+                "refresh_token": None,
+                "expires_at": None,
+                "ended": ended or self.ended,
+            }
+        )
+
+    def without_client(self) -> OAuthRecord:
+        """The same record without our registration: the next authorization registers anew."""
+        return self.model_copy(
+            update={"client": None, "registration_uri": None, "registration_token": None}
         )
 
 
@@ -98,10 +117,13 @@ class OAuthStore:
             self._now_ms(),
         )
 
-    def challenged(self, name: str, url: str, header: str) -> None:
-        """The server refused us (401): keep its challenge, drop the tokens it refused."""
+    def challenged(self, name: str, url: str, header: str) -> str | None:
+        """The server refused us (401): keep its challenge, drop the tokens it refused.
+
+        Returns why the last authorization ended, when the flow knew (for the status)."""
         record = self.get(name, url) or OAuthRecord()
         self.save(name, url, record.without_tokens().model_copy(update={"challenge": header}))
+        return record.ended
 
     def has_tokens(self, name: str, url: str) -> bool:
         """Tokens are stored for this server (cheap: no SDK import)."""

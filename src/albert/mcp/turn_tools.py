@@ -6,10 +6,13 @@ for the prompt: its guidance when it is connected, or that it is not.
 
 Names are the platform's first: the built-in tools, then the default server's (which may
 replace a built-in one), then each client server's in name order. A client server's tool
-whose name is taken already (also as a strict gateway folds names) is offered as
+whose name is taken already, or is one of the platform's (`PLATFORM_TOOL_NAMES`, a fixed
+list: the default server's names stay reserved while it is down, and `read_tool_result`,
+which the turn adds last), also as a strict gateway folds names, is offered as
 `server__tool`, and one whose name has characters model APIs refuse (a dot is legal in MCP)
 with those replaced; the server is still called by its own name. So no server a client
-adds can stand in for a platform tool. Renames show in the server's status.
+adds can stand in for a platform tool, whatever state the platform's servers are in.
+Renames show in the server's status.
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ from albert.mcp.reconnection_policy import ServerState
 from albert.mcp.remote_tool import Invoker, RemoteTool, RemoteToolSpec
 from albert.ports import TurnTools
 from albert.tools.base import Tool
+from albert.tools.platform_names import PLATFORM_TOOL_NAMES
 from albert.tools.quarantine import NAME_PATTERN, sanitised
 from albert.tools.registry import ToolRegistry
 
 _REFUSED_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+_RESERVED = frozenset(sanitised(name) for name in PLATFORM_TOOL_NAMES)
+# Added to the turn after every server's tools, so it would silently replace a server's.
+_ADDED_LAST = frozenset({sanitised("read_tool_result")})
 TASK_ONLY = 'it runs only as a task (execution.taskSupport "required"), which Albert does not run'
 
 UNAVAILABLE = (
@@ -99,8 +106,11 @@ class ToolCatalogue:
     ) -> tuple[list[RemoteTool], list[str], list[str]]:
         """The server's tools under the names the model may see, what was renamed, and the
         tools left out because they run only as tasks."""
-        taken = {sanitised(name) for name in registry.names()}
-        platform = server.config.source == "default"
+        if server.config.source == "default":
+            # The platform's own server may replace a built-in tool, not the one added last.
+            taken = _ADDED_LAST
+        else:
+            taken = _RESERVED | {sanitised(name) for name in registry.names()}
         tools: list[RemoteTool] = []
         renamed: list[str] = []
         task_only: list[str] = []
@@ -111,7 +121,7 @@ class ToolCatalogue:
             name = spec.name
             if not NAME_PATTERN.match(name) and len(name) <= 64:
                 name = _REFUSED_CHARACTERS.sub("_", name)
-            if not platform and sanitised(name) in taken:
+            if sanitised(name) in taken:
                 name = f"{server.name}__{name}"
             if name != spec.name:
                 renamed.append(f"{spec.name[:80]} → {name}")

@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -213,7 +213,7 @@ class TypesenseClient:
             raise TypesenseConnectionError(f"timed out: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:
             raise TypesenseConnectionError(
-                f"cannot reach {self.base_url}: {type(exc).__name__}"
+                f"cannot reach {_without_credentials(self.base_url)}: {type(exc).__name__}"
             ) from exc
         if resp.status_code >= 400:
             raise TypesenseError(resp.status_code, _error_message(resp))
@@ -376,6 +376,13 @@ def request_url(base_url: str, path: str, params: Mapping[str, str] | None) -> s
     """
     url = f"{base_url}{path}"
     return f"{url}?{urlencode(params)}" if params else url
+
+
+def _without_credentials(url: str) -> str:
+    """The URL for a message: its `user:password@` (a TYPESENSE_URL may carry one) left out."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _seg(value: str) -> str:

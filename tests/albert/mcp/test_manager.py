@@ -316,11 +316,12 @@ async def test_client_configs_with_secret_headers_and_reload(
     h.store.put(McpServerIn(name="mine", url=vaults.url, secret_ref="MCP_SECRET_T"))
     await h.manager.reload("mine")
     turn = await h.manager.tools_for_turn()
-    assert turn.registry.source_of("search_vaults") == "mine"
+    # A client's server, offering a platform tool's name: offered under its own prefix.
+    assert turn.registry.source_of("mine__search_vaults") == "mine"
     h.store.put(McpServerIn(name="mine", url=vaults.url, secret_ref="MCP_SECRET_MISSING"))
     await h.manager.reload("mine")
     turn = await h.manager.tools_for_turn()
-    assert "search_vaults" not in turn.registry.names()
+    assert "mine__search_vaults" not in turn.registry.names()
     # One refusal for every reason, naming no secret.
     assert h.manager.status()[0].last_error == REFUSAL
     h.store.delete("mine")

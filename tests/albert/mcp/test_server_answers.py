@@ -9,6 +9,7 @@ no MCP endpoint, or needs authorization, fails at once for good instead of retry
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -304,6 +305,27 @@ async def test_a_client_server_cannot_take_a_platform_tool_name(
     # The chat names the server: the status frame carries the renames.
     frame = h.hub.socket.frames[-1]
     assert frame["type"] == "mcp_status" and frame["servers"][0]["renamed"] == status.renamed
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_a_servers_log_lines_below_warning_stay_out_of_our_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # At the initialize handshake a server may send every level, whatever was asked for.
+    with UnrulyServer(json_response=False, legacy_only=True) as server:
+        conn = await connection(server.url)
+        try:
+            with caplog.at_level(logging.DEBUG, logger="albert.mcp.server"):
+                result = await conn.call_tool("chatty", {})
+        finally:
+            await conn.close()
+    assert texts_of(result) == ["said"]
+    kept = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "albert.mcp.server"]
+    assert kept == [
+        (logging.WARNING, "MCP server unruly [warning]: warning line"),
+        (logging.ERROR, "MCP server unruly [error]: error line"),
+        (logging.CRITICAL, "MCP server unruly [critical]: critical line"),
+    ]
 
 
 @pytest.mark.parametrize("json_response", [False], ids=["sse"])

@@ -38,6 +38,7 @@ def _tools() -> list[Any]:
         "big",
         "slow",
         "progressive",
+        "chatty",
     )
     # Names a platform owns already, one legal in MCP but not for model APIs, a task-only one.
     clashing = ("echo", "Local-Only", "vault.search")
@@ -86,6 +87,13 @@ def _sdk_app(state: dict[str, Any]) -> Any:
                 await ctx.session.report_progress(done, 3, f"step {done}")
                 await anyio.sleep(0.3)
             return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
+        if name == "chatty":
+            # Every level, whatever the client asked for (allowed at the 2025 handshakes).
+            for level in ("debug", "info", "notice", "warning", "error", "critical"):
+                await ctx.session.send_log_message(
+                    level, f"{level} line", logger="unruly", related_request_id=ctx.request_id
+                )
+            return types.CallToolResult(content=[types.TextContent(type="text", text="said")])
         if name == "slow":
             state["slow_started"] += 1
             try:
