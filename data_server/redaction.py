@@ -61,10 +61,15 @@ def _pairs(query: str) -> Iterable[tuple[str, str, str]]:
 
 
 def public_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every URL and every given secret taken out."""
+    """`text` with every URL and every given secret taken out.
+
+    A secret counts where it stands alone, not inside a longer word: a database user named
+    `postgres` is taken out, the backend's name `postgresql` stays.
+    """
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= _MIN_SECRET:
-            text = text.replace(secret, SECRET_SHOWN)
+            alone = re.compile(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])")
+            text = alone.sub(SECRET_SHOWN, text)
     return _URL.sub(URL_SHOWN, text)
 
 

@@ -133,3 +133,11 @@ def test_index_errors_read_the_same_whatever_the_request_said() -> None:
     assert index_unavailable(TypesenseError(503, "proxy at http://u:p@h said no")) == (
         "the vault index is unavailable right now (it answered HTTP 503)"
     )
+
+
+def test_a_secret_inside_a_longer_word_leaves_the_word_alone() -> None:
+    from data_server.redaction import SECRET_SHOWN, public_text
+
+    # The store's user is `postgres`; the backend named in /healthz is `postgresql`.
+    shown = public_text("write store postgresql down; user postgres refused", ["postgres"])
+    assert shown == f"write store postgresql down; user {SECRET_SHOWN} refused"
