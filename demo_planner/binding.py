@@ -291,10 +291,18 @@ def _apply(fields: list[tuple[NumericField, float, bool]], cond: Condition, b: B
 def bind_flags(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     """Boolean fields named in the question ('stablecoin', 'no IL', 'audited')."""
     seen: set[str] = set()
-    for m in reading.mentions_of("flag"):
+    flags = reading.mentions_of("flag")
+    # "no audits", "lacking audits": the audit count negated is the audited flag off.
+    flags += [
+        Mention("flag", "audited", m.start, m.end, sign=1)
+        for m in reading.mentions_of("family")
+        if m.key == "audits" and m.start in reading.negated
+    ]
+    for m in flags:
         if m.key in seen:
             continue
-        on = m.sign > 0 and m.start not in reading.negated
+        # A negation of an "off" word turns it on: "skip unaudited" keeps the audited.
+        on = (m.sign > 0) != (m.start in reading.negated)
         name = lex.flags.get(m.key)
         if name is None:
             continue
@@ -330,11 +338,41 @@ def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
                 "or safer",
             )
         )
+        if m.start in reading.negated:
+            _bind_negated_enum(m, fields, lex, b)
+            continue
         choice = _enum_field(fields, m.value, prefer_max=at_most or m.value == "low")
         if choice is None or m.value not in choice.values:
             continue
         b.arguments[choice.name] = [m.value] if choice.is_list else m.value
         b.bound += 1
+
+
+def _bind_negated_enum(m: Mention, fields: list, lex: ToolLexicon, b: Binding) -> None:  # type: ignore[type-arg]
+    """'no LP pools', 'not high risk': every other value of the field, where it takes them;
+    on an ordered field (one with a maximum), a high value negated is the one below it."""
+    for f in fields:
+        k = f.values.index(m.value) if m.value in f.values else -1
+        if f.is_max and k >= 1 and 2 * k >= len(f.values):
+            b.arguments[f.name] = f.values[k - 1]
+            b.bound += 1
+            return
+    for f in sorted(fields, key=lambda f: not f.is_list):
+        others = [v for v in f.values if v != m.value]
+        if m.value not in f.values or not others:
+            continue
+        if f.is_list:
+            b.arguments[f.name] = others
+        elif len(others) == 1 and not f.is_max:
+            b.arguments[f.name] = others[0]
+        else:
+            continue
+        b.bound += 1
+        return
+    b.unbound.append(
+        f"“not {m.value.replace('_', ' ')}” ({_describe(m.key)}): {lex.tool} cannot leave "
+        "out one value"
+    )
 
 
 def _enum_field(fields: list, value: str, *, prefer_max: bool):  # type: ignore[no-untyped-def]
@@ -482,7 +520,10 @@ def bind_days(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
 
 
 def look_back_days(reading: Reading) -> int | None:
-    """The history window asked for: 'last 90 days', 'over the past month', 'this year'."""
+    """The history window asked for: 'last 90 days', 'over the past month', 'since March'."""
+    dated = reading.dated()
+    if dated and dated[0].days:
+        return dated[0].days
     if reading.numbers.windows_days:
         return int(reading.numbers.windows_days[0][0])
     text = " ".join(reading.words)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from demo_planner import vocabulary as voc
+from demo_planner.negation import negator_at
 from demo_planner.reading import Reading
 from demo_planner.text import is_ticker_shaped, without_possessive
 from demo_planner.vault_table import vault_rows
@@ -179,7 +180,7 @@ def _in_name_slot(words: list[str], i: int) -> bool:
 def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> list[Candidate]:
     """Words that may be names: neither grammar, nor numbers, nor field words. Ticker-shaped
     and capitalised words always; lowercase ones when known or where a name goes."""
-    used = reading.consumed()
+    used = reading.consumed() | reading.in_windows()
     out: list[Candidate] = []
     words = reading.words
     for t in reading.tokens:
@@ -191,8 +192,8 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
             continue
         bare = t.text.lstrip("$").strip("'").removesuffix("'s")
         low = bare.lower()
-        if not bare or low in voc.STOPWORDS or len(bare) < 2:
-            continue
+        if not bare or low in voc.STOPWORDS or len(bare) < 2 or negator_at(words, t.index):
+            continue  # "isnt", "skip", "besides": grammar, however they are written
         if bare.upper() in voc.NOT_TICKERS and not t.text.startswith("$"):
             continue
         ticker = is_ticker_shaped(t.text)
@@ -200,11 +201,7 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
         capitalised = bare[:1].isupper() and not opening
         if not (ticker or capitalised or (known and known(bare)) or _in_name_slot(words, t.index)):
             continue
-        before = words[max(0, t.index - 2) : t.index]
-        negated = any(
-            w in ("not", "excluding", "exclude", "except", "without", "avoid", "no") for w in before
-        )
-        out.append(Candidate(t.index, bare, ticker, negated))
+        out.append(Candidate(t.index, bare, ticker, t.index in reading.negated))
     return out[:MAX_CANDIDATES]
 
 
