@@ -11,6 +11,7 @@ lines is copied from this turn's tool results or from the question.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from albert.ai.model import ChatMessage, ChatToolCall
 from albert.tools.base import ToolSpec
@@ -31,8 +32,11 @@ from demo_planner.rendering import (
     unavailable_answer,
 )
 from demo_planner.small_talk import reply
+from demo_planner.text import ADDRESS
 from demo_planner.timeframes import trend_lines
 from demo_planner.vault_table import vault_rows
+
+_FIGURE = re.compile(r"\d")
 
 
 def part_of(call_id: str) -> int:
@@ -68,6 +72,8 @@ def _without_results(plan: Plan, tools: dict[str, ToolSpec], previous: str | Non
     """An answer with no tool result: small talk, a thing no tool does, or the help."""
     examples = [f"“{text}”" for name, text in HELP_EXAMPLES.items() if name in tools]
     if plan.reply is not None:
+        # Small talk calls no tool, so its examples carry no figure no result could back.
+        examples = [e for e in examples if not _FIGURE.search(ADDRESS.sub("", e))]
         return "\n".join([LABEL, "", *reply(plan.reply, examples, previous)]) + "\n"
     gap = plan.gap or next((p.gap for p in plan.all_parts() if p.gap is not None), None)
     if gap is not None and not any(p.main for p in plan.all_parts()):

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from demo_planner import vocabulary as voc
+from demo_planner.negation import negator_at
 from demo_planner.text import ADDRESS, ENS_NAME, VAULT_ID, is_ticker_shaped
 
 MAX_PARTS = 3
@@ -129,8 +130,8 @@ def _points_at_vault(left: str, right: str) -> bool:
     no subject of its own); 'I have 50k USDC, where should I put it?': the left part only
     sets the scene for the right."""
     left_words = _words(left)
-    if left_words and left_words[0] in voc.SCENE_OPENERS:
-        return True
+    if left_words and (left_words[0] in voc.SCENE_OPENERS or negator_at(left_words, 0)):
+        return True  # "skip the unaudited stuff and show me…": a condition on the next
     return bool(set(left_words) & voc.VAULT_SUBJECT_NOUNS) and _subject_of(right) is None
 
 

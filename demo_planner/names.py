@@ -198,7 +198,10 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
             continue
         ticker = is_ticker_shaped(t.text)
         opening = t.index == 0 or words[t.index - 1] in (".", "?", "!", ":", ";", "(")
-        capitalised = bare[:1].isupper() and not opening
+        nxt = reading.tokens[t.index + 1].text if t.index + 1 < len(words) else ""
+        # "Syrup USDT vault…": an opening word written as a name, right before a ticker.
+        named_first = opening and bare[:1].isupper() and is_ticker_shaped(nxt)
+        capitalised = bare[:1].isupper() and (not opening or named_first)
         if not (ticker or capitalised or (known and known(bare)) or _in_name_slot(words, t.index)):
             continue
         out.append(Candidate(t.index, bare, ticker, t.index in reading.negated))

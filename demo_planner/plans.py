@@ -229,8 +229,10 @@ def _asks_for_data(reading: Reading, ctx: Context) -> bool:
         return True
     if reading.numbers.counts or reading.mentions or reading.amounts or reading.windows:
         return True
-    social = {"wallet", "judgement"}  # "thanks, that's helpful" reads as a judgement
-    if any(cue not in social for cue in reading.cues):
+    # Cue words that need a subject to ask anything: "thanks, that's helpful" reads as a
+    # judgement, "that's all" as a list, "tell me about" as protocol talk.
+    modifiers = {"wallet", "wallet_list", "wallet_top", "judgement", "protocol_talk"}
+    if any(cue not in modifiers for cue in reading.cues):
         return True
     return bool(token_symbols(reading, names=False)) or bool(_named_words(reading, ctx))
 
@@ -473,14 +475,22 @@ def _wanted_analyses(reading: Reading) -> list[str]:
     window asks for the history, an exploit or a property asked ("is it audited?") for the
     risk analysis."""
     free = _free_cues(reading)
+    asked = bool(_asked_flags(reading)) or asks_about_exploits(reading.words)
     wanted = []
-    if "history" in free or reading.windows:
+    if reading.windows or ("history" in free and not (asked and _weak_history(reading))):
         wanted.append("vault_history")
-    if "risk" in free or asks_about_exploits(reading.words) or _asked_flags(reading):
+    if "risk" in free or asked:
         wanted.append("analyze_risk")
     if "yield_source" in free:
         wanted.append("analyze_yield")
     return wanted
+
+
+def _weak_history(reading: Reading) -> bool:
+    """'has it been audited?', 'was it exploited?': the auxiliary is the only history word."""
+    words = reading.words
+    spans = reading.cues.get("history", [])
+    return all(e == s and words[s] in ("was", "been") for s, e in spans)
 
 
 def _asked_flags(reading: Reading) -> set[int]:
