@@ -103,14 +103,15 @@ class DemoPlanner:
             out[spec.name] = cached[1]
         return out
 
-    def learn(self, since: list[ChatMessage]) -> None:
-        """Remember what this turn's results said about the indexed names."""
+    def learn(self, since: list[ChatMessage], *, lookups_only: bool = False) -> None:
+        """Remember what this turn's results said about the indexed names (`lookups_only`:
+        only what its lookup step returned)."""
         calls = {c.id: c for m in since for c in m.tool_calls}
         for message in since:
             if message.role != "tool" or message.content.startswith("Error:"):
                 continue
             call = calls.get(message.tool_call_id or "")
-            if call is None:
+            if call is None or (lookups_only and purpose_of(call.id) != "lookup"):
                 continue
             try:
                 query = str(json.loads(call.arguments).get("query") or "")
@@ -152,8 +153,10 @@ class DemoPlanner:
         return resolve_chain(questions, reader, kinds, answerable)
 
     def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
-        """The plan for the question, given this turn's results so far."""
-        self.learn(since)
+        """The plan for the question, given this turn's results so far. Within a turn only
+        its lookups teach names: a name learned from its own search results would change
+        the plan between its steps (a follow-up lost to a lookup that can no longer run)."""
+        self.learn(since, lookups_only=True)
         ctx = make_context(self.lexicons(tools), self.names, self._today())
         done = {purpose_of(c.id) for m in since for c in m.tool_calls}
         return make_plan(question, ctx, lookups_done="lookup" in done)
@@ -190,7 +193,7 @@ class DemoPlanner:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         question, since = last_user_turn(request.messages)
-        self.learn(since)
+        self.learn(since, lookups_only=True)
         previous, followup = self.follow_up(request.messages, request.tools)
         if followup is not None:
             question = followup.question
@@ -218,6 +221,8 @@ class DemoPlanner:
                 )
             yield StepFinished(reason="tool_calls")
             return
+        # The turn is over: what its results say about names serves the next questions.
+        self.learn(since)
         tools = {t.name: t for t in request.tools}
         text = compose(question, since, plan, followup, tools, previous)
         for chunk in self._chunks(text):

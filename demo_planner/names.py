@@ -168,8 +168,10 @@ class Candidate:
     negated: bool
 
 
-def _in_name_slot(words: list[str], i: int) -> bool:
+def _in_name_slot(words: list[str], i: int, texts: list[str] | None = None) -> bool:
     nxt = words[i + 1] if i + 1 < len(words) else ""
+    if texts is not None and i + 1 < len(texts) and is_ticker_shaped(texts[i + 1]):
+        return True  # "the pancakeswap DAI-USDC pool", "morpho WETH vaults"
     j = i - 1
     while j >= 0 and words[j] in ("the", "a", "an"):
         j -= 1
@@ -183,6 +185,7 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
     used = reading.consumed() | reading.in_windows()
     out: list[Candidate] = []
     words = reading.words
+    texts = [tok.text for tok in reading.tokens]
     for t in reading.tokens:
         if (
             t.index in used
@@ -202,7 +205,8 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
         # "Syrup USDT vault…": an opening word written as a name, right before a ticker.
         named_first = opening and bare[:1].isupper() and is_ticker_shaped(nxt)
         capitalised = bare[:1].isupper() and (not opening or named_first)
-        if not (ticker or capitalised or (known and known(bare)) or _in_name_slot(words, t.index)):
+        slot = _in_name_slot(words, t.index, texts)
+        if not (ticker or capitalised or (known and known(bare)) or slot):
             continue
         out.append(Candidate(t.index, bare, ticker, t.index in reading.negated))
     return out[:MAX_CANDIDATES]
