@@ -67,10 +67,10 @@ def _amount(
 ) -> Amount | None:
     if cond.side != "eq" or cond.unit not in ("usd", "plain"):
         return None
-    near = [m for m in fields if m.gap(cond.start, cond.end) <= 1 and not _worth_of(m, words)]
-    if near:
-        return None  # "$10M TVL", "TVL of 5M": a field's value
     asset, end = _asset_after(tokens, words, cond.end + 1)
+    near = [m for m in fields if m.gap(cond.start, cond.end) <= 1 and not _worth_of(m, words)]
+    if near and asset is None:
+        return None  # "$10M TVL", "TVL of 5M": a field's value ("earn on 5,000 DAI" is not)
     held = bool(_HOLD & set(words[max(0, cond.start - 4) : cond.start]))
     if asset is None and not held:
         return None

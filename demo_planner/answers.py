@@ -174,6 +174,19 @@ def _without_follow(plan: Plan) -> Plan:
     return dataclasses.replace(plan, follow=None)
 
 
+def _asked_lines(keys: list[str], risk_results: list[str]) -> list[str]:
+    """The risk analysis's own lines for the factors a yes/no question asked, quoted."""
+    quoted = []
+    for text in risk_results:
+        for line in text.splitlines():
+            label = line[2:].split(":", 1)[0].lower() if line.startswith("- ") else ""
+            if label and any(key in label for key in keys) and line not in quoted:
+                quoted.append(line)
+    if not quoted:
+        return []
+    return ["**What you asked, from the risk analysis:**", *quoted]
+
+
 def _findings(plan: Plan, calls: list[ChatToolCall], results: dict[str, str]) -> list[str]:
     """What the results add up to, in words, with their own figures."""
     main = [c for c in calls if purpose_of(c.id) == "main"]
@@ -187,6 +200,9 @@ def _findings(plan: Plan, calls: list[ChatToolCall], results: dict[str, str]) ->
     if plan.exploit_names:
         risk = [results.get(c.id, "") for c in follow if c.name == "analyze_risk"]
         lines += register_lines(register_entries(risk), plan.exploit_names)
+    if plan.asked:
+        risk = [results.get(c.id, "") for c in calls if c.name == "analyze_risk"]
+        lines += _asked_lines(plan.asked, risk)
     if plan.trend:
         for call in calls:
             if call.name == "vault_history":

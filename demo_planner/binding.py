@@ -316,6 +316,23 @@ def bind_flags(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
         b.bound += 1
 
 
+def bind_negated_fields(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """'no rewards', 'without emissions': a share the question wants at none, as the
+    tool's maximum of 0 (a count or an amount negated says nothing a bound can carry)."""
+    conditioned = {i for c in reading.numbers.conditions for i in range(c.start, c.end + 1)}
+    for m in reading.mentions_of("family"):
+        if m.start not in reading.negated or m.key == "audits":
+            continue
+        if any(abs(i - m.start) <= 3 for i in conditioned):
+            continue  # "no more than 20% rewards" is a bound, read as one
+        f = lex.numeric.get((m.key, "max"))
+        if f is None or f.unit != "percent":
+            continue
+        if f.name not in b.arguments:
+            b.arguments[f.name] = 0.0
+            b.bound += 1
+
+
 def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     """Named values of enum fields ('single-asset', 'low risk', 'vault positions')."""
     words = reading.words
@@ -579,6 +596,7 @@ def bind_fields(
     b = Binding(lex.tool)
     bind_chains(reading, lex, b, known_chains or set())
     bind_flags(reading, lex, b)
+    bind_negated_fields(reading, lex, b)
     bind_enums(reading, lex, b)
     bind_conditions(reading, lex, b, skip=skip or set())
     bind_window(reading, lex, b)

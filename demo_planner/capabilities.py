@@ -65,6 +65,8 @@ def _gap(words: list[str], tickers: list[str], *, vault_words: bool) -> Gap | No
     if _gas(words):
         return Gap("gas", voc.GAP_REPLIES["gas"], "none")
     if _alert(words):
+        if vault_words:
+            return Gap("alert", voc.GAP_REPLIES["alert"], "vaults")
         return Gap("alert", voc.GAP_REPLIES["alert"], "token" if tickers else "none")
     if _advice(words) and tickers:
         return Gap("advice", voc.GAP_REPLIES["advice"], "token")
@@ -124,9 +126,7 @@ def _gas(words: list[str]) -> bool:
         if near & {"price", "prices", "fee", "fees", "cost", "costs", "now", "today", "much",
                    "current", "high", "cheap", "expensive", "on", "is", "what's"}:  # fmt: skip
             return True
-    return any(_has(words, p) for p in (("transaction", "fee"), ("tx", "fee"),
-                                        ("network", "fee"), ("transaction", "fees"),
-                                        ("network", "fees"), ("tx", "fees")))  # fmt: skip
+    return any(_has(words, phrase_tokens(p)) for p in voc.NETWORK_FEE_PHRASES)
 
 
 def _alert(words: list[str]) -> bool:

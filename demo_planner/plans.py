@@ -128,6 +128,7 @@ class Plan:
     amount: Amount | None = None  # an amount to place, weighed against the vaults found
     exploit_names: list[str] = field(default_factory=list)  # an exploit question's names
     probe: str = ""  # an address asked of the token index before the address check
+    asked: list[str] = field(default_factory=list)  # risk factors a yes/no question asks
 
     def all_parts(self) -> list[Plan]:
         """The plans of the question's parts (itself when it has one part)."""
@@ -225,7 +226,9 @@ def _asks_for_data(reading: Reading, ctx: Context) -> bool:
     """Whether anything in the question is for a tool: an entity, a number, a field, a
     chain, a cue word or a name."""
     ent = reading.entities
-    if ent.addresses or ent.ens_names or ent.vault_ids or reading.numbers.conditions:
+    # A bare number word with nothing around it ("nice one") asks for nothing.
+    conditions = [c for c in reading.numbers.conditions if not c.bare]
+    if ent.addresses or ent.ens_names or ent.vault_ids or conditions:
         return True
     if reading.numbers.counts or reading.mentions or reading.amounts or reading.windows:
         return True
@@ -792,10 +795,8 @@ def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved]) -> l
 
 def _compare_groups(names: list[Resolved], reading: Reading) -> list[list[Resolved]] | None:
     """'Compare Aave and Morpho yields for WETH': one search per protocol (or per asset)."""
-    comparing = any(
-        w in ("compare", "comparison", "vs", "versus", "against", "or")
-        for w in _outside_windows(reading)
-    )
+    # "which" alone lists ("which vaults hold USDC and USDT?"); these ask between sides.
+    comparing = bool(set(_outside_windows(reading)) & (voc.COMPARE_WORDS - {"which"}))
     if not comparing:
         return None
     for kind in ("protocol", "asset"):
@@ -825,6 +826,15 @@ def _vault_plan(
     if not order or _only_protocols_named(reading, names):
         plan.route = "protocols"
         return _protocol_plan(reading, ctx)
+    plan.asked = [voc.ASKED_FACTORS[m.key] for m in reading.mentions_of("flag")
+                  if m.start in _asked_flags(reading) and m.key in voc.ASKED_FACTORS]  # fmt: skip
+    judged = _judged_protocols(reading, names)
+    if judged:
+        # "is Yearn safe?", "is Aave audited?": the protocol's largest vault, analysed.
+        plan.main = _largest_vaults(ctx, judged)
+        if plan.main and ctx.has("analyze_risk"):
+            plan.follow = Follow(["analyze_risk"], "vault", count=len(plan.main))
+        return plan
     asked = _asked_flags(reading)
     filters = reading
     if asked:
@@ -881,7 +891,7 @@ def _vault_plan(
         plan.compare = list(chains[:3])
         plan.leads.append(_chain_compare_lead(plan.main))
     elif len(groups) > 1:
-        plan.compare = [g[0].word for _, g in groups]  # each group leads with its own side
+        plan.compare = [_said(reading, g[0]) for _, g in groups]  # each leads with its side
     if plan.compare:
         plan.compare_what = _compared_what(reading, names, by_chain)
     plan.follow = _vault_follow(
@@ -903,17 +913,9 @@ def _exploit_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     slugs = _unique([r.values for r in protocols])[:MAX_FOLLOW]
     asked = [r.word for r in names if not r.negated] or _subject_words(reading)
     plan.exploit_names = asked
-    lex = ctx.lexicons.get("search_vaults")
-    if slugs and lex is not None:
-        for slug in slugs:
-            args: dict[str, Any] = {lex.roles.get("protocol", "protocol"): slug}
-            if lex.has("sort"):
-                args[lex.roles["sort"]] = "tvl_usd"
-            if lex.has("count"):
-                args[lex.roles["count"]] = 1
-            plan.main.append(Call("search_vaults", args))
-        if ctx.has("analyze_risk"):
-            plan.follow = Follow(["analyze_risk"], "vault", count=len(slugs))
+    plan.main = _largest_vaults(ctx, slugs)
+    if plan.main and ctx.has("analyze_risk"):
+        plan.follow = Follow(["analyze_risk"], "vault", count=len(slugs))
     unplaced = [r.word for r in names if r.kind != "protocol" and not r.negated]
     if unplaced or not names:
         plan.leads.append(
@@ -929,14 +931,53 @@ def _exploit_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     return plan
 
 
+def _largest_vaults(ctx: Context, slugs: list[str]) -> list[Call]:
+    """One search per protocol slug for its largest vault, whose risk analysis speaks for
+    the protocol (audits, age, exploits are the protocol's)."""
+    lex = ctx.lexicons.get("search_vaults")
+    if lex is None:
+        return []
+    calls = []
+    for slug in slugs:
+        args: dict[str, Any] = {lex.roles.get("protocol", "protocol"): slug}
+        if lex.has("sort"):
+            args[lex.roles["sort"]] = "tvl_usd"
+        if lex.has("count"):
+            args[lex.roles["count"]] = 1
+        calls.append(Call("search_vaults", args))
+    return calls
+
+
+def _judged_protocols(reading: Reading, names: list[Resolved]) -> list[str]:
+    """The protocols a yes/no question judges ("is Yearn safe?", "is Aave audited?"), or
+    none when it asks for vaults (a vault noun, an asset, a condition)."""
+    words = reading.words
+    if not words or words[0] not in voc.AUXILIARIES | {"how"}:
+        return []
+    if words[0] == "how" and (len(words) < 2 or words[1] not in ("safe", "risky", "secure")):
+        return []
+    judging = "risk" in _free_cues(reading, hide=()) or bool(_asked_flags(reading))
+    if not judging or set(words) & voc.VAULT_SUBJECT_NOUNS or reading.numbers.conditions:
+        return []
+    if any(r.kind != "protocol" for r in names if not r.negated):
+        return []
+    return _unique([r.values for r in names if not r.negated])[:MAX_FOLLOW]
+
+
 def _subject_words(reading: Reading) -> list[str]:
     """Words written as a name when the index placed none ("was Ronin drained?")."""
     return [c.text for c in candidates(reading)]
 
 
+def _said(reading: Reading, name: Resolved) -> str:
+    """A name as written, every word of it ("Rocket Pool")."""
+    tokens = reading.tokens[name.index : name.index + name.used]
+    return " ".join(t.text for t in tokens if t.text[:1].isalnum()) or name.word
+
+
 def _compared_what(reading: Reading, names: list[Resolved], by_chain: bool) -> str:
     assets = [r.values[0] for r in names if r.kind == "asset" and not r.negated]
-    if by_chain and len(assets) == 1:
+    if len(assets) == 1:
         return f"{assets[0]} yield"
     if reading.has("vault") or by_chain:
         return "yield"

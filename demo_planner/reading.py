@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from demo_planner import vocabulary as voc
 from demo_planner.amounts import Amount, take_amounts
 from demo_planner.lexicon import Mention, PhraseTable, find_mentions
-from demo_planner.negation import Item, negated_tokens
+from demo_planner.negation import Item, negated_tokens, negator_at
 from demo_planner.numbers import Numbers, add_implicit_ratios, read_numbers
 from demo_planner.risk_appetite import Appetite, read_appetite
 from demo_planner.text import (
@@ -132,7 +132,11 @@ def _gate_chains(mentions: list[Mention], tokens: list[Token]) -> list[Mention]:
     out: list[Mention] = []
     for m in mentions:
         ticker = tokens[m.start].text.isupper() and words[m.start] in voc.CHAIN_SHORT
-        listed = _listed_after_chain(m, out, words) or _listed_before_chain(m, mentions, words)
+        listed = (
+            _listed_after_chain(m, out, words)
+            or _listed_before_chain(m, mentions, words)
+            or _after_negator(m, words)
+        )
         if m.kind == "chain" and not ticker and listed:
             out.append(m)  # "on arbitrum or base": a list of chains after one preposition
             continue
@@ -180,6 +184,16 @@ def _listed_after_chain(m: Mention, accepted: list[Mention], words: list[str]) -
     while j > 0 and words[j] in voc.LIST_JOINERS:
         j -= 1
     return any(a.kind == "chain" and a.end == j for a in accepted)
+
+
+def _after_negator(m: Mention, words: list[str]) -> bool:
+    """'avoid base and blast', 'excluding mode': a chain where a negated list starts (a bare
+    "no" or "not" is not enough: "no base yield")."""
+    for k in range(max(0, m.start - 4), m.start):
+        span = negator_at(words, k)
+        if span and k + span == m.start and words[k] not in ("no", "not", "non", "zero"):
+            return True
+    return False
 
 
 def _listed_before_chain(m: Mention, mentions: list[Mention], words: list[str]) -> bool:

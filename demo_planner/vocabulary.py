@@ -186,6 +186,8 @@ NEGATION_FILLERS = (
     "with", "been", "being", "be", "ever", "yet", "got", "getting", "get", "vaults", "pools",
     "protocols", "chains", "ones", "stuff", "things", "farms", "projects", "platforms",
     "using", "touching", "involving", "including", "into", "through", "anywhere",
+    # "I don't want anything on polygon", "I dont trust Euler"
+    "want", "like", "trust", "need", "touch", "use", "see", "care", "about", "for",
 )  # fmt: skip
 
 # Enum fields: value → phrases (besides the value's own words).
@@ -478,6 +480,13 @@ FUTURE_MOVES = frozenset(
     2x up down higher lower rally break surpass exceed last stay hold survive dip tank
     climb increase decrease continue go worth price priced trade trading cost""".split()
 )
+# What it costs to move funds: gas by another name ("fees to send ETH").
+NETWORK_FEE_PHRASES = (
+    "transaction fee", "transaction fees", "tx fee", "tx fees", "network fee",
+    "network fees", "fee to send", "fees to send", "cost to send", "fees to transfer",
+    "fee to transfer", "cost to transfer", "cost of sending", "sending fees", "gas cost",
+    "gas costs",
+)  # fmt: skip
 ALERT_PHRASES = (
     "alert me", "notify me", "remind me", "ping me", "let me know when", "tell me when",
     "set an alert", "set alert", "set up an alert", "price alert", "notification",
@@ -527,6 +536,7 @@ SOCIAL_PHRASES: dict[str, tuple[str, ...]] = {
         "nice", "cool", "sweet", "neat", "good stuff", "great stuff", "top notch", "kudos",
         "props", "bless", "ta", "merci", "gracias", "danke", "goat", "the goat", "based",
         "love it", "love this", "love you", "big thanks", "many thanks", "thanks a lot",
+        "obliged", "much obliged", "nice work", "good work", "great work", "spot on",
         "thanks a bunch", "thanks so much", "thank you so much", "grateful", "good bot",
     ),
     "greeting": (
@@ -593,6 +603,8 @@ COMPARE_WORDS = frozenset(
     """or vs vs. versus compare compared comparing comparison better worse which against
     difference beat beats""".split()
 )
+# The risk-analysis factor a flag asked of one vault answers ("is it audited?").
+ASKED_FACTORS = {"audited": "audit", "il_risk": "impermanent"}
 # Words that make an address question about a token ("what's 0x… trading at?"): the token
 # index is asked first, the address check after it only if no token is on record there.
 TOKEN_ADDRESS_WORDS = frozenset(
