@@ -29,6 +29,14 @@ _SPLIT = re.compile(
     r"|\s*,\s+(?:also\s+|then\s+)?)",
     re.IGNORECASE,
 )
+# Single words that ask for something of their own (news, yields, history, risk, a list).
+_CUE_WORDS = frozenset(
+    w
+    for phrases in (voc.FEED_WORDS, voc.VAULT_WORDS, voc.HISTORY_WORDS, voc.RISK_WORDS,
+                    voc.WALLET_WORDS, voc.TOKEN_LIST_WORDS, voc.YIELD_SOURCE_WORDS)
+    for w in phrases
+    if " " not in w
+)  # fmt: skip
 _WORD = re.compile(r"[A-Za-z0-9$][A-Za-z0-9.$'’-]*")
 _PRONOUNS = re.compile(
     r"\b(?:it|its|it's|them|they|their|this one|that one|that|this|those)\b(?!['’]s\b)",
@@ -54,7 +62,7 @@ def split_question(question: str) -> list[Part]:
     texts: list[str] = [question[slice(*pieces[0])]]
     for start, end in pieces[1:]:
         piece = question[start:end]
-        if _points_at_vault(question[slice(*spans[-1])], piece):
+        if _one_question(question[slice(*spans[-1])], piece):
             # One question: the earlier part goes on with the words as written.
             texts[-1] += question[spans[-1][1] : end]
             spans[-1] = (spans[-1][0], end)
@@ -117,22 +125,31 @@ def _subject(text: str) -> str | None:
         low = bare.lower().lstrip("$")
         if low in voc.STOPWORDS or bare.upper() in voc.NOT_TICKERS or len(low) < 2:
             continue
-        if low in voc.MONTHS or low in voc.CLAUSE_OPENERS:
-            continue  # "since March", "Any news?": no subject
+        if low in voc.MONTHS or low in voc.CLAUSE_OPENERS or low[:1].isdigit():
+            continue  # "since March", "Any news?", "$20k": no subject
         if is_ticker_shaped(bare) or (i > 0 and bare[:1].isupper()) or low in voc.ASSET_NAMES:
             return bare
     return None
 
 
-def _points_at_vault(left: str, right: str) -> bool:
-    """'… the best WBTC vault and tell me how risky it is', 'USDC vaults on base, how has
-    the APY moved?': the right part asks about the vaults the left part looks for (it names
-    no subject of its own); 'I have 50k USDC, where should I put it?': the left part only
-    sets the scene for the right."""
+def _one_question(left: str, right: str) -> bool:
+    """Whether two pieces ask one thing: the left sets the scene for the right ("I have 50k
+    USDC, where should I put it?", "with $20k, what are…", "skip the unaudited stuff and
+    show me…"), names what the right asks about ("0x… on base, what is it?"), or looks
+    for vaults the right asks about ("… the best WBTC vault and tell me how risky it is",
+    "USDC vaults on base, how has the APY moved?"); the right names no subject of its own.
+    """
     left_words = _words(left)
-    if left_words and (left_words[0] in voc.SCENE_OPENERS or negator_at(left_words, 0)):
-        return True  # "skip the unaudited stuff and show me…": a condition on the next
-    return bool(set(left_words) & voc.VAULT_SUBJECT_NOUNS) and _subject_of(right) is None
+    if not left_words or left_words[0] in voc.SCENE_OPENERS or negator_at(left_words, 0):
+        return True
+    opens = left_words[0] in voc.CLAUSE_OPENERS or left_words[0] in voc.AUXILIARIES
+    own_subject = _subject_of(right) is not None
+    if not opens and not own_subject and not set(_words(right)) & _CUE_WORDS:
+        return True  # "0x… on base, what is it?"; "price of AAVE? any news?" asks more
+    nouns = voc.VAULT_SUBJECT_NOUNS | voc.LIST_SUBJECT_NOUNS
+    if not opens and _subject(left) is None and not set(left_words) & nouns:
+        return True
+    return bool(set(left_words) & voc.VAULT_SUBJECT_NOUNS) and not own_subject
 
 
 def _subject_of(text: str) -> str | None:

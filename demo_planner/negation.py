@@ -109,11 +109,17 @@ def _reach(words: list[str], k: int, by_start: dict[int, Item], stops: set[int])
         j = current.end + 1
         if j >= len(words) or words[j] not in _JOINERS:
             return reached
+        comma_only = words[j] == "," and (j + 1 >= len(words) or words[j + 1] not in _JOINERS)
         while j < len(words) and words[j] in _JOINERS:
             j += 1  # ", and", ", or"
         j = _skip_fillers(words, j, by_start)
         nxt = by_start.get(j)
         if nxt is None or nxt.kind not in _ENTITY_KINDS or j in stops:
+            return reached
+        # After a bare comma the list goes on only if it goes on again ("curve, convex and
+        # yearn"); "avoid mode and base, USDC vaults…" ends at the comma.
+        after = nxt.end + 1
+        if comma_only and (after >= len(words) or words[after] not in _JOINERS):
             return reached
         reached |= set(range(nxt.start, nxt.end + 1))
         current = nxt

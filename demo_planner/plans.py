@@ -235,8 +235,13 @@ def _asks_for_data(reading: Reading, ctx: Context) -> bool:
     # Cue words that need a subject to ask anything: "thanks, that's helpful" reads as a
     # judgement, "that's all" as a list, "tell me about" as protocol talk.
     modifiers = {"wallet", "wallet_list", "wallet_top", "judgement", "protocol_talk"}
-    if any(cue not in modifiers for cue in reading.cues):
-        return True
+    words = reading.words
+    for cue, spans in reading.cues.items():
+        if cue in modifiers:
+            continue
+        # "cheers, that was useful": a cue word ("was") that is small talk's own.
+        if any(any(words[i] not in voc.SOCIAL_FILLER for i in range(s, e + 1)) for s, e in spans):
+            return True
     return bool(token_symbols(reading, names=False)) or bool(_named_words(reading, ctx))
 
 
@@ -417,7 +422,13 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
     vault_families, token_families = _families_by_domain(ctx)
     vault = len(reading.cues.get("vault", [])) + _unnamed_percentages(reading)
     screen = len(reading.cues.get("token_list", []))
+    trend = reading.in_windows()
+    chains = [c for c, negated in reading.chains() if not negated]
+    if len(chains) >= 2 and compares(_outside_windows(reading)) and not screen:
+        vault += 1  # "where's USDC better, polygon or base?": where it earns more
     for m in reading.mentions:
+        if m.start in trend:
+            continue  # "rising or falling?" asks a direction, it is no filter
         if m.kind in ("family", "flag", "enum", "sort"):
             if m.key in vault_families:
                 vault += 1

@@ -29,7 +29,6 @@ _SPANS = sorted(
 _LEADS = sorted({phrase_tokens(p) for p in voc.WINDOW_BEFORE}, key=len, reverse=True)
 _TRENDS = sorted({phrase_tokens(p) for p in voc.TREND_PHRASES}, key=len, reverse=True)
 _SOFT = sorted({phrase_tokens(p) for p in voc.SOFT_WINDOWS}, key=len, reverse=True)
-_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
 @dataclass(frozen=True)
@@ -136,13 +135,14 @@ def _since(
         return j, _days_between(date(today.year, 1, 1), today), said_from
     if word in ("month",):
         return j, _days_between(date(today.year, today.month, 1), today), said_from
-    iso = _ISO.match(tokens[j].text) if tokens[j].text[:1].isdigit() else None
-    if iso is not None:
+    if re.fullmatch(r"(19|20)\d{2}", word) and words[j + 1 : j + 5][::2] == ["-", "-"]:
+        # "since 2026-02-01", tokenised as 2026 - 02 - 01
         try:
-            start = date(int(iso[1]), int(iso[2]), int(iso[3]))
+            start = date(int(word), int(words[j + 2]), int(words[j + 4]))
         except ValueError:
             return None
-        return j, _days_between(start, today), said_from
+        said = " ".join(t.text for t in tokens[i + 1 : j + 5]).replace(" - ", "-")
+        return j + 4, _days_between(start, today), said
     if re.fullmatch(r"(19|20)\d{2}", word):
         return j, _days_between(date(int(word), 1, 1), today), said_from
     return None
