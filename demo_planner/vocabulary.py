@@ -167,6 +167,8 @@ NEGATORS = (
     "excluded", "except for", "ignoring", "skip", "skipping", "leave out", "leaving out",
     "drop", "dropping", "apart from", "aside from", "besides", "rather than", "instead of",
     "anything but", "everything but", "anything except", "everything except", "neither",
+    "anywhere but", "anywhere except", "everywhere but", "everywhere except",
+    "any chain but", "any chain except", "any protocol but", "any protocol except",
     "nor", "none of", "steer clear of", "stay away from", "keep away from", "nothing on",
     "nothing from", "not interested in", "no longer", "outside of", "lacking", "lacks",
     "w/o",

@@ -54,6 +54,7 @@ def negated_words(question: str, ctx: Context) -> list[str]:
         ("excluding morpho, euler and spark, best USDC vaults", ["morpho", "euler", "spark"]),
         ("leave out Maple, Sky and Fluid", ["Maple", "Sky", "Fluid"]),
         ("everything except curve or convex", ["curve", "convex"]),
+        ("USDT yields anywhere but ethereum or base", ["ethereum", "base"]),
         ("neither Aave nor Compound", ["Aave", "Compound"]),
         ("other than Lido and Rocket, ETH yields", ["Lido", "Rocket"]),
         ("I dont trust Euler", ["Euler"]),
