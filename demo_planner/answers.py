@@ -113,6 +113,13 @@ def _belongs(call_id: str, part: int) -> bool:
 
 def _part_answer(question: str, since: list[ChatMessage], plan: Plan) -> list[str]:
     """One plan's answer: read-as lines, what the results add up to, then the results."""
+    if not any(m.role == "tool" for m in since):
+        # A part with no call of its own: what it asks cannot be looked up, said plainly.
+        if plan.gap is not None:
+            return [plan.gap.reply, ""]
+        if plan.unavailable:
+            return [plan.unavailable, ""]
+        return ["I could not match this part to a tool, so it is not answered here.", ""]
     calls = [c for m in since for c in m.tool_calls]
     results = {m.tool_call_id: m.content for m in since if m.role == "tool"}
     lines = list(plan.leads)

@@ -120,12 +120,9 @@ def _gas(words: list[str]) -> bool:
     if set(words) & {"gwei", "gas-price", "gasprice"}:
         return True
     for i, word in enumerate(words):
-        if word != "gas":
-            continue
-        near = set(words[max(0, i - 3) : i + 4])
-        if near & {"price", "prices", "fee", "fees", "cost", "costs", "now", "today", "much",
-                   "current", "high", "cheap", "expensive", "on", "is", "what's"}:  # fmt: skip
-            return True
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if word == "gas" and nxt not in ("token", "tokens", "coin"):
+            return True  # in a DeFi question gas is what a transaction costs
     return any(_has(words, phrase_tokens(p)) for p in voc.NETWORK_FEE_PHRASES)
 
 

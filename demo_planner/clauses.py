@@ -85,7 +85,10 @@ def _pieces(question: str) -> list[tuple[int, int]]:
     for found in _SPLIT.finditer(question):
         left = question[start : found.start()].strip()
         right = question[found.end() :].strip()
-        if not left or not right or not _starts_clause(right) or len(_words(left)) < 2:
+        # A new sentence is a new clause ("ETH price? also best ETH staking yield").
+        sentence = bool(re.match(r"\s*[;?!.]", found.group(0)))
+        opens = _starts_clause(right) or (sentence and len(_words(right)) >= 2)
+        if not left or not right or not opens or len(_words(left)) < 2:
             continue
         pieces.append((start, found.start()))
         start = found.end()

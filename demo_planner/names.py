@@ -205,7 +205,7 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
         # "Syrup USDT vault…": an opening word written as a name, right before a ticker.
         named_first = opening and bare[:1].isupper() and is_ticker_shaped(nxt)
         capitalised = bare[:1].isupper() and (not opening or named_first)
-        slot = _in_name_slot(words, t.index, texts)
+        slot = _in_name_slot(words, t.index, texts) or t.index in reading.amount_assets()
         if not (ticker or capitalised or (known and known(bare)) or slot):
             continue
         out.append(Candidate(t.index, bare, ticker, t.index in reading.negated))

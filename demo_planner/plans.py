@@ -775,7 +775,7 @@ def _apply_names(binding: Binding, lex: ToolLexicon, names: list[Resolved]) -> l
     notes: list[str] = []
     protocols = [r for r in names if r.kind == "protocol" and not r.negated]
     excluded = [s for r in names if r.kind == "protocol" and r.negated for s in r.values]
-    assets = [r.values[0] for r in names if r.kind == "asset" and not r.negated]
+    assets = _unique([[r.values[0]] for r in names if r.kind == "asset" and not r.negated])
     if protocols:
         slugs = [s for r in protocols for s in r.values]
         if lex.has("protocol"):
@@ -987,7 +987,7 @@ def _said(reading: Reading, name: Resolved) -> str:
 
 
 def _compared_what(reading: Reading, names: list[Resolved], by_chain: bool) -> str:
-    assets = [r.values[0] for r in names if r.kind == "asset" and not r.negated]
+    assets = _unique([[r.values[0]] for r in names if r.kind == "asset" and not r.negated])
     if len(assets) == 1:
         return f"{assets[0]} yield"
     if reading.has("vault") or by_chain:

@@ -450,7 +450,7 @@ SCENE_OPENERS = frozenset("i i'm im i've ive my we we're we've got".split())
 # Verbs that ask for a transaction when used as a request ("swap 1 ETH to USDC").
 TRADE_VERBS = frozenset(
     """swap buy sell bridge send transfer convert exchange withdraw short long leverage trade
-    execute ape dca stake deposit lend unstake claim harvest""".split()
+    execute ape dca stake deposit lend unstake claim harvest move shift""".split()
 )
 # Of those, the ones a vault search stands in for ("stake my ETH for me").
 YIELD_ACTIONS = frozenset("stake deposit lend".split())
@@ -557,7 +557,8 @@ SOCIAL_PHRASES: dict[str, tuple[str, ...]] = {
         "what can i ask", "what can i ask you", "how do you work", "are you a bot",
         "are you human", "are you an ai", "are you ai", "what is albert", "who is albert",
         "what's albert", "whats albert", "help", "what are your features", "capabilities",
-        "what do you know",
+        "what do you know", "who built you", "who made you", "who created you", "who are u",
+        "who r u", "who built this", "who made this",
     ),
     "wellbeing": (
         "how are you", "how are you doing", "how's it going", "hows it going", "how you doing",
@@ -811,11 +812,13 @@ NAME_SLOT_NEXT = (
     "stablecoin", "stable", "rewards", "incentives", "emissions", "restaking", "loans",
     # "has euler been hacked", "was bybit exploited", "is morpho audited": a subject.
     "been", "ever", "hacked", "exploited", "drained", "rekt", "rugged", "audited",
+    # "what does steth pay", "what can wsteth earn"
+    "pay", "pays", "paying", "earn", "earns", "earning", "yielding", "offer", "offers",
 )  # fmt: skip
 NAME_SLOT_PREV = (
     "on", "via", "from", "for", "of", "in", "at", "with", "using", "holding", "through",
     "into", "against", "vs", "versus", "hold", "holds", "containing", "including", "like",
-    "than",
+    "than", "is", "about",
 )  # fmt: skip
 
 # Everyday names of assets, for questions that do not use the ticker.

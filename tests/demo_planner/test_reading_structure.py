@@ -125,6 +125,7 @@ def test_a_negated_value_or_share(question: str, arguments: dict, ctx: Context) 
         ),
         ("price of AAVE? Also any news?", ["price of AAVE", "any news about AAVE"]),
         ("Tell me about LINK. Any headlines?", ["Tell me about LINK", "Any headlines about LINK"]),
+        ("ETH price? also best eth staking yield", ["ETH price", "best eth staking yield"]),
         (
             "what is pepe, and what is its market cap?",
             ["what is pepe", "what is pepe's market cap?"],
@@ -296,6 +297,8 @@ def test_small_talk_is_read_as_a_whole(message: str, kind: str | None) -> None:
         ("price prediction for ARB", "forecast", "token"),
         ("will this APY last?", "forecast", "history"),
         ("what's the gas price on ethereum?", "gas", "none"),
+        ("whats the eth gas rn", "gas", "none"),
+        ("can u move my usdc from arbitrum to base", "trade", "none"),
         ("how much are fees to send ETH", "gas", "none"),
         ("alert me when PEPE dumps", "alert", "token"),
         ("should I buy PEPE?", "advice", "token"),
