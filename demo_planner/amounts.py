@@ -37,6 +37,7 @@ class Amount:
     text: str
     start: int
     end: int
+    placed: bool = True  # to put to work ("where can 50k USDC earn?"), not to price
 
     @property
     def usd(self) -> float | None:
@@ -79,7 +80,9 @@ def _amount(
     if asset is None:
         asset = "USD"  # "I have 50k to put to work": money, in dollars unless said
     text = " ".join(t.text for t in tokens[cond.start : end + 1])
-    return Amount(cond.value, asset, text, cond.start, end)
+    # "how much is 1 ETH worth?" prices an amount; "where can 1 ETH earn?" places it.
+    placed = held or bool(set(words) & voc.PLACEMENT_WORDS)
+    return Amount(cond.value, asset, text, cond.start, end, placed)
 
 
 def _worth_of(mention: Mention, words: list[str]) -> bool:

@@ -324,7 +324,7 @@ def _finish(plan: Plan, reading: Reading, ctx: Context) -> None:
             "this is not applied"
         )
     vaults = plan.route in ("vaults", "band")
-    for amount in reading.amounts:
+    for amount in [a for a in reading.amounts if a.placed]:
         plan.leads.append(said_back(amount))
         if vaults and plan.main:
             plan.amount = plan.amount or amount
@@ -436,7 +436,7 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
                 screen += 1
     vault += _protocol_names(reading, ctx)
     # "I have 50k USDC, where should I put it?": money to place is a yield question.
-    vault += 2 * len(reading.amounts)
+    vault += 2 * sum(1 for a in reading.amounts if a.placed)
     if vault and vault >= screen:
         return "vault"
     if not screen:
@@ -868,7 +868,8 @@ def _vault_plan(
         groups = [(chain, names) for chain in chains[:3]]
     else:
         groups = [(None, g) for g in (_compare_groups(names, reading) or [names])]
-    single = (by_chain or bool(reading.amounts)) and _one_asset(reading, names)
+    placed = any(a.placed for a in reading.amounts)
+    single = (by_chain or placed) and _one_asset(reading, names)
     for chain, group in groups:
         bindings = []
         for tool in order:
@@ -890,7 +891,7 @@ def _vault_plan(
         best = max(range(len(order)), key=lambda i: (bindings[i].score(), -i))
         tool, binding = order[best], bindings[best]
         if tool == "search_vaults" and "sort_by" not in binding.arguments and named is None:
-            if _wants_best_yield(reading) or by_chain or reading.amounts:
+            if _wants_best_yield(reading) or by_chain or placed:
                 binding.arguments["sort_by"] = "apy"
         if by_chain and tool == "search_vaults":
             binding.arguments.setdefault("min_tvl_usd", COMPARE_MIN_TVL)

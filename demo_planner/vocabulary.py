@@ -628,6 +628,11 @@ HOLDING_WORDS = (
     "stake", "staking", "lend", "lending", "deploy", "deploying", "spare", "idle", "my",
     "i've", "ive", "bag", "place", "placing", "move", "moving", "earn", "grow", "with",
 )  # fmt: skip
+# Words that put an amount to work rather than price it.
+PLACEMENT_WORDS = frozenset(
+    """where earn earning earns yield yields apy apr put park deploy invest investing stake
+    staking lend lending deposit grow work place vault vaults pool pools farm safe""".split()
+)
 # Dollar stablecoins: an amount in one of these is an amount in dollars, near enough to
 # weigh against a TVL.
 DOLLAR_STABLECOINS = frozenset(

@@ -229,6 +229,12 @@ def test_an_amount_is_a_position_never_a_condition(
     assert "min_tvl_usd" not in binding.arguments
 
 
+def test_an_amount_priced_is_not_placed(ctx: Context) -> None:
+    priced = reading("how much is 1 ETH worth in dollars?", ctx).amounts
+    placed = reading("where can 1 ETH earn the most?", ctx).amounts
+    assert [a.placed for a in priced] == [False] and [a.placed for a in placed] == [True]
+
+
 @pytest.mark.parametrize(
     "question", ["vaults with $10M TVL", "TVL of 5M", "tokens worth 1B", "at least 50k TVL"]
 )
