@@ -318,7 +318,15 @@ def _finish(plan: Plan, reading: Reading, ctx: Context) -> None:
     for w in reading.dated():
         if w.since and w not in windows:
             plan.leads.append(f"Read “{w.text}” as the last {_days_taken(calls, plan)} days.")
+    used = next((c.arguments["price_change_window"] for c in calls
+                 if "price_change_window" in c.arguments), None)  # fmt: skip
     for w in windows:
+        if used is not None:
+            plan.notes.append(
+                f"“{w.text}”: price changes have windows of 1h, 24h and 7d only, so this is "
+                f"not applied (the {used} change is used)"
+            )
+            continue
         plan.notes.append(
             f"“{w.text}”: {_tools_said(calls, plan)} cannot look back over a time window, so "
             "this is not applied"
@@ -348,11 +356,14 @@ def _window_taken(days: int | None, calls: list[Call], plan: Plan) -> bool:
     follow-up counts), a price-change window, or a token's 24h figures for "today"."""
     if plan.follow is not None and plan.follow.days is not None:
         return True
+    # A price change's window is 1h, 24h or 7d: another length ("last month") is not taken.
+    window = {1: "24h", 7: "7d"}.get(days or 0)
     for call in calls:
-        if "days" in call.arguments or "price_change_window" in call.arguments:
+        if "days" in call.arguments:
             return True
-        sort = str(call.arguments.get("sort_by", ""))
-        if sort.endswith(("_24h", "_7d", "_1h")):
+        if window and call.arguments.get("price_change_window") == window:
+            return True
+        if window and str(call.arguments.get("sort_by", "")).endswith(f"_{window}"):
             return True
         if call.tool == "analyze_token" and days == 1:
             return True
