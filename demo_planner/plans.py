@@ -318,6 +318,11 @@ def _finish(plan: Plan, reading: Reading, ctx: Context) -> None:
     for w in reading.dated():
         if w.since and w not in windows:
             plan.leads.append(f"Read “{w.text}” as the last {_days_taken(calls, plan)} days.")
+        if w not in windows and (w.days or 0) > MAX_DAYS:
+            plan.notes.append(
+                f"“{w.text}”: the history goes back at most {MAX_DAYS} days, so it covers "
+                f"the last {MAX_DAYS}"
+            )
     used = next((c.arguments["price_change_window"] for c in calls
                  if "price_change_window" in c.arguments), None)  # fmt: skip
     for w in windows:
@@ -371,10 +376,12 @@ def _window_taken(days: int | None, calls: list[Call], plan: Plan) -> bool:
 
 
 def _days_taken(calls: list[Call], plan: Plan) -> int:
+    """The history window a call of the plan takes (the tool's limit applied)."""
     for call in calls:
         if "days" in call.arguments:
             return int(call.arguments["days"])
-    return plan.follow.days if plan.follow is not None and plan.follow.days else MAX_DAYS
+    days = plan.follow.days if plan.follow is not None and plan.follow.days else MAX_DAYS
+    return min(days, MAX_DAYS)
 
 
 def _tools_said(calls: list[Call], plan: Plan) -> str:

@@ -144,6 +144,12 @@ TIME = [
         says=("the APY is going",),
     ),
     Row(
+        "how has the DAI-USDC pool on ethereum done since 2024?",
+        [vaults(chain="ethereum", query="DAI-USDC")],
+        then=[("vault_history", {"vault_id": FIRST, "days": 365})],
+        says=("Read “since 2024” as the last 365 days.", "goes back at most 365 days"),
+    ),
+    Row(
         "the Syrup USDT vault's APY, past 10 days",
         [vaults(query="Syrup USDT")],
         then=[("vault_history", {"vault_id": FIRST, "days": 10})],
