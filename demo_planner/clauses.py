@@ -30,13 +30,16 @@ _SPLIT = re.compile(
     re.IGNORECASE,
 )
 # Single words that ask for something of their own (news, yields, history, risk, a list).
-_CUE_WORDS = frozenset(
-    w
-    for phrases in (voc.FEED_WORDS, voc.VAULT_WORDS, voc.HISTORY_WORDS, voc.RISK_WORDS,
-                    voc.WALLET_WORDS, voc.TOKEN_LIST_WORDS, voc.YIELD_SOURCE_WORDS)
-    for w in phrases
-    if " " not in w
-)  # fmt: skip
+_CUE_LISTS = (
+    voc.FEED_WORDS,
+    voc.VAULT_WORDS,
+    voc.HISTORY_WORDS,
+    voc.RISK_WORDS,
+    voc.WALLET_WORDS,
+    voc.TOKEN_LIST_WORDS,
+    voc.YIELD_SOURCE_WORDS,
+)
+_CUE_WORDS = frozenset(w for phrases in _CUE_LISTS for w in phrases if " " not in w)
 _WORD = re.compile(r"[A-Za-z0-9$][A-Za-z0-9.$'’-]*")
 _PRONOUNS = re.compile(
     r"\b(?:it|its|it's|them|they|their|this one|that one|that|this|those)\b(?!['’]s\b)",

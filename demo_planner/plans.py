@@ -323,8 +323,8 @@ def _finish(plan: Plan, reading: Reading, ctx: Context) -> None:
                 f"“{w.text}”: the history goes back at most {MAX_DAYS} days, so it covers "
                 f"the last {MAX_DAYS}"
             )
-    used = next((c.arguments["price_change_window"] for c in calls
-                 if "price_change_window" in c.arguments), None)  # fmt: skip
+    windows_used = [c.arguments.get("price_change_window") for c in calls]
+    used = next((w for w in windows_used if w), None)
     for w in windows:
         if used is not None:
             plan.notes.append(
@@ -855,8 +855,12 @@ def _vault_plan(
     if not order or _only_protocols_named(reading, names):
         plan.route = "protocols"
         return _protocol_plan(reading, ctx)
-    plan.asked = [voc.ASKED_FACTORS[m.key] for m in reading.mentions_of("flag")
-                  if m.start in _asked_flags(reading) and m.key in voc.ASKED_FACTORS]  # fmt: skip
+    asked_at = _asked_flags(reading)
+    plan.asked = [
+        voc.ASKED_FACTORS[m.key]
+        for m in reading.mentions_of("flag")
+        if m.start in asked_at and m.key in voc.ASKED_FACTORS
+    ]
     judged = _judged_protocols(reading, names)
     if judged:
         # "is Yearn safe?", "is Aave audited?": the protocol's largest vault, analysed.

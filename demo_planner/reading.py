@@ -241,8 +241,8 @@ def _items(tokens: list[Token], mentions: list[Mention], consumed: set[int]) -> 
             items.append(Item(kinds[m.kind], m.start, m.end))
             covered |= set(range(m.start, m.end + 1))
     for t in tokens:
-        if t.index in covered or t.index in consumed or not (t.text[:1].isalpha() or
-                                                             t.text.startswith("$")):  # fmt: skip
+        written_as_word = t.text[:1].isalpha() or t.text.startswith("$")
+        if t.index in covered or t.index in consumed or not written_as_word:
             continue
         bare = without_possessive(t.low.lstrip("$"))
         if bare in voc.STOPWORDS or bare in voc.NEGATION_FILLERS or len(bare) < 2:

@@ -22,6 +22,8 @@ from demo_planner.text import phrase_tokens
 Level = Literal["low", "medium", "high"]
 _SAFE = sorted({phrase_tokens(p) for p in voc.SAFE_APPETITE}, key=len, reverse=True)
 _BOLD = sorted({phrase_tokens(p) for p in voc.BOLD_APPETITE}, key=len, reverse=True)
+# Words between a negator and the risky word ("nothing too risky", "avoid anything dodgy").
+_DEGREE = frozenset("too that very super overly anything any the a".split())
 _QUESTION_START = frozenset({"is", "are", "was", "were", "does", "do", "would", "will", "can"})
 
 
@@ -53,8 +55,7 @@ def read_appetite(words: list[str], texts: list[str]) -> Appetite | None:
         if not span:
             continue
         j = i + span
-        while j < len(words) and words[j] in ("too", "that", "very", "super", "overly",
-                                              "anything", "any", "the", "a"):  # fmt: skip
+        while j < len(words) and words[j] in _DEGREE:
             j += 1
         if j < len(words) and words[j] in voc.RISKY_WORDS:
             end = j + (1 if j + 1 < len(words) and words[j + 1] in ("stuff", "plays") else 0)

@@ -23,10 +23,14 @@ from demo_planner.numbers import Numbers
 from demo_planner.text import Token, phrase_tokens
 
 MAX_DAYS = 365
+# Words between "since" and its point in time ("since the start of March", "since early May").
+_SINCE_MODIFIERS = frozenset("the early late mid start beginning end of last".split())
 _SPANS = sorted(
     ((phrase_tokens(p), days) for p, days in voc.NAMED_SPANS.items()), key=lambda x: -len(x[0])
 )
-_LEADS = sorted({phrase_tokens(p) for p in voc.WINDOW_BEFORE}, key=len, reverse=True)
+_LEADS = sorted(
+    {phrase_tokens(p) for p in (*voc.WINDOW_BEFORE, *voc.SPAN_LEADS)}, key=len, reverse=True
+)
 _TRENDS = sorted({phrase_tokens(p) for p in voc.TREND_PHRASES}, key=len, reverse=True)
 _SOFT = sorted({phrase_tokens(p) for p in voc.SOFT_WINDOWS}, key=len, reverse=True)
 
@@ -96,8 +100,6 @@ def read_windows(tokens: list[Token], numbers: Numbers, today: date) -> list[Tim
 def _lead_before(words: list[str], start: int) -> int:
     """How many words before `start` introduce the window ("over the last", "in the past")."""
     probe = start
-    if probe > 0 and words[probe - 1] == "the":
-        probe -= 1
     for phrase in _LEADS:
         n = len(phrase)
         if probe - n >= 0 and tuple(words[probe - n : probe]) == phrase:
@@ -113,8 +115,7 @@ def _since(
     if words[i] not in voc.SINCE_WORDS:
         return None
     j = i + 1
-    while j < len(words) and words[j] in ("the", "early", "late", "mid", "start", "beginning",
-                                          "end", "of", "last"):  # fmt: skip
+    while j < len(words) and words[j] in _SINCE_MODIFIERS:
         j += 1
     if j >= len(words):
         return None

@@ -385,6 +385,11 @@ NAMED_SPANS: dict[str, int] = {
     "since the start of the year": 0, "since the beginning of the year": 0,
     "since new year": 0,
 }  # fmt: skip
+# Words that introduce a named span ("over the last week", "during the past month").
+SPAN_LEADS = (
+    "over the", "in the", "for the", "within the", "during the", "across the", "over",
+    "in", "for", "within", "during", "across",
+)  # fmt: skip
 # A span of 0 above runs from the first of January to today.
 YEAR_TO_DATE = 0
 # Words that start a window at a point in time ("since March", "from January 2026").

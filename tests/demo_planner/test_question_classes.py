@@ -162,7 +162,7 @@ TIME = [
     Row(
         "tokens that pumped 20% over the last month",
         [("search_tokens", {"min_price_change_pct": 20.0, "price_change_window": "24h"})],
-        says=("“last month”: price changes have windows of 1h, 24h and 7d only",),
+        says=("“over the last month”: price changes have windows of 1h, 24h and 7d only",),
     ),
     Row(
         "tokens that gained the most this week",
