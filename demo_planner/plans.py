@@ -442,8 +442,9 @@ def _domain(reading: Reading, ctx: Context) -> str | None:
     screen = len(reading.cues.get("token_list", []))
     trend = reading.in_windows()
     chains = [c for c, negated in reading.chains() if not negated]
-    if len(chains) >= 2 and compares(_outside_windows(reading)) and not screen:
-        vault += 1  # "where's USDC better, polygon or base?": where it earns more
+    words = _outside_windows(reading)
+    if len(chains) >= 2 and compares(words) and (not screen or set(words) & voc.VALUE_WORDS):
+        vault += 2  # "where's USDC better, polygon or base?": where it earns more
     for m in reading.mentions:
         if m.start in trend:
             continue  # "rising or falling?" asks a direction, it is no filter

@@ -23,6 +23,8 @@ from demo_planner.numbers import Numbers
 from demo_planner.text import Token, phrase_tokens
 
 MAX_DAYS = 365
+# "since last week/month/quarter/year": one such span back, in days.
+_LAST_UNITS = {"week": 7, "month": 30, "quarter": 90, "year": 365}
 # Words between "since" and its point in time ("since the start of March", "since early May").
 _SINCE_MODIFIERS = frozenset("the early late mid start beginning end of last".split())
 _SPANS = sorted(
@@ -121,6 +123,8 @@ def _since(
         return None
     word = words[j]
     said_from = " ".join(t.text for t in tokens[i + 1 : j + 1])
+    if words[j - 1] == "last" and word in _LAST_UNITS:
+        return j, _LAST_UNITS[word], said_from  # "since last month": a month back
     if word in voc.MONTHS:
         month = voc.MONTHS[word]
         year = today.year if (month, 1) <= (today.month, today.day) else today.year - 1

@@ -613,6 +613,9 @@ COMPARE_WORDS = frozenset(
 )
 # The risk-analysis factor a flag asked of one vault answers ("is it audited?").
 ASKED_FACTORS = {"audited": "audit", "il_risk": "impermanent"}
+# Words that weigh one side's yield against another's ("better for stablecoins: base or
+# arbitrum?" asks where they earn more, not for a token list).
+VALUE_WORDS = frozenset("better worse more higher lower pays pay earn earns best".split())
 # Words that make an address question about a token ("what's 0x… trading at?"): the token
 # index is asked first, the address check after it only if no token is on record there.
 TOKEN_ADDRESS_WORDS = frozenset(
@@ -636,7 +639,8 @@ HOLDING_WORDS = (
 # Words that put an amount to work rather than price it.
 PLACEMENT_WORDS = frozenset(
     """where earn earning earns yield yields apy apr put park deploy invest investing stake
-    staking lend lending deposit grow work place vault vaults pool pools farm safe""".split()
+    staking lend lending deposit grow work place vault vaults pool pools farm safe get make
+    best return returns interest passive""".split()
 )
 # Dollar stablecoins: an amount in one of these is an amount in dollars, near enough to
 # weigh against a TVL.
@@ -822,8 +826,9 @@ NAME_SLOT_NEXT = (
     "stablecoin", "stable", "rewards", "incentives", "emissions", "restaking", "loans",
     # "has euler been hacked", "was bybit exploited", "is morpho audited": a subject.
     "been", "ever", "hacked", "exploited", "drained", "rekt", "rugged", "audited",
-    # "what does steth pay", "what can wsteth earn"
+    # "what does steth pay", "what can wsteth earn", "Euler got hacked", "aave is audited?"
     "pay", "pays", "paying", "earn", "earns", "earning", "yielding", "offer", "offers",
+    "got", "get", "was", "has", "is",
 )  # fmt: skip
 NAME_SLOT_PREV = (
     "on", "via", "from", "for", "of", "in", "at", "with", "using", "holding", "through",

@@ -229,6 +229,14 @@ COMPARISONS = [
         says=("**Verdict:**",),
     ),
     Row(
+        "which is better for stablecoins: base, arbitrum, or optimism?",
+        [
+            vaults(stablecoin_only=True, chain=c, sort_by="apy", min_tvl_usd=1e6)
+            for c in ("base", "arbitrum", "optimism")
+        ],
+        says=("**Verdict:**",),
+    ),
+    Row(
         "is Morpho better than Aave for USDC?",
         [
             vaults(protocol="morpho-blue", asset_symbol="USDC"),
@@ -275,6 +283,12 @@ EXPLOITS = [
         [largest("aave-v3"), largest("aave-v4"), ("search_feed", {"query": "aave hack"})],
         then=[("analyze_risk", {"vault_id": FIRST}), ("analyze_risk", {"vault_id": SECOND})],
         says=("**aave-v3:**", "records 1 exploit"),
+    ),
+    Row(
+        "Euler got hacked in 2023 right?",
+        [largest("euler-v2"), ("search_feed", {"query": "Euler hack"})],
+        then=[("analyze_risk", {"vault_id": FIRST})],
+        says=("**euler-v2:**",),
     ),
     Row(
         "did Ronin get drained?",
