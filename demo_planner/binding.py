@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from demo_planner import vocabulary as voc
-from demo_planner.lexicon import Mention, NumericField, ToolLexicon
+from demo_planner.lexicon import EnumField, Mention, NumericField, ToolLexicon
 from demo_planner.numbers import Condition
 from demo_planner.reading import Reading
 from demo_planner.text import CLAUSE_BREAKS
@@ -365,7 +365,7 @@ def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
         b.bound += 1
 
 
-def _bind_negated_enum(m: Mention, fields: list, lex: ToolLexicon, b: Binding) -> None:  # type: ignore[type-arg]
+def _bind_negated_enum(m: Mention, fields: list[EnumField], lex: ToolLexicon, b: Binding) -> None:
     """'no LP pools', 'not high risk': every other value of the field, where it takes them;
     on an ordered field (one with a maximum), a high value negated is the one below it."""
     for f in fields:

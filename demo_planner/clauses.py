@@ -1,16 +1,20 @@
 """Questions with more than one part: "what's AAVE trading at and any news on it?".
 
-A question is split where a conjunction or a sentence end ("and", "but", "also", ";", "?")
-is followed by the start of a clause of its own: a question word ("what", "how", "is",
-"has"), an imperative ("show", "tell me", "check") or "any". Lists never split ("Aave and
-Compound", "history and risk", "between 5 and 15%"): what follows their "and" starts no
-clause. Each part is then planned on its own, within the same steps of the tool loop.
+A question is split where a conjunction or a comma ("and", "but", "also", ",") is followed
+by the start of a clause of its own — a question word ("what", "how"), an auxiliary with its
+subject ("is it", "has Euler"), an imperative ("show", "tell me", "check") or "any" — and
+at every sentence end. Lists never split ("Aave and Compound", "history and risk", "between
+5 and 15%"): what follows their "and" starts no clause. Each part is then planned on its
+own, within the same steps of the tool loop.
 
 A part that points back with a pronoun ("it", "its", "that") gets the earlier part's subject
 in its place ("any news on it?" → "any news on AAVE?"); a part with no subject of its own
-that needs one ("and the news?") gets it added. A part that points back at a vault the
-earlier part searches for ("find the best WBTC vault and tell me how risky it is") is no
-part of its own: the whole question is one plan, with the risk analysis as its follow-up.
+gets it added ("Tell me about LINK. Any headlines?"). Two pieces that ask one thing stay
+one part: the first sets the scene ("I have 50k USDC, where should I put it?", "with $20k,
+what are…", "skip the unaudited stuff and show me…"), names what the second asks about
+("0x… on base, what is it?"), or looks for vaults the second asks about ("find the best
+WBTC vault and tell me how risky it is"): then the whole question is one plan, with the
+analysis as its follow-up.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def verdict_lines(sides: list[Side], what: str) -> list[str]:
     empty = [s.label for s in sides if s.best is None]
     if not found:
         return [f"**Verdict:** no vault matched on any side ({', '.join(empty)})."]
-    ranked = sorted(found, key=lambda s: _apy(s.best.apy) or 0.0, reverse=True)  # type: ignore[union-attr]
+    ranked = sorted(found, key=_best_apy, reverse=True)
     lead = ranked[0]
     assert lead.best is not None
     quoted = [f"{_best(s)} on {s.label}" if s.best else "" for s in ranked]
@@ -84,6 +84,10 @@ def verdict_lines(sides: list[Side], what: str) -> list[str]:
         "the tables below."
     )
     return lines
+
+
+def _best_apy(side: Side) -> float:
+    return (_apy(side.best.apy) if side.best is not None else None) or 0.0
 
 
 def _best(side: Side) -> str:

@@ -60,13 +60,14 @@ def read_appetite(words: list[str], texts: list[str]) -> Appetite | None:
         if j < len(words) and words[j] in voc.RISKY_WORDS:
             end = j + (1 if j + 1 < len(words) and words[j + 1] in ("stuff", "plays") else 0)
             return Appetite("medium", " ".join(texts[i : end + 1]), i, end)
-    for phrases, level in ((_SAFE, "low"), (_BOLD, "high")):
+    asked: list[tuple[list[tuple[str, ...]], Level]] = [(_SAFE, "low"), (_BOLD, "high")]
+    for phrases, level in asked:
         for i in range(len(words)):
             for phrase in phrases:
                 n = len(phrase)
                 if tuple(words[i : i + n]) == phrase and not _negated(words, i):
                     shown = [t for t in texts[i : i + n] if t != ","]
-                    return Appetite(level, " ".join(shown), i, i + n - 1)  # type: ignore[arg-type]
+                    return Appetite(level, " ".join(shown), i, i + n - 1)
     return None
 
 

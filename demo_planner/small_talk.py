@@ -40,12 +40,12 @@ def small_talk(message: str, *, asks_for_data: bool) -> Kind | None:
         return None
     found: set[Kind] = set()
     covered: set[int] = set()
-    for kind, phrases in _PHRASES.items():
-        for phrase in phrases:
+    for kind in _ORDER:
+        for phrase in _PHRASES[kind]:
             n = len(phrase)
             for i in range(len(words) - n + 1):
                 if tuple(words[i : i + n]) == phrase:
-                    found.add(kind)  # type: ignore[arg-type]
+                    found.add(kind)
                     covered |= set(range(i, i + n))
     if not found:
         return None
