@@ -309,7 +309,7 @@ CLASS_QUESTIONS = [
     pytest.param(
         f"what's {UNI} trading at?",
         [("analyze_token", {"chain": "ethereum", "address": UNI})],
-        ("Uniswap (UNI)",),
+        (),
         id="contract-address",
     ),
     pytest.param(
