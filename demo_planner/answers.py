@@ -203,7 +203,8 @@ def _findings(plan: Plan, calls: list[ChatToolCall], results: dict[str, str]) ->
         searches = [c for c in main if c.name in ("search_vaults", "top_yields")]
         texts = [results.get(c.id) for c in searches]
         if len(texts) == len(plan.compare):
-            lines += verdict_lines(sides_from(plan.compare, texts), plan.compare_what)
+            sides = sides_from(plan.compare, texts)
+            lines += verdict_lines(sides, plan.compare_what, plan.compare_where)
     if plan.exploit_names:
         risk = [results.get(c.id, "") for c in follow if c.name == "analyze_risk"]
         lines += register_lines(register_entries(risk), plan.exploit_names)

@@ -45,6 +45,8 @@ _CUE_LISTS = (
 )
 _CUE_WORDS = frozenset(w for phrases in _CUE_LISTS for w in phrases if " " not in w)
 _WORD = re.compile(r"[A-Za-z0-9$][A-Za-z0-9.$'’-]*")
+# Words after which a lowercase word is what a part is about ("news on aave").
+_SUBJECT_BEFORE = frozenset({"on", "about", "to", "at", "of", "with", "for", "into"})
 _PRONOUNS = re.compile(
     r"\b(?:it|its|it's|them|they|their|this one|that one|that|this|those)\b(?!['’]s\b)",
     re.IGNORECASE,
@@ -130,6 +132,7 @@ def _subject(text: str) -> str | None:
         if found:
             return found.group(0)
     words = _WORD.findall(text)
+    lows = [w.lower() for w in words]
     for i, word in enumerate(words):
         bare = word.strip(".'’").removesuffix("'s").removesuffix("’s")
         low = bare.lower().lstrip("$")
@@ -137,7 +140,13 @@ def _subject(text: str) -> str | None:
             continue
         if low in voc.MONTHS or low in voc.CLAUSE_OPENERS or low[:1].isdigit():
             continue  # "since March", "Any news?", "$20k": no subject
-        if is_ticker_shaped(bare) or (i > 0 and bare[:1].isupper()) or low in voc.ASSET_NAMES:
+        before = lows[i - 1] if i else ""
+        if before in voc.CHAIN_PREPOSITIONS and (low in voc.CHAIN_NAMES or low in voc.CHAIN_SHORT):
+            continue  # "on ethereum" is where, not what
+        named = is_ticker_shaped(bare) or (i > 0 and bare[:1].isupper())
+        # "the news on aave", "happened to euler": a word where a name goes.
+        slot = before in _SUBJECT_BEFORE and bare.isalpha() and low not in _CUE_WORDS
+        if named or low in voc.ASSET_NAMES or slot:
             return bare
     return None
 

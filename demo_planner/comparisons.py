@@ -50,8 +50,9 @@ def sides_from(labels: list[str], results: list[str | None]) -> list[Side]:
     return out
 
 
-def verdict_lines(sides: list[Side], what: str) -> list[str]:
-    """The comparison's verdict in words (`what`: what is compared, "USDC yield")."""
+def verdict_lines(sides: list[Side], what: str, where: str = "on") -> list[str]:
+    """The comparison's verdict in words (`what`: what is compared, "USDC yield"; `where`:
+    how a side is named, "on base" for a chain, "for Aave" for a protocol or an asset)."""
     if len(sides) < 2:
         return []
     failed = [s.label for s in sides if s.failed]
@@ -63,11 +64,11 @@ def verdict_lines(sides: list[Side], what: str) -> list[str]:
     found = [s for s in sides if s.best is not None]
     empty = [s.label for s in sides if s.best is None]
     if not found:
-        return [f"**Verdict:** no vault matched on any side ({', '.join(empty)})."]
+        return [f"**Verdict:** no vault matched for any side ({', '.join(empty)})."]
     ranked = sorted(found, key=_best_apy, reverse=True)
     lead = ranked[0]
     assert lead.best is not None
-    quoted = [f"{_best(s)} on {s.label}" if s.best else "" for s in ranked]
+    quoted = [f"{_best(s)} {where} {s.label}" if s.best else "" for s in ranked]
     if len(ranked) > 1 and ranked[1].best and ranked[1].best.apy == lead.best.apy:
         head = f"**Verdict:** {lead.label} and {ranked[1].label} are level for {what}"
     else:
@@ -78,10 +79,10 @@ def verdict_lines(sides: list[Side], what: str) -> list[str]:
     line += "."
     lines = [line]
     if empty:
-        lines.append(f"Nothing matched on {', '.join(empty)}.")
+        lines.append(f"Nothing matched {where} {', '.join(empty)}.")
     lines.append(
         "That compares the best APY of each side's list only; risk ratings and TVL are in "
-        "the tables below."
+        "the results below."
     )
     return lines
 

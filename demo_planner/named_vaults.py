@@ -86,6 +86,6 @@ def _own_word(reading: Reading, index: int, resolved: Resolved | None) -> bool:
     """A word of the vault's own: name-shaped, and no protocol the index has ("Syrup",
     "Steakhouse"; a ticker such as USDC or a protocol such as Aave is a filter)."""
     text = reading.tokens[index].text
-    if is_ticker_shaped(text) or text[:1].isdigit():
-        return False
+    if is_ticker_shaped(text) or text[:1].isdigit() or text.lower() in voc.COMMON_TICKERS:
+        return False  # "the wbtc vault": a ticker written in lowercase is still a filter
     return resolved is not None and resolved.kind in ("unknown", "asset")

@@ -170,6 +170,8 @@ class Candidate:
 
 def _in_name_slot(words: list[str], i: int, texts: list[str] | None = None) -> bool:
     nxt = words[i + 1] if i + 1 < len(words) else ""
+    if words[i].endswith(("'s", "\u2019s")) and len(words[i]) > 4:
+        return True  # "aave's best vaults": a possessive names its owner
     if texts is not None and i + 1 < len(texts) and is_ticker_shaped(texts[i + 1]):
         return True  # "the pancakeswap DAI-USDC pool", "morpho WETH vaults"
     j = i - 1

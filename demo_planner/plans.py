@@ -124,6 +124,7 @@ class Plan:
     gap: Gap | None = None  # something asked that no tool can do
     compare: list[str] = field(default_factory=list)  # the side each main call searches
     compare_what: str = ""
+    compare_where: str = "on"  # "on base" for chains, "for Aave" for protocols and assets
     trend: bool = False  # say which way the history went
     amount: Amount | None = None  # an amount to place, weighed against the vaults found
     exploit_names: list[str] = field(default_factory=list)  # an exploit question's names
@@ -258,9 +259,7 @@ def _named_words(reading: Reading, ctx: Context) -> list[str]:
 def _route(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     """The plan for one question (or one part of one)."""
     ent = reading.entities
-    gap = find_gap(
-        reading.words, token_symbols(reading, names=False), vault_words=reading.has("vault")
-    )
+    gap = find_gap(reading.words, _named_tokens(reading), vault_words=reading.has("vault"))
     if gap is not None and gap.nearest == "none":
         return Plan("gap", gap=gap)
     if ent.vault_ids:
@@ -269,7 +268,7 @@ def _route(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
     if plan is not None:
         return _with_gap(plan, gap)
     if gap is not None and gap.nearest == "token":
-        symbols = token_symbols(reading)
+        symbols = list(gap.tickers)
         if symbols and ctx.has("analyze_token"):
             calls = [Call("analyze_token", {"symbol": s}) for s in symbols[:3]]
             return Plan("token", main=calls, gap=gap)
@@ -289,6 +288,15 @@ def _route(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
             _vault_plan(reading, ctx, lookups_done, history=gap.nearest == "history"), gap
         )
     return _topic_plan(reading, ctx, lookups_done)
+
+
+def _named_tokens(reading: Reading) -> list[str]:
+    """Tokens a question names, tickers written in lowercase too ("will usdc depeg?")."""
+    symbols = token_symbols(reading)
+    for word in reading.words:
+        if word in voc.COMMON_TICKERS and word.upper() not in symbols:
+            symbols.append(word.upper())
+    return symbols
 
 
 def _with_gap(plan: Plan, gap: Gap | None) -> Plan:
@@ -928,7 +936,8 @@ def _vault_plan(
     elif len(groups) > 1:
         plan.compare = [_said(reading, g[0]) for _, g in groups]  # each leads with its side
     if plan.compare:
-        plan.compare_what = _compared_what(reading, names, by_chain)
+        plan.compare_what = _compared_what(names)
+        plan.compare_where = "on" if by_chain else "for"
     plan.follow = _vault_follow(
         reading, ctx, named=named is not None, history=history, asked=bool(asked)
     )
@@ -961,7 +970,8 @@ def _exploit_plan(reading: Reading, ctx: Context, lookups_done: bool) -> Plan:
             "items are below."
         )
     if ctx.has("search_feed"):
-        topic = " ".join([*asked[:2], hack_word(reading.words)])
+        word = hack_word(reading.words)
+        topic = " ".join([*[a for a in asked[:2] if a.lower() != word], word])
         plan.main.append(Call("search_feed", {"query": topic}))
     return plan
 
@@ -1010,13 +1020,10 @@ def _said(reading: Reading, name: Resolved) -> str:
     return " ".join(t.text for t in tokens if t.text[:1].isalnum()) or name.word
 
 
-def _compared_what(reading: Reading, names: list[Resolved], by_chain: bool) -> str:
+def _compared_what(names: list[Resolved]) -> str:
+    """What a comparison of vault searches weighs: one asset's yield, or yield."""
     assets = _unique([[r.values[0]] for r in names if r.kind == "asset" and not r.negated])
-    if len(assets) == 1:
-        return f"{assets[0]} yield"
-    if reading.has("vault") or by_chain:
-        return "yield"
-    return "this search"
+    return f"{assets[0]} yield" if len(assets) == 1 else "yield"
 
 
 def _chain_compare_lead(calls: list[Call]) -> str:

@@ -355,7 +355,8 @@ PAGE_STEP_NOUNS = ("page", "pages", "ones", "results", "result", "rows", "vaults
 WINDOW_LEADS = (
     "history", "trend", "trends", "chart", "performance", "evolution", "apy", "tvl", "change",
     "changes", "data", "series", "moves", "points", "returns", "yield", "performed", "changed",
-    "evolved", "moved", "historical", "graph",
+    "evolved", "moved", "historical", "graph", "move", "yields", "apys", "rates", "rate",
+    "did", "done", "doing",
 )  # fmt: skip
 # Words that make "over N years" an age ("protocols live for over 2 years").
 AGE_WORDS = (
@@ -405,7 +406,7 @@ TREND_PHRASES = (
     "up or down", "down or up", "going up", "going down", "rising or falling", "rising",
     "falling", "increasing", "decreasing", "increasing or decreasing", "trend", "trending",
     "trends", "direction", "improving", "getting better", "getting worse", "declining",
-    "climbing", "holding up", "holding steady", "stable or", "trajectory", "moving",
+    "climbing", "holding up", "holding steady", "stable or", "trajectory", "moving", "move",
     "moved", "changed", "evolved", "shifted", "drifting", "creeping up", "dropping off",
     "higher or lower", "better or worse",
 )  # fmt: skip
@@ -485,7 +486,8 @@ FORECAST_WORDS = frozenset(
 FUTURE_MOVES = frozenset(
     """hit reach pump dump moon crash recover rise fall drop flip double triple 10x 100x
     2x up down higher lower rally break surpass exceed last stay hold survive dip tank
-    climb increase decrease continue go worth price priced trade trading cost""".split()
+    climb increase decrease continue go worth price priced trade trading cost depeg depegs
+    lose collapse fail""".split()
 )
 # What it costs to move funds: gas by another name ("fees to send ETH").
 NETWORK_FEE_PHRASES = (
@@ -640,7 +642,7 @@ HOLDING_WORDS = (
 PLACEMENT_WORDS = frozenset(
     """where earn earning earns yield yields apy apr put park deploy invest investing stake
     staking lend lending deposit grow work place vault vaults pool pools farm safe get make
-    best return returns interest passive""".split()
+    best return returns interest passive somewhere need needs looking""".split()
 )
 # Dollar stablecoins: an amount in one of these is an amount in dollars, near enough to
 # weigh against a TVL.

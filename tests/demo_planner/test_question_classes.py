@@ -102,6 +102,13 @@ NEGATION = [
 
 PARTS = [
     Row(
+        "what's the news on aave and what are its best usdc vaults?",
+        [
+            ("search_feed", {"query": "aave"}),
+            vaults(protocol="aave-v3", protocols=["aave-v4"], asset_symbol="USDC", sort_by="apy"),
+        ],
+    ),
+    Row(
         "what's UNI trading at, and any news on it?",
         [("analyze_token", {"symbol": "UNI"}), ("search_feed", {"query": "UNI"})],
         says=("**1. “what's UNI trading at”**", "**2. “any news on it?”**"),
@@ -131,6 +138,11 @@ PARTS = [
 ]
 
 TIME = [
+    Row(
+        "how did yields on the syrup usdc vault move over 60 days",
+        [vaults(query="syrup usdc")],
+        then=[("vault_history", {"vault_id": FIRST, "days": 60})],
+    ),
     Row(
         "how has the pancakeswap USDC-STG pool on ethereum done over the past month?",
         [vaults(chain="ethereum", query="USDC-STG", **PANCAKE)],
@@ -173,6 +185,19 @@ TIME = [
 
 AMOUNTS = [
     Row(
+        "need somewhere for 20k usdc on arbitrum, no ponzis",
+        [
+            vaults(
+                chain="arbitrum",
+                asset_symbol="USDC",
+                max_risk_rating="medium",
+                exposure="single",
+                sort_by="apy",
+            )
+        ],
+        says=("Read “20k usdc” as the amount", "Read “no ponzis” as a risk rating"),
+    ),
+    Row(
         "I have 30k USDT sitting idle, any ideas? nothing sketchy",
         [vaults(asset_symbol="USDT", max_risk_rating="medium", exposure="single", sort_by="apy")],
         says=("Read “30k USDT” as the amount", "at most medium", "**Sizing:**"),
@@ -203,6 +228,14 @@ AMOUNTS = [
 ]
 
 COMPARISONS = [
+    Row(
+        "sUSDe or USDe, which pays better on ethereum?",
+        [
+            vaults(chain="ethereum", asset_symbol="SUSDE"),
+            vaults(chain="ethereum", asset_symbol="USDE"),
+        ],
+        says=("**Verdict:** sUSDe pays more for yield", "for USDe"),
+    ),
     Row(
         "DAI yields: ethereum or base?",
         [
@@ -301,6 +334,7 @@ EXPLOITS = [
 ]
 
 LIMITS = [
+    Row("will usdc depeg?", [("analyze_token", {"symbol": "USDC"})], says=("can't predict",)),
     Row("swap 2 ETH for USDC please", [], says=("can't make transactions", "“What is ETH")),
     Row(
         "will LINK reach $20 this year?",
