@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from demo_planner import vocabulary as voc
-from demo_planner.lexicon import Mention, NumericField, ToolLexicon
+from demo_planner.lexicon import EnumField, Mention, NumericField, ToolLexicon
 from demo_planner.numbers import Condition
 from demo_planner.reading import Reading
 from demo_planner.text import CLAUSE_BREAKS
@@ -291,10 +291,18 @@ def _apply(fields: list[tuple[NumericField, float, bool]], cond: Condition, b: B
 def bind_flags(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
     """Boolean fields named in the question ('stablecoin', 'no IL', 'audited')."""
     seen: set[str] = set()
-    for m in reading.mentions_of("flag"):
+    flags = reading.mentions_of("flag")
+    # "no audits", "lacking audits": the audit count negated is the audited flag off.
+    flags += [
+        Mention("flag", "audited", m.start, m.end, sign=1)
+        for m in reading.mentions_of("family")
+        if m.key == "audits" and m.start in reading.negated
+    ]
+    for m in flags:
         if m.key in seen:
             continue
-        on = m.sign > 0 and m.start not in reading.negated
+        # A negation of an "off" word turns it on: "skip unaudited" keeps the audited.
+        on = (m.sign > 0) != (m.start in reading.negated)
         name = lex.flags.get(m.key)
         if name is None:
             continue
@@ -306,6 +314,23 @@ def bind_flags(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
             continue
         b.arguments[name] = on
         b.bound += 1
+
+
+def bind_negated_fields(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
+    """'no rewards', 'without emissions': a share the question wants at none, as the
+    tool's maximum of 0 (a count or an amount negated says nothing a bound can carry)."""
+    conditioned = {i for c in reading.numbers.conditions for i in range(c.start, c.end + 1)}
+    for m in reading.mentions_of("family"):
+        if m.start not in reading.negated or m.key == "audits":
+            continue
+        if any(abs(i - m.start) <= 3 for i in conditioned):
+            continue  # "no more than 20% rewards" is a bound, read as one
+        f = lex.numeric.get((m.key, "max"))
+        if f is None or f.unit != "percent":
+            continue
+        if f.name not in b.arguments:
+            b.arguments[f.name] = 0.0
+            b.bound += 1
 
 
 def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
@@ -330,11 +355,41 @@ def bind_enums(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
                 "or safer",
             )
         )
+        if m.start in reading.negated:
+            _bind_negated_enum(m, fields, lex, b)
+            continue
         choice = _enum_field(fields, m.value, prefer_max=at_most or m.value == "low")
         if choice is None or m.value not in choice.values:
             continue
         b.arguments[choice.name] = [m.value] if choice.is_list else m.value
         b.bound += 1
+
+
+def _bind_negated_enum(m: Mention, fields: list[EnumField], lex: ToolLexicon, b: Binding) -> None:
+    """'no LP pools', 'not high risk': every other value of the field, where it takes them;
+    on an ordered field (one with a maximum), a high value negated is the one below it."""
+    for f in fields:
+        k = f.values.index(m.value) if m.value in f.values else -1
+        if f.is_max and k >= 1 and 2 * k >= len(f.values):
+            b.arguments[f.name] = f.values[k - 1]
+            b.bound += 1
+            return
+    for f in sorted(fields, key=lambda f: not f.is_list):
+        others = [v for v in f.values if v != m.value]
+        if m.value not in f.values or not others:
+            continue
+        if f.is_list:
+            b.arguments[f.name] = others
+        elif len(others) == 1 and not f.is_max:
+            b.arguments[f.name] = others[0]
+        else:
+            continue
+        b.bound += 1
+        return
+    b.unbound.append(
+        f"“not {m.value.replace('_', ' ')}” ({_describe(m.key)}): {lex.tool} cannot leave "
+        "out one value"
+    )
 
 
 def _enum_field(fields: list, value: str, *, prefer_max: bool):  # type: ignore[no-untyped-def]
@@ -482,7 +537,10 @@ def bind_days(reading: Reading, lex: ToolLexicon, b: Binding) -> None:
 
 
 def look_back_days(reading: Reading) -> int | None:
-    """The history window asked for: 'last 90 days', 'over the past month', 'this year'."""
+    """The history window asked for: 'last 90 days', 'over the past month', 'since March'."""
+    dated = reading.dated()
+    if dated and dated[0].days:
+        return dated[0].days
     if reading.numbers.windows_days:
         return int(reading.numbers.windows_days[0][0])
     text = " ".join(reading.words)
@@ -538,6 +596,7 @@ def bind_fields(
     b = Binding(lex.tool)
     bind_chains(reading, lex, b, known_chains or set())
     bind_flags(reading, lex, b)
+    bind_negated_fields(reading, lex, b)
     bind_enums(reading, lex, b)
     bind_conditions(reading, lex, b, skip=skip or set())
     bind_window(reading, lex, b)

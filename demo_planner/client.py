@@ -13,6 +13,8 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, date, datetime
+from typing import Any
 
 from albert.ai.model import (
     ChatMessage,
@@ -25,10 +27,10 @@ from albert.ai.model import (
 )
 from albert.ai.untrusted import unfenced
 from albert.tools.base import ToolSpec
+from demo_planner.answers import compose, part_of
 from demo_planner.followups import (
     FollowUp,
     NameKinds,
-    is_acknowledgement,
     resolve_chain,
     user_questions,
 )
@@ -45,14 +47,7 @@ from demo_planner.plans import (
 )
 from demo_planner.pointers import point_into
 from demo_planner.reading import Reading, read
-from demo_planner.rendering import (
-    acknowledgement_text,
-    band_only_answer,
-    help_text,
-    purpose_of,
-    render_answer,
-    unavailable_answer,
-)
+from demo_planner.rendering import purpose_of
 
 STEPS = ("lookup", "main", "follow")
 
@@ -77,11 +72,18 @@ def _read(message: ChatMessage) -> ChatMessage:
 class DemoPlanner:
     """A ModelClient that plans tool calls by rules and renders their results."""
 
-    def __init__(self, chunk_words: int = 3, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        chunk_words: int = 3,
+        clock: Callable[[], float] | None = None,
+        today: Callable[[], date] | None = None,
+    ) -> None:
         self._chunk_words = chunk_words
         self._counter = 0
         self.names = NameIndex(clock=clock) if clock else NameIndex()
         self._lexicons: dict[str, tuple[str, ToolLexicon]] = {}
+        # The date "since March" counts from (a test pins it).
+        self._today = today or (lambda: datetime.now(UTC).date())
 
     @property
     def model_name(self) -> str:
@@ -101,14 +103,15 @@ class DemoPlanner:
             out[spec.name] = cached[1]
         return out
 
-    def learn(self, since: list[ChatMessage]) -> None:
-        """Remember what this turn's results said about the indexed names."""
+    def learn(self, since: list[ChatMessage], *, lookups_only: bool = False) -> None:
+        """Remember what this turn's results said about the indexed names (`lookups_only`:
+        only what its lookup step returned)."""
         calls = {c.id: c for m in since for c in m.tool_calls}
         for message in since:
             if message.role != "tool" or message.content.startswith("Error:"):
                 continue
             call = calls.get(message.tool_call_id or "")
-            if call is None:
+            if call is None or (lookups_only and purpose_of(call.id) != "lookup"):
                 continue
             try:
                 query = str(json.loads(call.arguments).get("query") or "")
@@ -128,7 +131,7 @@ class DemoPlanner:
         questions = user_questions(messages)
         if len(questions) < 2:
             return None, None
-        ctx = make_context(self.lexicons(tools), self.names)
+        ctx = make_context(self.lexicons(tools), self.names, self._today())
         schema_assets = {a.upper() for a in ctx.known("asset")}
 
         def is_asset(word: str) -> bool:
@@ -137,55 +140,60 @@ class DemoPlanner:
         kinds = NameKinds(lambda: self.names.known_protocols(ctx.known("protocol")), is_asset)
 
         def answerable(question: str) -> bool:
-            return make_plan(question, ctx, lookups_done=True).route != "none"
+            return make_plan(question, ctx, lookups_done=True).asks
 
         readings: dict[str, Reading] = {}
 
         def reader(question: str) -> Reading:
             # Each message is read as a refinement and again as the next one's previous.
             if question not in readings:
-                readings[question] = read(question, ctx.table)
+                readings[question] = read(question, ctx.table, ctx.today)
             return readings[question]
 
         return resolve_chain(questions, reader, kinds, answerable)
 
     def plan(self, question: str, tools: list[ToolSpec], since: list[ChatMessage]) -> Plan:
-        """The plan for the question, given this turn's results so far."""
-        self.learn(since)
-        ctx = make_context(self.lexicons(tools), self.names)
+        """The plan for the question, given this turn's results so far. Within a turn only
+        its lookups teach names: a name learned from its own search results would change
+        the plan between its steps (a follow-up lost to a lookup that can no longer run)."""
+        self.learn(since, lookups_only=True)
+        ctx = make_context(self.lexicons(tools), self.names, self._today())
         done = {purpose_of(c.id) for m in since for c in m.tool_calls}
         return make_plan(question, ctx, lookups_done="lookup" in done)
 
     def next_calls(
         self, question: str, tools: list[ToolSpec], since: list[ChatMessage]
     ) -> tuple[str, list[Call], Plan]:
-        """The next step's calls (step name and calls), or no calls when it is time to answer."""
+        """The next step's calls (step name and calls), or no calls when it is time to answer.
+        The parts of a question share each step: their lookups, then their main calls, then
+        each part's follow-ups from its own main results."""
         plan = self.plan(question, tools, since)
         done = {purpose_of(c.id) for m in since for c in m.tool_calls}
         if not tools:
             return "answer", [], plan
-        if "lookup" not in done and "main" not in done and plan.lookups:
-            return "lookup", plan.lookups, plan
-        if "main" not in done and plan.main:
-            return "main", plan.main, plan
-        if "main" in done and "follow" not in done and plan.follow is not None:
-            calls_by_id = {c.id: c for m in since for c in m.tool_calls}
-            results = [
-                m.content
-                for m in since
-                if m.role == "tool"
-                and purpose_of(m.tool_call_id or "") == "main"
-                and m.tool_call_id in calls_by_id
-            ]
-            ctx = make_context(self.lexicons(tools), self.names)
-            follow = follow_calls(plan, ctx, results)
+        parts = plan.all_parts()
+        lookups = _unique_calls(c for p in parts for c in p.lookups)
+        if "lookup" not in done and "main" not in done and lookups:
+            return "lookup", lookups, plan
+        main = [c for p in parts for c in p.main]
+        if "main" not in done and main:
+            return "main", main, plan
+        if "main" in done and "follow" not in done:
+            ctx = make_context(self.lexicons(tools), self.names, self._today())
+            follow = []
+            for index, part in enumerate(parts):
+                if part.follow is None:
+                    continue
+                for call in follow_calls(part, ctx, _main_results(since, index)):
+                    call.part = index
+                    follow.append(call)
             if follow:
                 return "follow", follow, plan
         return "answer", [], plan
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         question, since = last_user_turn(request.messages)
-        self.learn(since)
+        self.learn(since, lookups_only=True)
         previous, followup = self.follow_up(request.messages, request.tools)
         if followup is not None:
             question = followup.question
@@ -203,26 +211,21 @@ class DemoPlanner:
         if calls:
             for call in calls:
                 self._counter += 1
+                # A part's calls carry its number, so each part's answer finds its own.
+                suffix = f"_p{call.part}" if plan.parts else ""
                 yield ToolCallRequest(
                     call=ChatToolCall(
-                        id=f"demo_{step}_{self._counter}",
+                        id=f"demo_{step}_{self._counter}{suffix}",
                         name=call.tool,
                         arguments=json.dumps(call.arguments),
                     )
                 )
             yield StepFinished(reason="tool_calls")
             return
-        called = any(m.role == "tool" for m in since)
-        if called:
-            text = render_answer(question, since, plan, followup)
-        elif plan.band is not None:
-            text = band_only_answer(plan)
-        elif plan.unavailable:
-            text = unavailable_answer(plan.unavailable)
-        elif is_acknowledgement(question):
-            text = acknowledgement_text(previous)
-        else:
-            text = help_text({t.name: t for t in request.tools}, previous)
+        # The turn is over: what its results say about names serves the next questions.
+        self.learn(since)
+        tools = {t.name: t for t in request.tools}
+        text = compose(question, since, plan, followup, tools, previous)
         for chunk in self._chunks(text):
             yield TextDelta(text=chunk)
         yield StepFinished(reason="stop")
@@ -233,3 +236,33 @@ class DemoPlanner:
             "".join(words[i : i + self._chunk_words])
             for i in range(0, len(words), self._chunk_words)
         ]
+
+
+def _unique_calls(calls: Any) -> list[Call]:
+    """Calls without repeats (two parts may ask the index about the same name)."""
+    out: list[Call] = []
+    seen: set[str] = set()
+    for call in calls:
+        key = call.tool + json.dumps(call.arguments, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(call)
+    return out
+
+
+def _main_results(since: list[ChatMessage], part: int) -> list[tuple[str, dict[str, Any], str]]:
+    """The main calls of one part of the question, each with its arguments and result."""
+    results = {m.tool_call_id: m.content for m in since if m.role == "tool"}
+    out = []
+    for message in since:
+        for call in message.tool_calls:
+            if purpose_of(call.id) != "main" or part_of(call.id) != part:
+                continue
+            if call.id not in results:
+                continue
+            try:
+                arguments = json.loads(call.arguments)
+            except ValueError:
+                arguments = {}
+            out.append((call.name, arguments, results[call.id]))
+    return out

@@ -19,6 +19,7 @@ field and side, another protocol, asset or address); a new kind is added at the 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,9 +136,15 @@ def merge(
     added: list[Part] = []
     changes: list[str] = []
     taken: set[int] = set()
+    compared = _compares_chains(before)
     for part in parts:
         if part.key == ("page",) and part.value[:1] in "+-":
             part = _page_after(part, old)
+        if compared and part.key == ("chain", "False"):
+            # "and optimism?" after "better on arbitrum or base?": one more side.
+            added.append(dataclasses.replace(part, text=f"or {part.text}"))
+            changes.append(f"“{part.text}” added as one more side")
+            continue
         same = [i for i, p in enumerate(old) if i not in taken and _replaces(part, p)]
         if same:
             first = old[same[0]]
@@ -157,7 +164,14 @@ def merge(
         # A clause break keeps an added bound off the previous question's last field
         # ("TVL above $5M, above 10%"); a chain binds to nothing and reads better without.
         text += f" {part.text}" if part.key[0] == "chain" else f", {part.text}"
+    text = text.rstrip("?.! ")
     return FollowUp(previous=previous.strip(), question=text, changes=changes)
+
+
+def _compares_chains(reading: Reading) -> bool:
+    """Whether a question weighs chains against each other ("USDC on arbitrum or base?")."""
+    chains = [c for c, negated in reading.chains() if not negated]
+    return len(chains) >= 2 and bool(set(reading.words) & voc.COMPARE_WORDS)
 
 
 def _page_after(step: Part, old: list[Part]) -> Part:
@@ -183,6 +197,8 @@ def refinement_parts(reading: Reading, names: NameKinds) -> list[Part] | None:
     # results: their field and flag words are conditions on them, not a subject.
     if set(words) & voc.FOLLOW_UP_POINTERS:
         fields |= {i for m in reading.mentions for i in range(m.start, m.end + 1)}
+    # "and over the last week?": a window's words ("last") are its own, no subject.
+    fields |= {i for w in reading.dated() for i in w.tokens}
     # "previous page" steps through pages: "previous" there asks no history.
     for step in _page_step_parts(reading):
         fields |= {t.index for t in reading.tokens if step.start <= t.start and t.end <= step.end}
@@ -293,8 +309,9 @@ def _number_parts(reading: Reading, in_sort: set[int]) -> list[Part]:
         if start and words[start - 1] in ("top", "first", "best"):
             start -= 1
         out.append(Part(("count",), *_span(reading, start, end)))
-    for _, start, end in reading.numbers.windows_days + reading.numbers.windows_hours:
-        out.append(Part(("window",), *_span(reading, start, end)))
+    # Each time expression with a length, as written with its lead ("over the last week").
+    for w in reading.dated():
+        out.append(Part(("window",), *_span(reading, w.start, w.end)))
     if reading.numbers.page is not None and reading.numbers.page_span is not None:
         page = str(reading.numbers.page)
         out.append(Part(("page",), *_span(reading, *reading.numbers.page_span), value=page))

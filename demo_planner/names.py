@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from demo_planner import vocabulary as voc
+from demo_planner.negation import negator_at
 from demo_planner.reading import Reading
 from demo_planner.text import is_ticker_shaped, without_possessive
 from demo_planner.vault_table import vault_rows
@@ -167,8 +168,12 @@ class Candidate:
     negated: bool
 
 
-def _in_name_slot(words: list[str], i: int) -> bool:
+def _in_name_slot(words: list[str], i: int, texts: list[str] | None = None) -> bool:
     nxt = words[i + 1] if i + 1 < len(words) else ""
+    if words[i].endswith(("'s", "\u2019s")) and len(words[i]) > 4:
+        return True  # "aave's best vaults": a possessive names its owner
+    if texts is not None and i + 1 < len(texts) and is_ticker_shaped(texts[i + 1]):
+        return True  # "the pancakeswap DAI-USDC pool", "morpho WETH vaults"
     j = i - 1
     while j >= 0 and words[j] in ("the", "a", "an"):
         j -= 1
@@ -179,9 +184,10 @@ def _in_name_slot(words: list[str], i: int) -> bool:
 def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> list[Candidate]:
     """Words that may be names: neither grammar, nor numbers, nor field words. Ticker-shaped
     and capitalised words always; lowercase ones when known or where a name goes."""
-    used = reading.consumed()
+    used = reading.consumed() | reading.in_windows()
     out: list[Candidate] = []
     words = reading.words
+    texts = [tok.text for tok in reading.tokens]
     for t in reading.tokens:
         if (
             t.index in used
@@ -191,20 +197,20 @@ def candidates(reading: Reading, known: Callable[[str], bool] | None = None) -> 
             continue
         bare = t.text.lstrip("$").strip("'").removesuffix("'s")
         low = bare.lower()
-        if not bare or low in voc.STOPWORDS or len(bare) < 2:
-            continue
+        if not bare or low in voc.STOPWORDS or len(bare) < 2 or negator_at(words, t.index):
+            continue  # "isnt", "skip", "besides": grammar, however they are written
         if bare.upper() in voc.NOT_TICKERS and not t.text.startswith("$"):
             continue
         ticker = is_ticker_shaped(t.text)
         opening = t.index == 0 or words[t.index - 1] in (".", "?", "!", ":", ";", "(")
-        capitalised = bare[:1].isupper() and not opening
-        if not (ticker or capitalised or (known and known(bare)) or _in_name_slot(words, t.index)):
+        nxt = reading.tokens[t.index + 1].text if t.index + 1 < len(words) else ""
+        # "Syrup USDT vault…": an opening word written as a name, right before a ticker.
+        named_first = opening and bare[:1].isupper() and is_ticker_shaped(nxt)
+        capitalised = bare[:1].isupper() and (not opening or named_first)
+        slot = _in_name_slot(words, t.index, texts) or t.index in reading.amount_assets()
+        if not (ticker or capitalised or (known and known(bare)) or slot):
             continue
-        before = words[max(0, t.index - 2) : t.index]
-        negated = any(
-            w in ("not", "excluding", "exclude", "except", "without", "avoid", "no") for w in before
-        )
-        out.append(Candidate(t.index, bare, ticker, negated))
+        out.append(Candidate(t.index, bare, ticker, t.index in reading.negated))
     return out[:MAX_CANDIDATES]
 
 

@@ -164,6 +164,32 @@ FLAG_OFF_WORDS: dict[str, tuple[str, ...]] = {
 NEGATORS = (
     "no", "not", "non", "without", "excluding", "exclude", "except", "avoid", "avoiding",
     "free", "zero", "never", "ignore", "minus", "but not", "other than", "nothing",
+    "excluded", "except for", "ignoring", "skip", "skipping", "leave out", "leaving out",
+    "drop", "dropping", "apart from", "aside from", "besides", "rather than", "instead of",
+    "anything but", "everything but", "anything except", "everything except", "neither",
+    "anywhere but", "anywhere except", "everywhere but", "everywhere except",
+    "any chain but", "any chain except", "any protocol but", "any protocol except",
+    "nor", "none of", "steer clear of", "stay away from", "keep away from", "nothing on",
+    "nothing from", "not interested in", "no longer", "outside of", "lacking", "lacks",
+    "w/o",
+)  # fmt: skip
+# Auxiliary verbs that negate with "n't" or "nt" glued on, with or without the apostrophe
+# ("hasn't", "hasnt", "isnt", "dont").
+AUXILIARIES = frozenset(
+    """is are was were has have had do does did should would could must need ai wo ca""".split()
+)
+# What joins the items of a negated list ("excluding morpho and euler", "not on X or Y",
+# "without Morpho/Euler").
+LIST_JOINERS = (",", "and", "or", "nor", "/", "&", "+", "plus")
+# Words between a negator and what it negates ("not on base", "hasn't ever been hacked",
+# "skip anything unaudited", "none of the aave stuff").
+NEGATION_FILLERS = (
+    "the", "a", "an", "any", "anything", "on", "in", "from", "of", "to", "by", "at", "via",
+    "with", "been", "being", "be", "ever", "yet", "got", "getting", "get", "vaults", "pools",
+    "protocols", "chains", "ones", "stuff", "things", "farms", "projects", "platforms",
+    "using", "touching", "involving", "including", "into", "through", "anywhere",
+    # "I don't want anything on polygon", "I dont trust Euler"
+    "want", "like", "trust", "need", "touch", "use", "see", "care", "about", "for",
 )  # fmt: skip
 
 # Enum fields: value → phrases (besides the value's own words).
@@ -329,7 +355,8 @@ PAGE_STEP_NOUNS = ("page", "pages", "ones", "results", "result", "rows", "vaults
 WINDOW_LEADS = (
     "history", "trend", "trends", "chart", "performance", "evolution", "apy", "tvl", "change",
     "changes", "data", "series", "moves", "points", "returns", "yield", "performed", "changed",
-    "evolved", "moved", "historical", "graph",
+    "evolved", "moved", "historical", "graph", "move", "yields", "apys", "rates", "rate",
+    "did", "done", "doing",
 )  # fmt: skip
 # Words that make "over N years" an age ("protocols live for over 2 years").
 AGE_WORDS = (
@@ -343,6 +370,48 @@ DAY_WINDOWS: dict[str, int] = {
     "this year": 365, "a year": 365, "last quarter": 90, "past quarter": 90, "a quarter": 90,
     "ytd": 365, "last 24 hours": 1, "yesterday": 1,
 }  # fmt: skip
+# Spans named without a number ("last week", "a fortnight"), in days, for the history
+# tool's window (`timeframes.py`).
+NAMED_SPANS: dict[str, int] = {
+    "last week": 7, "past week": 7, "this week": 7, "last month": 30, "past month": 30,
+    "this month": 30, "last year": 365, "past year": 365, "this year": 365,
+    "last quarter": 90, "past quarter": 90, "this quarter": 90, "fortnight": 14,
+    "past few weeks": 21, "last few weeks": 21, "past few months": 90, "last few months": 90,
+    "past few days": 7, "last few days": 7, "past couple of weeks": 14,
+    "last couple of weeks": 14, "past couple weeks": 14, "last couple weeks": 14,
+    "past couple of months": 60, "last couple of months": 60, "past couple months": 60,
+    "last couple months": 60, "recent weeks": 21, "recent months": 90, "yesterday": 1,
+    "last 24 hours": 1, "past 24 hours": 1, "past day": 1, "last day": 1,
+    "all time": 365, "ytd": 0, "year to date": 0, "so far this year": 0,
+    "since the start of the year": 0, "since the beginning of the year": 0,
+    "since new year": 0,
+}  # fmt: skip
+# Words that introduce a named span ("over the last week", "during the past month").
+SPAN_LEADS = (
+    "over the", "in the", "for the", "within the", "during the", "across the", "over",
+    "in", "for", "within", "during", "across",
+)  # fmt: skip
+# A span of 0 above runs from the first of January to today.
+YEAR_TO_DATE = 0
+# Words that start a window at a point in time ("since March", "from January 2026").
+SINCE_WORDS = ("since", "from", "starting", "after")
+MONTHS: dict[str, int] = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4,
+    "apr": 4, "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8,
+    "september": 9, "sep": 9, "sept": 9, "october": 10, "oct": 10, "november": 11,
+    "nov": 11, "december": 12, "dec": 12,
+}  # fmt: skip
+# Words that ask which way something moved: the history tool's trend, said in words.
+TREND_PHRASES = (
+    "up or down", "down or up", "going up", "going down", "rising or falling", "rising",
+    "falling", "increasing", "decreasing", "increasing or decreasing", "trend", "trending",
+    "trends", "direction", "improving", "getting better", "getting worse", "declining",
+    "climbing", "holding up", "holding steady", "stable or", "trajectory", "moving", "move",
+    "moved", "changed", "evolved", "shifted", "drifting", "creeping up", "dropping off",
+    "higher or lower", "better or worse",
+)  # fmt: skip
+# Words that ask about the recent past without saying how long ("lately", "over time").
+SOFT_WINDOWS = ("lately", "recently", "these days", "over time", "of late", "historically")
 # Words before a duration that make it a look-back window, not a condition.
 WINDOW_BEFORE = (
     "last",
@@ -357,6 +426,260 @@ WINDOW_BEFORE = (
     "for the past",
     "within the last",
 )
+
+# --- parts of a question ------------------------------------------------------------
+
+# Words that open a clause of its own after "and", "but" or a sentence end (`clauses.py`).
+CLAUSE_OPENERS = frozenset(
+    """what what's whats how how's hows which where where's wheres who who's whos when why
+    show give tell list find check compare analyze analyse get pull any anything""".split()
+)
+# Words that may follow an auxiliary as its subject ("and is it audited", "is there").
+CLAUSE_SUBJECTS = frozenset("it its they them this that these those there i we you the".split())
+# Words that end a clause, for finding where one starts ("…, and is it audited?").
+CLAUSE_BREAK_WORDS = frozenset({",", ";", ":", "?", "!", ".", "and", "but", "or", "also"})
+# Nouns that make a part about vaults: a later part with no subject of its own asks about
+# the same vaults ("USDC vaults on base, how has the APY moved?").
+VAULT_SUBJECT_NOUNS = frozenset(
+    "vault vaults pool pools farm farms yield yields apy apr apys aprs strategy strategies".split()
+)
+# Nouns that give a part a subject of its own ("and the top gainers?").
+LIST_SUBJECT_NOUNS = frozenset(
+    "tokens coins stablecoins protocols gainers losers movers memecoins alts".split()
+)
+# A first part opening with these sets the scene for the next ("I have 50k USDC, where
+# should I put it?"): one question, not two.
+SCENE_OPENERS = frozenset("i i'm im i've ive my we we're we've got".split())
+
+# --- what the platform cannot do -----------------------------------------------------
+
+# Verbs that ask for a transaction when used as a request ("swap 1 ETH to USDC").
+TRADE_VERBS = frozenset(
+    """swap buy sell bridge send transfer convert exchange withdraw short long leverage trade
+    execute ape dca stake deposit lend unstake claim harvest move shift""".split()
+)
+# Of those, the ones a vault search stands in for ("stake my ETH for me").
+YIELD_ACTIONS = frozenset("stake deposit lend".split())
+# Words after a trading verb that make it a noun ("swap fees", "buy pressure").
+TRADE_NOUN_AFTER = frozenset(
+    """fees fee pressure volume volumes wall walls signal signals side rate rates route
+    routes count counts order orders activity tax taxes history data""".split()
+)
+# Words before a verb that make it a request to act ("can you buy", "I want to bridge").
+REQUEST_LEADS = (
+    "can you", "could you", "would you", "will you", "please", "pls", "help me",
+    "i want to", "i'd like to", "id like to", "i wanna", "i need to", "how do i",
+    "how can i", "let's", "lets", "go ahead and", "i want you to", "can u", "could u",
+    "want to", "wanna",
+)  # fmt: skip
+# Of those, the ones that hand the action to the assistant: "how do I stake ETH" asks
+# where, "can you stake my ETH" asks it done.
+DELEGATION_LEADS = (
+    "can you", "could you", "would you", "will you", "please", "pls", "help me",
+    "go ahead and", "i want you to", "can u", "could u", "let's", "lets",
+)  # fmt: skip
+FORECAST_WORDS = frozenset(
+    """predict predicts predicted prediction predictions forecast forecasts forecasting
+    projection projections prognosis""".split()
+)
+# Moves a future tense asks about ("will ETH hit 10k", "is SOL going to pump").
+FUTURE_MOVES = frozenset(
+    """hit reach pump dump moon crash recover rise fall drop flip double triple 10x 100x
+    2x up down higher lower rally break surpass exceed last stay hold survive dip tank
+    climb increase decrease continue go worth price priced trade trading cost depeg depegs
+    lose collapse fail""".split()
+)
+# What it costs to move funds: gas by another name ("fees to send ETH").
+NETWORK_FEE_PHRASES = (
+    "transaction fee", "transaction fees", "tx fee", "tx fees", "network fee",
+    "network fees", "fee to send", "fees to send", "cost to send", "fees to transfer",
+    "fee to transfer", "cost to transfer", "cost of sending", "sending fees", "gas cost",
+    "gas costs",
+)  # fmt: skip
+ALERT_PHRASES = (
+    "alert me", "notify me", "remind me", "ping me", "let me know when", "tell me when",
+    "set an alert", "set alert", "set up an alert", "price alert", "notification",
+    "notifications", "watch it for me", "keep an eye on", "email me", "text me",
+)  # fmt: skip
+GAP_REPLIES: dict[str, str] = {
+    "trade": (
+        "I can't make transactions: no swaps, trades, transfers, bridges or orders. I only "
+        "read data, so nothing moves through me."
+    ),
+    "deposit": (
+        "I can't deposit, stake or lend for you: I only read data. These are vaults you "
+        "could use yourself:"
+    ),
+    "forecast": (
+        "I can't predict prices or yields: no tool here sees the future, and I won't guess. "
+        "This is where things stand now:"
+    ),
+    "gas": "I have no gas price data: none of my tools reads gas or network fees.",
+    "alert": "I can't set alerts or watch anything for you: I only answer when you ask.",
+    "advice": "Whether to buy or sell is your call; this is what the data says:",
+}
+# Other things no tool covers, with the plain answer.
+OTHER_GAPS: dict[str, str] = {
+    "nft floor": "I have no NFT data: floor prices and collections are not in my tools.",
+    "floor price": "I have no NFT data: floor prices and collections are not in my tools.",
+    "order book": "I have no order book data: my tools read token snapshots, not exchanges.",
+    "funding rate": "I have no derivatives data: funding rates and open interest are not in "
+    "my tools.",
+    "funding rates": "I have no derivatives data: funding rates and open interest are not in "
+    "my tools.",
+    "liquidation price": "I can't work out liquidation prices: my tools read no loan positions.",
+    "taxes": "I can't help with taxes: my tools read market and on-chain data only.",
+    "tax": "I can't help with taxes: my tools read market and on-chain data only.",
+}
+
+# --- small talk ---------------------------------------------------------------------
+
+SOCIAL_PHRASES: dict[str, tuple[str, ...]] = {
+    "thanks": (
+        "thanks", "thank you", "thank u", "thankyou", "thx", "ty", "tysm", "tyvm", "cheers",
+        "appreciate it", "appreciated", "much appreciated", "appreciate that", "legend",
+        "you're a legend", "youre a legend", "you rock", "you're the best", "youre the best",
+        "great job", "nice one", "good job", "well done", "awesome", "amazing", "brilliant",
+        "perfect", "excellent", "wonderful", "fantastic", "superb", "lovely", "helpful",
+        "very helpful", "super helpful", "useful", "that helps", "that helped", "great",
+        "nice", "cool", "sweet", "neat", "good stuff", "great stuff", "top notch", "kudos",
+        "props", "bless", "ta", "merci", "gracias", "danke", "goat", "the goat", "based",
+        "love it", "love this", "love you", "big thanks", "many thanks", "thanks a lot",
+        "obliged", "much obliged", "nice work", "good work", "great work", "spot on",
+        "thanks a bunch", "thanks so much", "thank you so much", "grateful", "good bot",
+    ),
+    "greeting": (
+        "hi", "hello", "hey", "hey there", "hi there", "hello there", "yo", "sup", "gm",
+        "good morning", "good afternoon", "good evening", "morning", "evening", "howdy",
+        "hiya", "greetings", "what's up", "whats up", "wassup", "gm gm", "hola", "hallo",
+    ),
+    "farewell": (
+        "bye", "goodbye", "good bye", "bye bye", "see you", "see ya", "cya", "later",
+        "laters", "gn", "good night", "goodnight", "catch you later", "talk later", "ttyl",
+        "have a good one", "take care", "peace", "i'm off", "im off", "that's all",
+        "thats all", "that's it", "thats it", "all good", "nothing else",
+    ),
+    "identity": (
+        "who are you", "what are you", "what can you do", "what do you do",
+        "what can i ask", "what can i ask you", "how do you work", "are you a bot",
+        "are you human", "are you an ai", "are you ai", "what is albert", "who is albert",
+        "what's albert", "whats albert", "help", "what are your features", "capabilities",
+        "what do you know", "who built you", "who made you", "who created you", "who are u",
+        "who r u", "who built this", "who made this",
+    ),
+    "wellbeing": (
+        "how are you", "how are you doing", "how's it going", "hows it going", "how you doing",
+        "how r u", "how are u", "you good", "you ok", "you okay", "how's your day",
+    ),
+    "agree": (
+        "ok", "okay", "k", "kk", "sure", "alright", "all right", "got it", "gotcha",
+        "understood", "noted", "makes sense", "fair enough", "sounds good", "fine", "right",
+        "yes", "yep", "yeah", "yup", "no worries", "np", "lol", "lmao", "haha", "hahaha",
+        "rofl", "nice nice", "ah", "oh", "i see", "interesting", "wow", "wow ok", "hmm",
+        "makes sense thanks",
+    ),
+}  # fmt: skip
+# Words a social message may carry around what it says ("cheers mate", "thanks so much!").
+SOCIAL_FILLER = frozenset(
+    """a so much very really mate man bro fren frens friend buddy dude guys all again for
+    that this the it was is that's thats just and too as always lot lots tons bunch albert
+    bot you u ur your oh well anyway then again now team sir please pls lol haha ton tons
+    heaps loads bunch""".split()
+)
+
+# --- exploits ------------------------------------------------------------------------
+
+# Words of hacks and exploits ("has Euler been hacked?"); "hacker" and "exploiter" name an
+# actor (an address question), not an event.
+HACK_WORDS = frozenset(
+    """hack hacked hacks hacking exploit exploited exploits rekt drained drain breach
+    breached breaches attacked attack attacks compromised stolen rugged rugpull rugpulled
+    rugpulls incident incidents""".split()
+)
+HACK_PHRASES = frozenset({"rug pull", "rug pulled", "lost funds", "been hit", "got hit"})
+# The word a feed search uses for each ("drained" → "hack").
+HACK_WORDS_BASE = {
+    "hacked": "hack", "hacks": "hack", "hacking": "hack", "exploited": "exploit",
+    "exploits": "exploit", "rekt": "hack", "drained": "hack", "drain": "hack",
+    "breached": "breach", "breaches": "breach", "attacked": "attack", "attacks": "attack",
+    "compromised": "hack", "stolen": "hack", "rugged": "rug", "rugpulled": "rug",
+    "rugpull": "rug", "rugpulls": "rug", "incidents": "incident",
+}  # fmt: skip
+
+# --- comparisons and addresses ---------------------------------------------------------
+
+# Words that ask between the sides a question names ("better on Arbitrum or Base?").
+COMPARE_WORDS = frozenset(
+    """or vs vs. versus compare compared comparing comparison better worse which against
+    difference beat beats""".split()
+)
+# The risk-analysis factor a flag asked of one vault answers ("is it audited?").
+ASKED_FACTORS = {"audited": "audit", "il_risk": "impermanent"}
+# Words that weigh one side's yield against another's ("better for stablecoins: base or
+# arbitrum?" asks where they earn more, not for a token list).
+VALUE_WORDS = frozenset("better worse more higher lower pays pay earn earns best".split())
+# Words that make an address question about a token ("what's 0x… trading at?"): the token
+# index is asked first, the address check after it only if no token is on record there.
+TOKEN_ADDRESS_WORDS = frozenset(
+    """token tokens coin contract erc20 erc-20 price priced trading trade traded mcap cap
+    liquidity holders chart supply ticker symbol fdv volume pump pumping dump ath""".split()
+)
+# Words that ask about one asset's vaults only (an LP pool is another question).
+MULTI_ASSET_WORDS = frozenset(
+    "lp lps pair pairs pool-pair multi multi-asset liquidity-pool amm".split()
+)
+
+# --- amounts and risk appetite ----------------------------------------------------------
+
+# Words of holding or placing money around an amount ("I have 50k", "park $10k").
+HOLDING_WORDS = (
+    "have", "got", "hold", "holding", "own", "owning", "sitting", "deposit", "depositing",
+    "put", "putting", "invest", "investing", "park", "parking", "allocate", "allocating",
+    "stake", "staking", "lend", "lending", "deploy", "deploying", "spare", "idle", "my",
+    "i've", "ive", "bag", "place", "placing", "move", "moving", "earn", "grow", "with",
+)  # fmt: skip
+# Words that put an amount to work rather than price it.
+PLACEMENT_WORDS = frozenset(
+    """where earn earning earns yield yields apy apr put park deploy invest investing stake
+    staking lend lending deposit grow work place vault vaults pool pools farm safe get make
+    best return returns interest passive somewhere need needs looking""".split()
+)
+# Dollar stablecoins: an amount in one of these is an amount in dollars, near enough to
+# weigh against a TVL.
+DOLLAR_STABLECOINS = frozenset(
+    """USDC USDT DAI USDE USDS PYUSD FDUSD TUSD GHO CRVUSD FRAX LUSD USD0 USDBC RLUSD SUSD
+    USDC.E DOLA MIM BUSD USDM USDX""".split()
+)
+# Words that say an amount is in stablecoins ("$250k in stables").
+STABLE_WORDS = frozenset({"stables", "stablecoins", "stablecoin", "stable", "stable coins"})
+# Tickers people write in lowercase after an amount ("10 eth", "5k usdc").
+COMMON_TICKERS = frozenset(
+    """usdc usdt dai eth weth btc wbtc sol steth wsteth usde susde cbbtc cbeth reth arb op
+    matic pol avax bnb link uni aave crv""".split()
+)
+# Words that make a risk word part of an appetite ("nothing sketchy", "not too risky").
+RISKY_WORDS = frozenset(
+    """sketchy shady dodgy risky degen crazy wild scammy sus ponzi ponzis rug rugs rugpull
+    rugpulls shitcoin shitcoins junk exotic experimental fishy suspicious dangerous
+    speculative gambling""".split()
+)
+# Phrases that ask for little risk, and for any risk, as a level of the risk-rating field.
+SAFE_APPETITE = (
+    "somewhere safe", "something safe", "keep it safe", "play it safe", "playing it safe",
+    "safe place", "safe spot", "safe option", "safe options", "safe bet", "safe bets",
+    "safe yield", "safe yields", "safe vault", "safe vaults", "safe pool", "safe pools",
+    "safe way", "safe stablecoin", "safe stablecoins", "conservative", "conservatively",
+    "capital preservation", "preserve capital", "can't afford to lose", "cant afford to lose",
+    "don't want to lose", "dont want to lose", "sleep at night", "risk free", "risk-free",
+    "no risk", "blue chip", "blue-chip", "low-risk", "low risk", "safely", "safe and",
+    "safe,", "risk averse", "risk-averse", "what's safe", "whats safe", "anything safe",
+    "what is safe", "safe enough", "safe ones",
+)  # fmt: skip
+BOLD_APPETITE = (
+    "degen", "aggressive", "aggressively", "yolo", "high risk is fine", "risk is fine",
+    "don't care about risk", "dont care about risk", "whatever the risk", "max risk",
+    "high risk tolerance", "risk on",
+)  # fmt: skip
 
 # --- yield-versus-risk guideline --------------------------------------------------------
 
@@ -503,11 +826,16 @@ NAME_SLOT_NEXT = (
     "apys", "market", "markets", "lending", "staking", "strategy", "strategies", "protocol",
     "v1", "v2", "v3", "v4", "finance", "dex", "deposits", "tvl", "lp", "lps", "savings",
     "stablecoin", "stable", "rewards", "incentives", "emissions", "restaking", "loans",
+    # "has euler been hacked", "was bybit exploited", "is morpho audited": a subject.
+    "been", "ever", "hacked", "exploited", "drained", "rekt", "rugged", "audited",
+    # "what does steth pay", "what can wsteth earn", "Euler got hacked", "aave is audited?"
+    "pay", "pays", "paying", "earn", "earns", "earning", "yielding", "offer", "offers",
+    "got", "get", "was", "has", "is",
 )  # fmt: skip
 NAME_SLOT_PREV = (
     "on", "via", "from", "for", "of", "in", "at", "with", "using", "holding", "through",
     "into", "against", "vs", "versus", "hold", "holds", "containing", "including", "like",
-    "than",
+    "than", "is", "about",
 )  # fmt: skip
 
 # Everyday names of assets, for questions that do not use the ticker.

@@ -36,6 +36,14 @@ Workload = Literal[
     "wallet",
     "failure",
     "followup",
+    "negation",
+    "parts",
+    "time_windows",
+    "amounts",
+    "comparisons",
+    "exploits",
+    "limits",
+    "small_talk",
 ]
 FinishReason = Literal["stop", "step_limit", "error", "cancelled", "length"]
 

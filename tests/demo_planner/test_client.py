@@ -249,8 +249,14 @@ async def test_only_offered_tools_are_called(local_specs) -> None:
 
 
 async def test_unmatched_questions_get_help_not_invention(specs) -> None:
-    calls, text = await run(DemoPlanner(), "hello there", specs, index_answers)
+    calls, text = await run(DemoPlanner(), "what is the meaning of life?", specs, index_answers)
     assert calls == [] and LABEL in text and "Try, for example" in text
+
+
+async def test_a_greeting_gets_a_greeting_not_the_help(specs) -> None:
+    calls, text = await run(DemoPlanner(), "hello there", specs, index_answers)
+    assert calls == [] and LABEL in text and text.count("\n- “") == 3
+    assert "could not match" not in text and "Hi!" in text
 
 
 async def test_a_failed_tool_is_rendered_as_what_could_not_be_checked(specs) -> None:

@@ -227,6 +227,80 @@ CHAINS = [
     ),
 ]
 
+USDC_SIDE = {"asset_symbol": "USDC", "exposure": "single", "sort_by": "apy", "min_tvl_usd": 1e6}
+STG = {
+    "chain": "ethereum",
+    "query": "USDC-STG",
+    "protocol": "pancakeswap-amm",
+    "protocols": ["pancakeswap-amm-v3"],
+}
+
+# Refinements of the questions read by their structure.
+STRUCTURED = [
+    Talk(
+        # A chain after a comparison of chains is one more side, not a replacement.
+        ["is USDC yield better on arbitrum or base?", "and optimism?"],
+        [
+            [vaults(chain="arbitrum", **USDC_SIDE), vaults(chain="base", **USDC_SIDE)],
+            [
+                vaults(chain="arbitrum", **USDC_SIDE),
+                vaults(chain="base", **USDC_SIDE),
+                vaults(chain="optimism", **USDC_SIDE),
+            ],
+        ],
+        says=("added as one more side", "**Verdict:**"),
+    ),
+    Talk(
+        # A new window takes the place of the old one, the history is asked again.
+        [
+            "how has the pancakeswap USDC-STG pool on ethereum done over the past month?",
+            "and over the last week?",
+        ],
+        [[vaults(**STG)], [vaults(**STG)]],
+        says=("“over the last week” instead of “over the past month”", "Trend of USDC-STG"),
+    ),
+    Talk(
+        ["has Euler been hacked?", "what about Morpho?"],
+        [
+            [
+                vaults(protocol="euler-v2", sort_by="tvl_usd", per_page=1),
+                ("search_feed", {"query": "Euler hack"}),
+            ],
+            [
+                vaults(protocol="morpho-blue", sort_by="tvl_usd", per_page=1),
+                ("search_feed", {"query": "Morpho hack"}),
+            ],
+        ],
+        says=("**morpho-blue:**",),
+    ),
+    Talk(
+        ["I have 50k USDC, where should I put it? nothing sketchy", "only on base"],
+        [
+            [
+                vaults(
+                    asset_symbol="USDC", max_risk_rating="medium", exposure="single", sort_by="apy"
+                )
+            ],
+            [
+                vaults(
+                    chain="base",
+                    asset_symbol="USDC",
+                    max_risk_rating="medium",
+                    exposure="single",
+                    sort_by="apy",
+                )
+            ],
+        ],
+        says=("Read “50k USDC” as the amount",),
+    ),
+    Talk(
+        ["what's ETH trading at and any news on it?", "cheers, legend"],
+        [[("analyze_token", {"symbol": "ETH"}), ("search_feed", {"query": "ETH"})], []],
+        says=("Glad to help",),
+        not_says=("Taking", "could not match"),
+    ),
+]
+
 NOT_REFINEMENTS = [
     Talk(
         ["stablecoin vaults with TVL above $5M", "thanks"],
@@ -288,7 +362,7 @@ NOT_REFINEMENTS = [
     Talk(["thanks", "and on base?"], [[], []], not_says=("Taking",)),
 ]
 
-TABLE = REFINEMENTS + CHAINS + NOT_REFINEMENTS
+TABLE = REFINEMENTS + CHAINS + STRUCTURED + NOT_REFINEMENTS
 
 
 @ON_MODULE_LOOP

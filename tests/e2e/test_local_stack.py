@@ -266,3 +266,108 @@ async def test_no_absurd_apy_leads_a_highest_yields_answer(stack, question: str)
         assert page["only_outliers"], result["content"][:1500]
     else:
         assert page["outliers_left_out"]
+
+
+# --- questions read by their structure, one per class, through the whole stack ------------
+
+UNI = "0x1f9840a85d5aF5bf1D1762F925BDADdC4201F984"
+USDC_STG = "defillama:ethereum:42eb6cd8-3b10-4b98-afc9-0771efe77f9f"
+BY_CHAIN = {"sort_by": "apy", "min_tvl_usd": 1e6}
+CLASS_QUESTIONS = [
+    pytest.param(
+        "USDT yields anywhere but ethereum or base",
+        [("search_vaults", {"exclude_chains": ["ethereum", "base"], "asset_symbol": "USDT"})],
+        (),
+        id="negated-list",
+    ),
+    pytest.param(
+        "what is PEPE trading at, and any news on it?",
+        [("analyze_token", {"symbol": "PEPE"}), ("search_feed", {"query": "PEPE"})],
+        ("**2. “any news on it?”**",),
+        id="two-parts",
+    ),
+    pytest.param(
+        "how has the pancakeswap USDC-STG pool on ethereum moved over the past 3 weeks?",
+        [
+            (
+                "search_vaults",
+                {
+                    "chain": "ethereum",
+                    "query": "USDC-STG",
+                    "protocol": "pancakeswap-amm",
+                    "protocols": ["pancakeswap-amm-v3"],
+                },
+            ),
+            ("vault_history", {"vault_id": USDC_STG, "days": 21}),
+        ],
+        ("**Trend of USDC-STG (0.25%):** the APY is going",),
+        id="time-window",
+    ),
+    pytest.param(
+        "I hold 40k DAI, where can it earn? nothing sketchy",
+        [
+            (
+                "search_vaults",
+                {
+                    "asset_symbol": "DAI",
+                    "max_risk_rating": "medium",
+                    "exposure": "single",
+                    "sort_by": "apy",
+                },
+            )
+        ],
+        ("Read “40k DAI” as the amount you want to place", "at most medium"),
+        id="amount",
+    ),
+    pytest.param(
+        "stablecoin yields: base or arbitrum?",
+        [
+            ("search_vaults", {"stablecoin_only": True, "chain": "base", **BY_CHAIN}),
+            ("search_vaults", {"stablecoin_only": True, "chain": "arbitrum", **BY_CHAIN}),
+        ],
+        ("**Verdict:**",),
+        id="comparison",
+    ),
+    pytest.param(
+        f"what's {UNI} trading at?",
+        [("analyze_token", {"chain": "ethereum", "address": UNI})],
+        (),
+        id="contract-address",
+    ),
+    pytest.param(
+        "has Aave v3 ever been hacked?",
+        [
+            ("search_vaults", {"protocol": "aave-v3", "sort_by": "tvl_usd", "per_page": 1}),
+            ("search_feed", {"query": "Aave hack"}),
+            ("analyze_risk", None),
+        ],
+        ("records 1 exploit",),
+        id="exploit",
+    ),
+    pytest.param("swap my ETH to USDC", [], ("can't make transactions",), id="cannot-do"),
+    pytest.param("much appreciated, legend", [], ("Glad to help",), id="small-talk"),
+]
+
+
+@pytest.mark.parametrize(("question", "calls", "says"), CLASS_QUESTIONS)
+async def test_a_question_read_by_its_structure_calls_what_it_needs(
+    stack: RuntimeProcess, question: str, calls: list, says: tuple[str, ...]
+) -> None:
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, question)
+    # Name lookups may come first, or not, as the planner's cache has it.
+    made = [
+        (f["name"], f["arguments"])
+        for f in tool_calls(frames)
+        if not f["call_id"].startswith("demo_lookup_")
+    ]
+    assert [name for name, _ in made] == [name for name, _ in calls]
+    for (_, arguments), (_, expected) in zip(made, calls, strict=True):
+        if expected is not None:
+            assert arguments == expected
+    answer = answer_text(frames)
+    assert answer.startswith(LABEL) and "could not match" not in answer
+    for phrase in says:
+        assert phrase in answer, answer[:1500]

@@ -120,6 +120,14 @@ def test_the_question_set_is_well_formed() -> None:
         "wallet",
         "failure",
         "followup",
+        "negation",
+        "parts",
+        "time_windows",
+        "amounts",
+        "comparisons",
+        "exploits",
+        "limits",
+        "small_talk",
     }
     assert {c.profile for c in cases} == {
         "default",
