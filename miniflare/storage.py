@@ -69,7 +69,17 @@ def _opens_transaction(query: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _is_schema_change(query: str) -> bool:
-    return query.lstrip().upper().startswith(("CREATE ", "ALTER ", "DROP "))
+    """One CREATE, ALTER or DROP statement: nothing but blanks after its end (more than one
+    statement goes through `execute`, which refuses it as before)."""
+    if not query.lstrip().upper().startswith(("CREATE ", "ALTER ", "DROP ")):
+        return False
+    end = query.find(";")
+    while end != -1:
+        # SQLite's own reading: a `;` in a literal, a comment or a trigger's body ends nothing.
+        if sqlite3.complete_statement(query[: end + 1]):
+            return not query[end + 1 :].strip()
+        end = query.find(";", end + 1)
+    return True
 
 
 class SqlStorage:

@@ -85,6 +85,9 @@ def test_schema_statements_in_and_out_of_a_transaction(tmp_path: Path) -> None:
     assert sql.exec("INSERT INTO t VALUES (1)").rowsWritten == 1
     with pytest.raises(sqlite3.OperationalError, match="already exists"):
         sql.exec("CREATE TABLE t (a INTEGER)")
+    with pytest.raises(sqlite3.ProgrammingError, match="one statement"):
+        sql.exec("CREATE TABLE v (a INTEGER); CREATE TABLE w (a INTEGER)")
+    sql.exec("CREATE TRIGGER t_seen AFTER INSERT ON t BEGIN SELECT ';'; SELECT 1; END; -- a note")
 
     def create_then_fail() -> None:
         sql.exec("CREATE TABLE u (b TEXT)")
@@ -94,7 +97,7 @@ def test_schema_statements_in_and_out_of_a_transaction(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="undo"):
         storage.transactionSync(create_then_fail)
     names = {r["name"] for r in sql.exec("SELECT name FROM sqlite_master").toArray()}
-    assert "u" not in names and {"t", "t_by_a"} <= names
+    assert not names & {"u", "v", "w"} and {"t", "t_by_a", "t_seen"} <= names
     assert sql.exec("SELECT * FROM t").columnNames == ["a"]
     sql.exec("DROP INDEX t_by_a")
     assert sql.exec("SELECT a FROM t").one() == {"a": 1}
