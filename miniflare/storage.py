@@ -67,6 +67,21 @@ def _opens_transaction(query: str) -> bool:
     return query.strip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT"))
 
 
+@lru_cache(maxsize=1024)
+def _is_schema_change(query: str) -> bool:
+    """One CREATE, ALTER or DROP statement: nothing but blanks after its end (more than one
+    statement goes through `execute`, which refuses it as before)."""
+    if not query.lstrip().upper().startswith(("CREATE ", "ALTER ", "DROP ")):
+        return False
+    end = query.find(";")
+    while end != -1:
+        # SQLite's own reading: a `;` in a literal, a comment or a trigger's body ends nothing.
+        if sqlite3.complete_statement(query[: end + 1]):
+            return not query[end + 1 :].strip()
+        end = query.find(";", end + 1)
+    return True
+
+
 class SqlStorage:
     """`ctx.storage.sql`: synchronous, autocommit, one statement per call.
 
@@ -99,6 +114,12 @@ class SqlStorage:
         if _opens_transaction(query):
             # The platform refuses explicit transactions (it makes each event atomic itself).
             raise NotImplementedError("explicit transactions are not allowed in ctx.storage.sql")
+        if not bindings and _is_schema_change(query) and not self._db.in_transaction:
+            # A schema statement runs once per object (its migrations, each wake's `CREATE
+            # TABLE IF NOT EXISTS`): kept out of sqlite3's statement cache, where the
+            # compiled triggers and tables held ~90 KiB of RSS per object for good. `executescript`
+            # prepares it afresh and commits nothing (no transaction is open).
+            return SqlCursor(self._cursor.executescript(query))
         return SqlCursor(self._cursor.execute(query, bindings))
 
     def run_transaction(self, callback: Callable[[], T]) -> T:

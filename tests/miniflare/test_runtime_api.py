@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -71,6 +72,35 @@ def test_sql_cursor_has_the_platform_surface(tmp_path: Path) -> None:
         sql.exec("SELECT a FROM t").one()
     with pytest.raises(NotImplementedError):
         sql.exec("BEGIN")
+
+
+def test_schema_statements_in_and_out_of_a_transaction(tmp_path: Path) -> None:
+    # Outside a transaction a schema statement skips the statement cache; inside one it
+    # stays part of the transaction, rolled back with it.
+    _, host = _host(tmp_path)
+    storage = host.state(DurableObjectNamespace(host).idFromName("x")).storage
+    sql = storage.sql
+    sql.exec("CREATE TABLE t (a INTEGER)")
+    sql.exec("CREATE INDEX t_by_a ON t (a)")
+    assert sql.exec("INSERT INTO t VALUES (1)").rowsWritten == 1
+    with pytest.raises(sqlite3.OperationalError, match="already exists"):
+        sql.exec("CREATE TABLE t (a INTEGER)")
+    with pytest.raises(sqlite3.ProgrammingError, match="one statement"):
+        sql.exec("CREATE TABLE v (a INTEGER); CREATE TABLE w (a INTEGER)")
+    sql.exec("CREATE TRIGGER t_seen AFTER INSERT ON t BEGIN SELECT ';'; SELECT 1; END; -- a note")
+
+    def create_then_fail() -> None:
+        sql.exec("CREATE TABLE u (b TEXT)")
+        sql.exec("ALTER TABLE t ADD COLUMN c TEXT")
+        raise RuntimeError("undo")
+
+    with pytest.raises(RuntimeError, match="undo"):
+        storage.transactionSync(create_then_fail)
+    names = {r["name"] for r in sql.exec("SELECT name FROM sqlite_master").toArray()}
+    assert not names & {"u", "v", "w"} and {"t", "t_by_a", "t_seen"} <= names
+    assert sql.exec("SELECT * FROM t").columnNames == ["a"]
+    sql.exec("DROP INDEX t_by_a")
+    assert sql.exec("SELECT a FROM t").one() == {"a": 1}
 
 
 def test_unimplemented_platform_features_say_so(tmp_path: Path) -> None:

@@ -43,9 +43,21 @@ def message_payload(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
+# Every step sends every tool's entry, and a spec does not change once made (one per tool,
+# shared by the objects of a process: albert.tools.base.described): its entry, the schema
+# walked for references and inlined, is made once per spec. Keyed by the spec's identity;
+# the entry holds the spec, so that identity cannot pass to another one while it is kept.
+# Entries are shared by every request that sends them: read, never changed.
+_ENTRIES = 1024
+_entries: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
+
+
 def tool_payload(spec: ToolSpec) -> dict[str, Any]:
     """The OpenAI `tools` entry for a tool spec (its schema with references inlined)."""
-    return {
+    found = _entries.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    entry = {
         "type": "function",
         "function": {
             "name": spec.name,
@@ -53,6 +65,10 @@ def tool_payload(spec: ToolSpec) -> dict[str, Any]:
             "parameters": inline_refs(spec.parameters),
         },
     }
+    if len(_entries) >= _ENTRIES:
+        _entries.clear()  # remote tools come and go: the cache stays bounded
+    _entries[id(spec)] = (spec, entry)
+    return entry
 
 
 # How deep one reference may expand inside another, and how many expansions one schema

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from albert.ai.model import ModelError
-from albert.ai.openai_wire import MAX_REF_DEPTH, StreamedStep, decode_chunk, inline_refs
+from albert.ai.openai_wire import (
+    MAX_REF_DEPTH,
+    StreamedStep,
+    decode_chunk,
+    inline_refs,
+    tool_payload,
+)
+from albert.tools.base import ToolSpec
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -149,3 +156,29 @@ def test_a_definition_referring_to_itself_many_times_stays_small() -> None:
     }
     text = json.dumps(inline_refs(schema))
     assert "$ref" not in text and len(text) < 100_000  # 6 ** 8 expansions otherwise
+
+
+def test_a_tool_entry_is_made_once_per_spec_and_each_spec_gets_its_own() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"chain": {"$ref": "#/$defs/Chain"}},
+        "$defs": {"Chain": {"type": "string"}},
+    }
+    spec = ToolSpec(name="t", description="d", parameters=schema)
+    entry = tool_payload(spec)
+    assert entry == {
+        "type": "function",
+        "function": {
+            "name": "t",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {"chain": {"type": "string"}}},
+        },
+    }
+    assert tool_payload(spec) is entry
+    other = ToolSpec(name="u", description="e", parameters={"type": "object"})
+    assert tool_payload(other)["function"] == {
+        "name": "u",
+        "description": "e",
+        "parameters": {"type": "object"},
+    }
+    assert tool_payload(spec) is entry
