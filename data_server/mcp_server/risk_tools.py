@@ -229,7 +229,7 @@ async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskA
         score_parts=parts,
     )
     lines = [summary, vault_line(vault), "Factors:"]
-    lines += [f"- {f.label}: {f.value} ({f.assessment}) {f.note}".rstrip() for f in factors]
+    lines += [_factor_line(f.label, str(f.value), f.assessment, f.note) for f in factors]
     if breakdown is not None:
         points = ", ".join(f"{p.label} {p.points:.1f}/{p.out_of:.0f}" for p in parts)
         lines.append(f"Score {breakdown.score:.1f} = {points}")
@@ -239,3 +239,10 @@ async def analyze_risk(deps: ToolDeps, params: VaultIdInput) -> ToolOutput[RiskA
                 + ", ".join(f"{flag} −{pts:.0f}" for flag, pts in breakdown.penalties.items())
             )
     return ToolOutput(data=data, text="\n".join(lines), coach=[vault.coach_item()])
+
+
+def _factor_line(label: str, value: str, assessment: str, note: str) -> str:
+    """One factor as a line of the answer; an assessment that only repeats the reading
+    ("unknown (unknown)") is said once."""
+    judged = value if assessment == value else f"{value} ({assessment})"
+    return f"- {label}: {judged} {note}".rstrip()
