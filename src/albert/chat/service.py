@@ -29,7 +29,7 @@ from albert.storage.turn_journal import TurnJournal
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
-    from albert.mcp.manager import McpAccess
+    from albert.mcp.access import McpAccess
 
 
 class ChatService:
