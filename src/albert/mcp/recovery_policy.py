@@ -66,7 +66,7 @@ Remedy = Literal["retry", "config", "authorization"]
 
 
 class RecoveryPolicy(BaseModel):
-    """Retry schedule and half-open cool-down."""
+    """The recovery schedule: retries with full jitter, then the half-open cool-down."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 

@@ -128,7 +128,7 @@ class RecoveryScheduler:
             self._log.save(server.name, server.config.url, server.recovery, server.last_error)
         except Exception:
             # Retries still run from memory; only a restart would begin the cycle anew.
-            log.exception("could not record the retry state of MCP server %s", server.name)
+            log.exception("could not record the recovery cycle of MCP server %s", server.name)
 
     async def crashed(self, server: McpServer) -> None:
         """An attempt for this server died of an exception: carry on along the schedule.

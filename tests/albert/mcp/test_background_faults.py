@@ -1,7 +1,7 @@
 """No background task of the manager dies silently, and no attempt outlives its bound.
 
 Faults are injected at the ports: the clock failing once, the object's storage
-failing once. Each time the server must end up on the retry schedule with the
+failing once. Each time the server must end up on the recovery schedule with the
 fault as its `last_error`, logged with its traceback, and reach `ready` once the
 fault is gone.
 """
