@@ -91,7 +91,7 @@ class ServerSite:
         return self.settings.mcp_connect_timeout_seconds + self.scheduler.policy.ceiling(1)
 
 
-def internal_error(exc: BaseException) -> str:
+def _internal_error(exc: BaseException) -> str:
     """The `last_error` of a server whose attempt died of a defect (not the server's doing)."""
     return f"internal error ({type(exc).__name__}: {exc})"[:300]
 
@@ -171,7 +171,7 @@ class McpServer:
 
     def attempt_died(self, exc: BaseException) -> None:
         """An attempt died of `exc`, a defect rather than the server's doing: its last error."""
-        self.connect_failed(internal_error(exc))
+        self.connect_failed(_internal_error(exc))
 
     def task_died(self, exc: BaseException) -> None:
         """A background task of this server died of `exc`: go on along the recovery schedule."""
