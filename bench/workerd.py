@@ -145,12 +145,12 @@ def cold_isolate_rows(tools: Tools, bundle: Bundle, modules_dir: Path, samples: 
 # A turn's MCP work: connect, list, call (the worker's own McpConnection, on the SDK).
 _REMOTE_TURN = """        import time
         started = time.perf_counter()
-        from albert.mcp.connector import connection_module
-        module = await connection_module()
+        from albert.mcp.lazy_connection import connection_class
+        McpConnection = await connection_class()
         loaded = time.perf_counter()
 
         async def remote_turn():
-            conn = module.McpConnection(
+            conn = McpConnection(
                 "vaults", MCP_URL, {}, on_lost=lambda _: None, on_tools_changed=lambda: None
             )
             await conn.connect(60)

@@ -76,7 +76,7 @@ print(json.dumps({"events": events, "modules": sorted(set(sys.modules) - before)
 
 # Modules the worker's import must not load: (module, the requests that load it).
 LOADED_ON_FIRST_USE = {
-    "mcp": "a configured MCP server's connection (albert.mcp.connector)",
+    "mcp": "a configured MCP server's connection (albert.mcp.lazy_connection)",
     "albert.auth.host_jwt": "a request with a host JWT (albert.auth.identify)",
     "albert.auth.jwks": "a request with a host JWT, through albert.auth.host_jwt",
     "albert.auth.sign_in": "POST /api/session with a host JWT (albert.auth.gateway)",
@@ -86,22 +86,22 @@ LOADED_ON_FIRST_USE = {
     "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
     "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",
     # What only an object with an MCP server, or the MCP API, needs: the config models,
-    # the SSRF checks, the secret bindings (albert.agent) and the API (albert.mcp.manager).
+    # the SSRF checks, the secret bindings (albert.agent) and the API (albert.mcp.access).
     **{
         f"albert.mcp.{name}": "an object's first MCP server or /api/mcp/ request"
         for name in ("api", "configs", "secret_binding", "ssrf")
     },
-    # The MCP manager's per-server machinery: the first configured server, config change
-    # or alarm of an object (albert.mcp.manager).
+    # The servers and what they share: the first configured server, config change or
+    # alarm of an object (albert.mcp.manager).
     **{
         f"albert.mcp.{name}": "an object's first MCP server, config change or alarm"
         for name in (
             "classify",
-            "connector",
-            "health",
-            "invoker",
-            "reconnection_policy",
+            "lazy_connection",
+            "recovery_policy",
+            "recovery_scheduler",
             "remote_tool",
+            "server",
             "turn_tools",
         )
     },

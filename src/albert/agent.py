@@ -15,9 +15,10 @@ from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
+from albert.mcp.access import McpAccess
 from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
-from albert.mcp.manager import McpAccess, McpManager
+from albert.mcp.manager import McpManager
 from albert.ports import SocketHub
 from albert.rate_limits import InMemoryLimiter, SharedLimiter
 from albert.settings import Settings

@@ -1,6 +1,10 @@
 """Ports between the chat core and the tool layer: the client's sockets and a turn's tools.
 
-Neutral ground: `albert.chat` and `albert.mcp` both depend on these, never on each other.
+Neutral ground: the chat core (`albert.chat`) reaches the tool layer through these, and
+`albert.mcp` never depends on the chat core. The chat core does know the MCP layer's own
+face: the service holds an `albert.mcp.access.McpAccess` (the HTTP API, a new socket's
+status, start and stop), and moving a client's work between objects carries its server
+configs (`albert.mcp.config_store`).
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ class Settings(BaseModel):
     mcp_default_server_kind: Literal["vaults", "filesystem", "generic", "guess"] = Field(
         "vaults", alias="MCP_DEFAULT_SERVER_KIND"
     )
-    # MCP client: connect bound, health-check cache, retry schedule and half-open cool-down.
+    # MCP client: connect bound, health-check cache, recovery (retries, half-open cool-down).
     mcp_connect_timeout_seconds: float = Field(5.0, alias="MCP_CONNECT_TIMEOUT_SECONDS", gt=0)
     mcp_connect_wait_seconds: float = Field(1.0, alias="MCP_CONNECT_WAIT_SECONDS", ge=0)
     mcp_health_cache_seconds: float = Field(10.0, alias="MCP_HEALTH_CACHE_SECONDS", ge=0)

@@ -1,4 +1,4 @@
-"""Durable Object alarms on both runtimes: the MCP retry schedule runs on them.
+"""Durable Object alarms on both runtimes: the MCP recovery schedule runs on them.
 
 A server that cannot be connected is retried on the object's alarm (`ctx.storage.setAlarm`
 and the `alarm()` handler), not on a timer of a request: the object is woken for each

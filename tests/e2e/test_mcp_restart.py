@@ -1,4 +1,4 @@
-"""The MCP retry schedule across a restart of the local runtime (`kill -9`, then start on
+"""The MCP recovery schedule across a restart of the local runtime (`kill -9`, then start on
 the same state directory): the object comes back mid-cycle and carries on with the next
 retry, and a server whose retries were spent stays `failed` until its cool-down ends.
 

@@ -33,7 +33,8 @@ from albert.ai.model import (
 )
 from albert.ai.untrusted import neutralise, unfenced
 from albert.protocol.frames import ToolDecision, Usage
-from albert.tools.base import TextPart, ToolResult, asks_first
+from albert.tools.base import TextPart, ToolResult
+from albert.tools.capabilities import asks_first
 from albert.tools.fence import for_model
 from albert.tools.guard import ToolGuard
 from albert.tools.progress import reporting

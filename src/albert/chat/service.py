@@ -29,7 +29,7 @@ from albert.storage.turn_journal import TurnJournal
 from albert.web import HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
-    from albert.mcp.manager import McpAccess
+    from albert.mcp.access import McpAccess
 
 
 class ChatService:
@@ -190,6 +190,6 @@ class ChatService:
             await self.mcp.manager.close()
 
     async def on_alarm(self) -> None:
-        """The object's alarm rang (scheduled MCP reconnection retries)."""
+        """The object's alarm rang (the MCP servers' scheduled recovery retries)."""
         if self.mcp is not None:
             await self.mcp.manager.on_alarm()

@@ -34,7 +34,7 @@ MCP_MIGRATIONS: list[tuple[str, ...]] = [
     ),
     (
         # Where each server is in its recovery cycle, so eviction does not restart it
-        # (albert.mcp.reconnection_policy). Times are Unix seconds.
+        # (albert.mcp.recovery_policy). Times are Unix seconds.
         """CREATE TABLE IF NOT EXISTS mcp_retry_state (
             name TEXT PRIMARY KEY,
             url TEXT NOT NULL,

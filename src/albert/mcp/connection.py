@@ -1,7 +1,9 @@
 """One live connection to an MCP server over HTTP, on the official `mcp` SDK's public API.
 
-This is the only module that imports `mcp`; `albert.mcp.connector` imports it
-lazily, so an object with no server configured never loads the SDK.
+The connection a server holds (`albert.mcp.lazy_connection.Connection`). At run time only
+`albert.mcp.lazy_connection` imports this module, on the path that connects a server, so an
+object with no server configured never loads the SDK (`albert.mcp.oauth_flow`, the other
+module that imports `mcp`, is loaded only once a server asks for authorization).
 
 The SDK's client is an async context manager whose transport runs in a task
 group: when the server goes away, that group cancels whatever task entered it.
@@ -32,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from albert.mcp.lazy_connection import ConnectFailure
 from albert.mcp.pinned_transport import transport_for
 from albert.mcp.remote_tool import RemoteToolSpec
 from albert.mcp.response_guard import (
@@ -302,13 +305,6 @@ class McpConnection:
         client = self._client
         return client.instructions if client is not None else None
 
-    @property
-    def server_name(self) -> str:
-        """The name the server reports, or the configured one."""
-        client = self._client
-        info = client.server_info if client is not None else None
-        return info.name if info is not None else self.name
-
     async def list_tools(self, within: float) -> list[RemoteToolSpec]:
         """Every tool the server lists now, schemas exactly as sent."""
         client = self._require()
@@ -348,6 +344,12 @@ class McpConnection:
         if exc.code == ANSWER_REFUSED:
             return AnswerRefused(exc.message)
         return exc
+
+    @staticmethod
+    def connect_failure(exc: BaseException) -> ConnectFailure:
+        """Why `connect` or the first tool list failed: in words, whether a retry can fix it,
+        and the server's challenge when it asked for authorization."""
+        return ConnectFailure(describe_error(exc), is_final(exc), authorization_challenge(exc))
 
     @staticmethod
     def lost_reason(exc: BaseException) -> str | None:

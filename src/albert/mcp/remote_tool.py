@@ -2,11 +2,12 @@
 
 Name and input schema are exactly what the server listed; the description is the
 server's, fenced as untrusted text attributed to the server (albert.ai.untrusted),
-since the model reads it. Only `execute` is ours, and it hands the call to the
-manager, which owns the connection, the health check and the reconnection.
-Timeout, truncation and error capture are the ToolGuard's, as for every tool. A tool
-the server marks destructive says so (`confirm_server`): the tool loop asks the user
-before each call.
+since the model reads it. Only `execute` is ours, and it hands the call to the server
+of that name (albert.mcp.server.McpServer), which owns the connection, the health check
+and the recovery. Timeout, truncation and error capture are the ToolGuard's, as for
+every tool. What a turn adds is composed around it (`remote_tool`, with the wrappers of
+albert.tools.capabilities): another name when the server's own cannot be offered, and
+the user's approval before each call of a tool the server marks destructive.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from albert.ai.untrusted import untrusted
-from albert.tools.base import ToolResult
+from albert.tools.base import Tool, ToolResult
+from albert.tools.capabilities import ApprovalRequired, Renamed
 
 
 class RemoteToolSpec(BaseModel):
@@ -39,28 +41,21 @@ class RemoteToolSpec(BaseModel):
     )
 
 
+# Runs one of a server's tools: (server name, the tool as listed, arguments).
 Invoker = Callable[[str, RemoteToolSpec, dict[str, Any]], Awaitable[ToolResult]]
 
 
 class RemoteTool:
-    """A server's tool; executing it goes through the manager's invoker.
+    """A server's tool, under the name it listed; executing it goes through `invoke`."""
 
-    `exposed_as` is the name the model sees when the server's own cannot be used (it
-    clashes with a platform tool, or has characters model APIs refuse); the server is
-    always called by its own name.
-    """
-
-    def __init__(
-        self, server: str, spec: RemoteToolSpec, invoke: Invoker, exposed_as: str | None = None
-    ) -> None:
+    def __init__(self, server: str, spec: RemoteToolSpec, invoke: Invoker) -> None:
         self.server = server
         self.spec = spec
         self._invoke = invoke
-        self._name = exposed_as or spec.name
 
     @property
     def name(self) -> str:
-        return self._name
+        return self.spec.name
 
     @property
     def description(self) -> str:
@@ -70,10 +65,18 @@ class RemoteTool:
     def input_schema(self) -> dict[str, Any]:
         return self.spec.input_schema
 
-    @property
-    def confirm_server(self) -> str | None:
-        """The server to name when asking the user first (albert.tools.base.asks_first)."""
-        return self.server if self.spec.destructive else None
-
     async def execute(self, arguments: dict[str, Any]) -> ToolResult:
         return await self._invoke(self.server, self.spec, arguments)
+
+
+def remote_tool(
+    server: str, spec: RemoteToolSpec, invoke: Invoker, *, name: str | None = None
+) -> Tool:
+    """A server's tool as a turn offers it: as `name` when that differs from its own, and
+    asking the user first when the server marks it destructive."""
+    tool: Tool = RemoteTool(server, spec, invoke)
+    if name is not None and name != spec.name:
+        tool = Renamed(tool, name)
+    if spec.destructive:
+        tool = ApprovalRequired(tool, server)
+    return tool

@@ -2,7 +2,9 @@
 
 Remote tools pass the quarantine gate as they are merged; a server that cannot
 list its tools costs the turn nothing but those tools. Each server adds a note
-for the prompt: its guidance when it is connected, or that it is not.
+for the prompt: its guidance when it is connected, or that it is not. A remote tool's call
+goes to the server of its name at the time of the call (`ToolCatalogue.call`), so a tool
+of an earlier turn reaches the server as it is configured now, or says it is gone.
 
 Names are the platform's first: the built-in tools, then the default server's (which may
 replace a built-in one), then each client server's in name order. A client server's tool
@@ -19,17 +21,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from albert.ai.prompt import ServerNote
 from albert.mcp.classify import guidance_for
-from albert.mcp.health import HealthCheck
-from albert.mcp.reconnection_policy import ServerState
-from albert.mcp.remote_tool import Invoker, RemoteTool, RemoteToolSpec
+from albert.mcp.remote_tool import RemoteToolSpec, remote_tool
 from albert.ports import TurnTools
-from albert.tools.base import Tool
+from albert.tools.base import Tool, ToolResult
 from albert.tools.platform_names import PLATFORM_TOOL_NAMES
 from albert.tools.quarantine import NAME_PATTERN, sanitised
 from albert.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from albert.mcp.server import McpServer
 
 _REFUSED_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 _RESERVED = frozenset(sanitised(name) for name in PLATFORM_TOOL_NAMES)
@@ -48,20 +52,12 @@ NEEDS_AUTHORIZATION = (
 
 
 class ToolCatalogue:
-    """Builds the TurnTools of one turn from the local tools and the servers' state."""
+    """Builds the TurnTools of one turn from the local tools and the servers, and runs the
+    remote tools it offered on their servers."""
 
-    def __init__(
-        self,
-        servers: Mapping[str, ServerState],
-        *,
-        local_tools: Sequence[Tool],
-        health: HealthCheck,
-        invoke: Invoker,
-    ) -> None:
+    def __init__(self, servers: Mapping[str, McpServer], local_tools: Sequence[Tool]) -> None:
         self._servers = servers
         self._local = list(local_tools)
-        self._health = health
-        self._invoke = invoke
 
     async def build(self) -> TurnTools:
         """Local tools with every ready server's tools merged over them, and the notes."""
@@ -80,8 +76,20 @@ class ToolCatalogue:
             vaults = vaults or has_vaults
         return TurnTools(registry=registry, server_notes=notes, vault_data_available=vaults)
 
+    async def call(
+        self, server_name: str, spec: RemoteToolSpec, arguments: dict[str, Any]
+    ) -> ToolResult:
+        """Run a remote tool on the server of that name now (the `Invoker` of every tool
+        offered here)."""
+        server = self._servers.get(server_name)
+        if server is None:
+            return ToolResult.error(
+                f"{spec.name} is unavailable: the {server_name} server is not connected right now"
+            )
+        return await server.call(spec, arguments)
+
     async def _offer(
-        self, server: ServerState, registry: ToolRegistry
+        self, server: McpServer, registry: ToolRegistry
     ) -> tuple[ServerNote | None, bool]:
         """Merge one server's tools into the registry: its prompt note, and if it has vaults."""
         if server.state != "ready":
@@ -90,10 +98,10 @@ class ToolCatalogue:
             if server.state in ("reconnecting", "failed", "connecting"):
                 return ServerNote(server=server.name, guidance=UNAVAILABLE), False
             return None, False
-        specs = await self._health.fresh_tools(server)
+        specs = await server.fresh_tools()
         if specs is None:
             return None, False
-        self._health.watch(server)
+        server.watch()
         tools, renamed, task_only = self._named(server, specs, registry)
         rejected = registry.merge(tools, source=server.name)
         server.quarantine([*task_only, *(f"{r.tool}: {r.reason}" for r in rejected)], renamed)
@@ -102,8 +110,8 @@ class ToolCatalogue:
         return note, kind == "vaults"
 
     def _named(
-        self, server: ServerState, specs: Sequence[RemoteToolSpec], registry: ToolRegistry
-    ) -> tuple[list[RemoteTool], list[str], list[str]]:
+        self, server: McpServer, specs: Sequence[RemoteToolSpec], registry: ToolRegistry
+    ) -> tuple[list[Tool], list[str], list[str]]:
         """The server's tools under the names the model may see, what was renamed, and the
         tools left out because they run only as tasks."""
         if server.config.source == "default":
@@ -111,7 +119,7 @@ class ToolCatalogue:
             taken = _ADDED_LAST
         else:
             taken = _RESERVED | {sanitised(name) for name in registry.names()}
-        tools: list[RemoteTool] = []
+        tools: list[Tool] = []
         renamed: list[str] = []
         task_only: list[str] = []
         for spec in specs:
@@ -125,5 +133,5 @@ class ToolCatalogue:
                 name = f"{server.name}__{name}"
             if name != spec.name:
                 renamed.append(f"{spec.name[:80]} → {name}")
-            tools.append(RemoteTool(server.name, spec, self._invoke, exposed_as=name))
+            tools.append(remote_tool(server.name, spec, self.call, name=name))
         return tools, renamed, task_only

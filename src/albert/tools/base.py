@@ -122,16 +122,6 @@ class Tool(Protocol):
     async def execute(self, arguments: dict[str, Any]) -> "ToolResult": ...
 
 
-def asks_first(tool: Tool) -> str | None:
-    """The server to name when the user must agree before each call of `tool`, else None.
-
-    Only a remote tool its server marks destructive has one (`confirm_server`); local
-    tools are read-only and never ask.
-    """
-    server = getattr(tool, "confirm_server", None)
-    return server if isinstance(server, str) and server else None
-
-
 InputT = TypeVar("InputT", bound=BaseModel)
 
 

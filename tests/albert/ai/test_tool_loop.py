@@ -20,7 +20,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.tool_loop import STEP_CAP_NOTE, PartialTurn, ToolLoop
-from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec
+from albert.mcp.remote_tool import RemoteTool, RemoteToolSpec, remote_tool
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.fence import for_model
 from albert.tools.guard import ToolGuard
@@ -224,7 +224,7 @@ def _destructive(runs: list[dict[str, Any]]) -> ToolRegistry:
         name="delete_file", description="", input_schema={"type": "object"}, destructive=True
     )
     registry = ToolRegistry([ECHO])
-    registry.merge([RemoteTool("files", spec, invoke)], source="files")
+    registry.merge([remote_tool("files", spec, invoke)], source="files")
     return registry
 
 

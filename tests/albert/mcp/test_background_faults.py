@@ -1,7 +1,7 @@
 """No background task of the manager dies silently, and no attempt outlives its bound.
 
 Faults are injected at the ports: the clock failing once, the object's storage
-failing once. Each time the server must end up on the retry schedule with the
+failing once. Each time the server must end up on the recovery schedule with the
 fault as its `last_error`, logged with its traceback, and reach `ready` once the
 fault is gone.
 """
@@ -87,7 +87,7 @@ async def test_a_connect_task_that_dies_goes_on_along_the_schedule(
     settings = fast_settings(MCP_DEFAULT_SERVER_URL=f"http://127.0.0.1:{gate.port}/mcp")
     mcp, hub, alarm = manager(sql, settings, clock)
     try:
-        with caplog.at_level(logging.ERROR, logger="albert.mcp.manager"):
+        with caplog.at_level(logging.ERROR, logger="albert.mcp.background"):
             mcp.start()
             await asyncio.wait_for(clock.failed.wait(), 10)
             await wait_state(mcp, "vaults", "reconnecting")
@@ -113,7 +113,7 @@ async def test_an_attempt_that_raises_is_a_failed_attempt_not_a_dead_task(
     try:
         mcp.start()  # reads the configs; the attempt reads its config again, and fails
         flaky.armed = True
-        with caplog.at_level(logging.ERROR, logger="albert.mcp.connector"):
+        with caplog.at_level(logging.ERROR, logger="albert.mcp.server"):
             await wait_state(mcp, "vaults", "ready")
         assert not flaky.armed  # the fault happened
         logged = [r for r in caplog.records if "unexpectedly" in r.getMessage()]

@@ -127,7 +127,7 @@ def test_import_cost_of_the_mcp_path() -> None:
 
 CONCURRENT_IMPORT = """
 import asyncio, json, sys, threading
-from albert.mcp.connector import connection_module
+from albert.mcp.lazy_connection import connection_module
 
 async def main():
     ticks = 0

@@ -14,7 +14,7 @@ from albert.cloudflare.sql import WorkersSql
 from albert.mcp.alarm_port import LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerIn
-from albert.mcp.connector import connection_module
+from albert.mcp.lazy_connection import connection_module
 from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import REFUSAL, SecretBinding, SecretRule, origin_of
 from albert.settings import Settings

@@ -4,38 +4,18 @@ each after a delay drawn between 0 and its ceiling (a seeded source: the same ru
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnection_policy import (
-    DUE_MARGIN_SECONDS,
-    ReconnectPolicy,
-    RecoveryScheduler,
-    ServerState,
-    Uniform,
-)
+from albert.mcp.recovery_policy import RecoveryPolicy, Uniform
+from albert.mcp.recovery_scheduler import DUE_MARGIN_SECONDS, RecoveryScheduler
+from albert.mcp.server import McpServer
+from tests.albert.mcp.recovery.scripted import RecordingAlarm, ScriptedServer, site_for
 from tests.support.clock import ManualClock
 
-POLICY = ReconnectPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)
+POLICY = RecoveryPolicy(base_seconds=1, max_seconds=2, attempts=3, cooldown_seconds=60)
 START_MS = 1_000_000_000_000
 SEED = 2024
-
-
-@dataclass
-class RecordingAlarm:
-    at_ms: int | None = None
-    history: list[int | None] = field(default_factory=list)
-
-    async def set_alarm(self, at_ms: int) -> None:
-        self.at_ms = at_ms
-        self.history.append(at_ms)
-
-    async def get_alarm(self) -> int | None:
-        return self.at_ms
-
-    async def delete_alarm(self) -> None:
-        self.at_ms = None
-        self.history.append(None)
 
 
 @dataclass
@@ -53,7 +33,7 @@ class Connect:
         self.up = False
         self.attempts = 0
 
-    async def __call__(self, server: ServerState) -> bool:
+    async def __call__(self, server: McpServer) -> bool:
         self.attempts += 1
         if not self.up:
             server.connect_failed("server unreachable")
@@ -62,21 +42,39 @@ class Connect:
         return True
 
 
+class Watchers:
+    """The client's sockets: one while `watching`, none otherwise."""
+
+    def __init__(self, watching: bool = False) -> None:
+        self.watching = watching
+
+    def sockets(self) -> list[Watchers]:
+        return [self] if self.watching else []
+
+    def send(self, text: str) -> None:
+        pass
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+
 def setup(
-    uniform: Uniform | None = None,
-) -> tuple[RecoveryScheduler, ServerState, ManualClock, RecordingAlarm, Connect]:
+    uniform: Uniform | None = None, hub: Watchers | None = None
+) -> tuple[RecoveryScheduler, ScriptedServer, ManualClock, RecordingAlarm, Connect]:
     clock = ManualClock(START_MS)
     alarm = RecordingAlarm()
     connect = Connect(clock)
-    server = ServerState.for_config(McpServerConfig(name="s", url="http://x/mcp"), lambda: None)
+    servers: dict[str, McpServer] = {}
     scheduler = RecoveryScheduler(
-        {"s": server},
+        servers,
         policy=POLICY,
         alarms=alarm,
         clock=clock,
-        connect=connect,
+        hub=hub,
         uniform=uniform or random.Random(SEED).uniform,
     )
+    config = McpServerConfig(name="s", url="http://x/mcp")
+    server = servers["s"] = ScriptedServer(config, site_for(scheduler, servers, clock), connect)
     return scheduler, server, clock, alarm, connect
 
 
@@ -91,10 +89,10 @@ def seconds_ahead(alarm: RecordingAlarm, clock: ManualClock) -> float:
     return (alarm.at_ms - clock.now_ms()) / 1000
 
 
-def planned_wait(server: ServerState, clock: ManualClock) -> float:
+def planned_wait(server: McpServer, clock: ManualClock) -> float:
     """How long until the planned retry, as the plan says (the alarm holds it in ms)."""
-    assert server.retry.next_at is not None
-    return server.retry.next_at - clock.now_ms() / 1000
+    assert server.recovery.next_at is not None
+    return server.recovery.next_at - clock.now_ms() / 1000
 
 
 def ring(clock: ManualClock, alarm: RecordingAlarm) -> None:
@@ -111,11 +109,11 @@ async def test_retries_follow_the_jittered_plan_on_the_alarm_then_give_up() -> N
     for attempt, ceiling in enumerate(POLICY.ceilings(), start=1):
         wait = planned_wait(server, clock)
         assert 0 <= wait <= ceiling, (attempt, wait)
-        assert alarm.at_ms == int(server.retry.next_at * 1000)  # armed for the plan
+        assert alarm.at_ms == int(server.recovery.next_at * 1000)  # armed for the plan
         waits.append(wait)
         ring(clock, alarm)
         await scheduler.on_alarm()
-        assert connect.attempts == attempt and server.retry.attempts == attempt
+        assert connect.attempts == attempt and server.recovery.attempts == attempt
     assert server.state == "failed" and alarm.at_ms is None and connect.attempts == 3
     # Drawn, not fixed: no two waits alike, and not the ceilings.
     assert len(set(waits)) == 3 and waits != POLICY.ceilings()
@@ -164,7 +162,7 @@ async def test_half_open_waits_for_the_cool_down_and_restarts_it_on_failure() ->
     connect.up = True
     clock.advance(1)
     await scheduler.probe_half_open()
-    assert server.state == "ready" and server.retry.failed_at is None
+    assert server.state == "ready" and server.recovery.failed_at is None
 
 
 async def test_a_ready_or_replaced_server_gets_no_recovery() -> None:
@@ -176,13 +174,12 @@ async def test_a_ready_or_replaced_server_gets_no_recovery() -> None:
     server.lost("connection closed")
     server.retired = True
     await scheduler.begin(server)
-    assert server.retry.next_at is None and alarm.history == []
+    assert server.recovery.next_at is None and alarm.history == []
 
 
 async def test_while_watched_the_alarm_makes_the_half_open_try_after_the_cool_down() -> None:
-    scheduler, server, clock, alarm, connect = setup()
-    watching = [True]
-    scheduler._watched = lambda: watching[0]
+    watchers = Watchers(watching=True)
+    scheduler, server, clock, alarm, connect = setup(hub=watchers)
     scheduler.policy = POLICY.model_copy(update={"attempts": 0})
     await scheduler.begin(server)
     # The cool-down is not jittered: it counts from the (jittered) failure.
@@ -197,7 +194,7 @@ async def test_while_watched_the_alarm_makes_the_half_open_try_after_the_cool_do
     assert server.state == "ready" and alarm.at_ms is None
     # Nobody watching: a failed server plans no alarm (an abandoned client's object
     # is not woken once per cool-down for ever); the next message still tries.
-    watching[0] = False
+    watchers.watching = False
     connect.up = False
     server.lost("connection closed")
     await scheduler.begin(server)
@@ -215,36 +212,36 @@ async def test_an_attempt_that_died_goes_on_along_the_schedule() -> None:
     await scheduler.crashed(server)  # the first attempt died: the cycle begins
     assert server.state == "reconnecting" and 0 <= planned_wait(server, clock) <= 1
     ring(clock, alarm)
-    server.retry.next_at = None  # its retry was running ...
+    server.recovery.next_at = None  # its retry was running ...
     await scheduler.crashed(server)  # ... and died: counted as failed, the next planned
-    assert server.retry.attempts == 1 and 0 <= planned_wait(server, clock) <= 2
+    assert server.recovery.attempts == 1 and 0 <= planned_wait(server, clock) <= 2
     planned = alarm.at_ms
     await scheduler.crashed(server)  # died after planning: the plan stands
-    assert server.retry.attempts == 1 and alarm.at_ms == planned
-    server.retry.give_up(POLICY, clock.now_ms() / 1000)
+    assert server.recovery.attempts == 1 and alarm.at_ms == planned
+    server.recovery.give_up(POLICY, clock.now_ms() / 1000)
     server.retry_failed()
     assert server.state == "failed"
     clock.advance(60)
     await scheduler.crashed(server)  # a half-open try died: the cool-down starts again
-    assert server.state == "failed" and server.retry.failed_at == clock.now_ms() / 1000
+    assert server.state == "failed" and server.recovery.failed_at == clock.now_ms() / 1000
     assert connect.attempts == 0
 
 
 async def test_a_retry_that_raises_on_the_alarm_counts_as_failed_and_the_alarm_stays_set() -> None:
     scheduler, server, clock, alarm, connect = setup()
 
-    async def broken(_server: ServerState) -> bool:
+    async def broken(_server: McpServer) -> bool:
         raise KeyError("a defect")
 
     await scheduler.begin(server)
-    scheduler._connect = broken
+    server.script = broken
     ring(clock, alarm)
     await scheduler.on_alarm()  # does not raise into the platform's alarm handler
-    assert server.state == "reconnecting" and server.retry.attempts == 1
+    assert server.state == "reconnecting" and server.recovery.attempts == 1
     assert server.last_error == "internal error (KeyError: 'a defect')"
     # The next retry is planned and armed.
     assert 0 <= planned_wait(server, clock) <= 2 and alarm.at_ms is not None
-    scheduler._connect = connect
+    server.script = connect
     connect.up = True
     ring(clock, alarm)
     await scheduler.on_alarm()

@@ -7,16 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
+from albert.clock import SystemClock
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnection_policy import (
-    TRANSITIONS,
-    IllegalTransition,
-    ReconnectPolicy,
-    ServerState,
-)
+from albert.mcp.recovery_policy import TRANSITIONS, IllegalTransition, RecoveryPolicy
 from albert.mcp.remote_tool import RemoteToolSpec
+from albert.mcp.server import McpServer
+from tests.albert.mcp.recovery.scripted import lone_server
 
-POLICY = ReconnectPolicy(base_seconds=1, max_seconds=4, attempts=2, cooldown_seconds=60)
+POLICY = RecoveryPolicy(base_seconds=1, max_seconds=4, attempts=2, cooldown_seconds=60)
 SPECS = [RemoteToolSpec(name="search_vaults", description="", input_schema={})]
 
 
@@ -27,19 +25,27 @@ class FakeConnection:
 
 
 class Broadcasts:
+    """The client's one socket, counting the status frames it is sent."""
+
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self) -> None:
+    def sockets(self) -> list[Broadcasts]:
+        return [self]
+
+    def send(self, text: str) -> None:
         self.count += 1
 
+    def close(self, code: int, reason: str) -> None:
+        pass
 
-def make(enabled: bool = True) -> tuple[ServerState, Broadcasts]:
+
+def make(enabled: bool = True) -> tuple[McpServer, Broadcasts]:
     sent = Broadcasts()
     config = McpServerConfig(
         name="vaults", url="http://127.0.0.1:1/mcp", enabled=enabled, kind="vaults"
     )
-    return ServerState.for_config(config, sent), sent
+    return lone_server(config, SystemClock(), sent), sent
 
 
 def test_a_new_server_starts_connecting_or_disabled() -> None:
@@ -56,16 +62,16 @@ def test_a_full_cycle_broadcasts_every_transition() -> None:
     assert not server.lost("again")  # already down: nothing changes, nothing is sent
     assert sent.count == 2
     uniform = random.Random(3).uniform
-    server.retry.begin(POLICY, now=0, uniform=uniform)
+    server.recovery.begin(POLICY, now=0, uniform=uniform)
     server.recovery_planned()
     for attempt in (1, 2):
-        server.retry.record_failure(POLICY, now=attempt, uniform=uniform)
+        server.recovery.record_failure(POLICY, now=attempt, uniform=uniform)
         server.retry_failed()
-    assert (server.state, server.retry.attempts, sent.count) == ("failed", 2, 5)
+    assert (server.state, server.recovery.attempts, sent.count) == ("failed", 2, 5)
     server.half_open_failed()
     assert (server.state, sent.count) == ("failed", 6)
     server.connected(FakeConnection(), SPECS, at=99.0)  # type: ignore[arg-type]
-    assert server.state == "ready" and server.retry.attempts == 0 and sent.count == 7
+    assert server.state == "ready" and server.recovery.attempts == 0 and sent.count == 7
 
 
 def test_changes_besides_the_state_are_broadcast_only_when_they_change() -> None:

@@ -1,4 +1,4 @@
-"""The reconnection policy: five retries, each after a wait drawn between 0 and its ceiling
+"""The recovery policy: five retries, each after a wait drawn between 0 and its ceiling
 (1, 2, 4, 8, 16 s: full jitter), then half-open after a cool-down."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from statistics import fmean
 
 import pytest
 
-from albert.mcp.reconnection_policy import ReconnectPolicy, RetryState
+from albert.mcp.recovery_policy import RecoveryCycle, RecoveryPolicy
 from albert.settings import Settings
 
 SEED = 7
 
 
 def test_default_ceilings_are_five_retries_from_one_to_sixteen_seconds() -> None:
-    policy = ReconnectPolicy.from_settings(Settings())
+    policy = RecoveryPolicy.from_settings(Settings())
     assert policy.ceilings() == [1.0, 2.0, 4.0, 8.0, 16.0]
 
 
@@ -27,18 +27,18 @@ def test_ceilings_come_from_settings_and_are_capped() -> None:
             "MCP_RETRY_ATTEMPTS": "4",
         }
     )
-    assert ReconnectPolicy.from_settings(settings).ceilings() == [0.05, 0.1, 0.15, 0.15]
+    assert RecoveryPolicy.from_settings(settings).ceilings() == [0.05, 0.1, 0.15, 0.15]
 
 
 def test_attempts_are_numbered_from_one() -> None:
     with pytest.raises(ValueError):
-        ReconnectPolicy().ceiling(0)
+        RecoveryPolicy().ceiling(0)
     with pytest.raises(ValueError):
-        ReconnectPolicy().delay(0, random.Random(SEED).uniform)
+        RecoveryPolicy().delay(0, random.Random(SEED).uniform)
 
 
 def test_each_delay_is_drawn_over_the_whole_range_up_to_its_ceiling() -> None:
-    policy = ReconnectPolicy()
+    policy = RecoveryPolicy()
     draws = random.Random(SEED)
     for attempt, ceiling in enumerate(policy.ceilings(), start=1):
         delays = [policy.delay(attempt, draws.uniform) for _ in range(500)]
@@ -49,15 +49,15 @@ def test_each_delay_is_drawn_over_the_whole_range_up_to_its_ceiling() -> None:
 
 
 def test_a_source_that_strays_out_of_its_bounds_is_held_to_them() -> None:
-    policy = ReconnectPolicy()
+    policy = RecoveryPolicy()
     assert policy.delay(3, lambda low, high: high + 5) == 4.0
     assert policy.delay(3, lambda low, high: low - 5) == 0.0
 
 
 def test_a_cycle_plans_retries_under_their_ceilings_fails_then_opens_after_the_cool_down() -> None:
-    policy = ReconnectPolicy(base_seconds=1, max_seconds=16, attempts=5, cooldown_seconds=60)
+    policy = RecoveryPolicy(base_seconds=1, max_seconds=16, attempts=5, cooldown_seconds=60)
     uniform = random.Random(SEED).uniform
-    state = RetryState()
+    state = RecoveryCycle()
     state.begin(policy, now=1000.0, uniform=uniform)
     assert state.next_at is not None and not state.exhausted
     planned = []
@@ -80,15 +80,15 @@ def test_a_cycle_plans_retries_under_their_ceilings_fails_then_opens_after_the_c
 
 
 def test_zero_attempts_fails_at_once() -> None:
-    state = RetryState()
-    state.begin(ReconnectPolicy(attempts=0), now=5.0, uniform=random.Random(SEED).uniform)
+    state = RecoveryCycle()
+    state.begin(RecoveryPolicy(attempts=0), now=5.0, uniform=random.Random(SEED).uniform)
     assert state.exhausted and state.next_at is None
 
 
 def test_a_planned_retry_drawn_again_keeps_its_number_and_ceiling() -> None:
-    policy = ReconnectPolicy()
+    policy = RecoveryPolicy()
     uniform = random.Random(SEED).uniform
-    state = RetryState()
+    state = RecoveryCycle()
     state.begin(policy, now=0.0, uniform=uniform)
     state.record_failure(policy, now=1.0, uniform=uniform)
     state.replan(policy, now=100.0, uniform=uniform)

@@ -14,20 +14,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from albert.mcp.configs import McpServerConfig
-from albert.mcp.reconnection_policy import (
-    ReconnectPolicy,
-    RecoveryScheduler,
-    ServerState,
-    Uniform,
-)
+from albert.mcp.recovery_policy import RecoveryPolicy, Uniform
+from albert.mcp.recovery_scheduler import RecoveryScheduler
+from albert.mcp.server import McpServer
 from albert.settings import Settings
-from tests.albert.mcp.reconnection_policy.test_scheduler import RecordingAlarm, at_ceiling
+from tests.albert.mcp.recovery.scripted import RecordingAlarm, ScriptedServer, site_for
+from tests.albert.mcp.recovery.test_scheduler import at_ceiling
 from tests.support.clock import ManualClock
 
 OBJECTS = 200
 SEED = 1729
 START_MS = 1_700_000_000_000
-POLICY = ReconnectPolicy.from_settings(Settings())  # 1, 2, 4, 8, 16 s ceilings, 5 retries
+POLICY = RecoveryPolicy.from_settings(Settings())  # 1, 2, 4, 8, 16 s ceilings, 5 retries
 # The window over which a server sees attempts arrive together.
 WINDOW_SECONDS = 0.1
 
@@ -40,7 +38,7 @@ class DownServer:
     attempts: list[float] = field(default_factory=list)
     first: dict[int, float] = field(default_factory=dict)  # each object's first retry
 
-    async def connect(self, server: ServerState) -> bool:
+    async def connect(self, server: McpServer) -> bool:
         at = (self.clock.now_ms() - START_MS) / 1000
         self.attempts.append(at)
         self.first.setdefault(id(server), at)
@@ -50,7 +48,7 @@ class DownServer:
 
 @dataclass
 class ChatObject:
-    server: ServerState
+    server: McpServer
     alarm: RecordingAlarm
     scheduler: RecoveryScheduler
 
@@ -61,16 +59,14 @@ async def run_storm(uniform: Uniform) -> tuple[DownServer, list[ChatObject]]:
     down = DownServer(clock)
     objects = []
     for _ in range(OBJECTS):
-        server = ServerState.for_config(McpServerConfig(name="vaults", url="http://v/mcp"), _none)
+        servers: dict[str, McpServer] = {}
         alarm = RecordingAlarm()
         scheduler = RecoveryScheduler(
-            {"vaults": server},
-            policy=POLICY,
-            alarms=alarm,
-            clock=clock,
-            connect=down.connect,
-            uniform=uniform,
+            servers, policy=POLICY, alarms=alarm, clock=clock, uniform=uniform
         )
+        config = McpServerConfig(name="vaults", url="http://v/mcp")
+        site = site_for(scheduler, servers, clock)
+        server = servers["vaults"] = ScriptedServer(config, site, down.connect)
         objects.append(ChatObject(server, alarm, scheduler))
     for chat in objects:
         chat.server.connect_failed("connection refused")  # the first attempt, at once
@@ -84,10 +80,6 @@ async def run_storm(uniform: Uniform) -> tuple[DownServer, list[ChatObject]]:
             if chat.alarm.at_ms is not None and chat.alarm.at_ms <= clock.ms:
                 await chat.scheduler.on_alarm()
     return down, objects
-
-
-def _none() -> None:
-    return None
 
 
 def busiest_window(times: list[float]) -> int:
@@ -117,7 +109,7 @@ async def test_200_objects_dropped_at_once_retry_spread_out_and_give_up_apart() 
     # Over the whole cycle the server never sees more than a small share at once.
     assert busiest_window(down.attempts) <= 0.25 * OBJECTS
     # They give up apart: no second of the cycle holds more than a modest share.
-    failed = [c.server.retry.failed_at for c in objects]
+    failed = [c.server.recovery.failed_at for c in objects]
     assert None not in failed
     by_second = Counter(int(at - START_MS / 1000) for at in failed if at is not None)
     assert max(by_second.values()) <= 0.15 * OBJECTS, by_second
@@ -131,4 +123,4 @@ async def test_without_jitter_the_same_storm_is_in_lockstep() -> None:
     down, objects = await run_storm(at_ceiling)
     assert busiest_window(down.attempts) == OBJECTS
     assert sorted(set(down.attempts)) == [1.0, 3.0, 7.0, 15.0, 31.0]
-    assert len({c.server.retry.failed_at for c in objects}) == 1
+    assert len({c.server.recovery.failed_at for c in objects}) == 1
