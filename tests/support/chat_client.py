@@ -34,7 +34,14 @@ class ChatClient:
         self.token = token
         self.tenant = tenant
         self.client_id: str | None = None
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=10, verify=_shared_tls())
+        # A kept-alive connection is given up before the servers' own 5 s idle close
+        # (KEEP_ALIVE_SECONDS), so a request never goes out on one the server is closing.
+        self.http = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=10,
+            verify=_shared_tls(),
+            limits=httpx.Limits(keepalive_expiry=2.0),
+        )
         self.ws: ClientConnection | None = None
         self.status_frames: list[dict[str, Any]] = []
 

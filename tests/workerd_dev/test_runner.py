@@ -29,7 +29,11 @@ def test_sigterm_stops_wrangler_and_workerd_and_a_restart_keeps_the_threads(
         assert any("workerd serve" in line for line in lines), lines
         token = httpx.post(f"{process.url}/api/session").json()["token"]
         auth = {"authorization": f"Bearer {token}"}
-        made = httpx.post(f"{process.url}/api/threads", json={"title": "kept"}, headers=auth)
+        # A fresh object's first request waits while the isolate loads the MCP SDK for the
+        # default server (seconds inside Pyodide, more on a loaded machine).
+        made = httpx.post(
+            f"{process.url}/api/threads", json={"title": "kept"}, headers=auth, timeout=30
+        )
         assert made.status_code == 201
         assert process.child is not None
         os.kill(process.child.popen.pid, signal.SIGTERM)
@@ -37,7 +41,7 @@ def test_sigterm_stops_wrangler_and_workerd_and_a_restart_keeps_the_threads(
         assert wait_gone(below, 5) == set()
         process.child = None
         process.start()
-        listing = httpx.get(f"{process.url}/api/threads", headers=auth).json()
+        listing = httpx.get(f"{process.url}/api/threads", headers=auth, timeout=30).json()
         assert [t["title"] for t in listing["threads"]] == ["kept"]
 
 
