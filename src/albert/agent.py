@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from albert.ai.budget import BudgetedModel
 from albert.ai.factory import model_client
 from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
+from albert.limits.model_budget import BudgetedModel
+from albert.limits.shared import InMemoryLimiter, SharedLimiter
 from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpAccess, McpManager
 from albert.ports import SocketHub
-from albert.rate_limits import InMemoryLimiter, SharedLimiter
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
@@ -52,7 +52,7 @@ def build_chat_service(
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
     analytics batches go out as background tasks. `model` overrides the client the
     settings pick (the platform's Workers AI binding). `limiter` counts the tenant's
-    model calls across objects (albert.ai.budget); without it, this process's buckets.
+    model calls across objects (albert.limits.model_budget); without it, this process's buckets.
     `object_id`: the platform's id of this object (64 hex digits), which an MCP server's
     OAuth callback is routed by; without it no server can be authorized.
     """

@@ -19,8 +19,8 @@ from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
+from albert.limits.client_rates import RateLimiter
 from albert.ports import ChatSocket, SocketHub, ToolProvider
-from albert.rate_limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.ports import SqlStorage
