@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 from workers import DurableObject
 
-from albert.agent import build_chat_service
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.tenants import DEFAULT_TENANT
@@ -35,6 +34,7 @@ from albert.cloudflare.sockets import (
 )
 from albert.cloudflare.sql import WorkersSql
 from albert.cloudflare.storage_alarm import WorkersAlarm
+from albert.composition import build_chat_service
 from albert.mcp.oauth_state import CALLBACK_PATH
 from albert.request_bodies import MAX_REQUEST_BODY_BYTES
 from albert.settings import Settings

@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.auth.claim import claim_anonymous_work
 from albert.auth.identify import Authenticator
 from albert.auth.tokens import Identity, issue_token
 from albert.chat.claims import CLOSE_SESSION_CLAIMED
 from albert.chat.service import ChatService
+from albert.composition import build_chat_service
 from albert.mcp.configs import McpServerIn
 from albert.settings import Settings
 from albert.storage.threads import ToolOutputs

@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.auth.tokens import Identity
 from albert.chat.service import ChatService
 from albert.chat.sessions import REVOKED_UP_TO
 from albert.chat.socket_policy import CLOSE_SESSION_REVOKED, SocketMeta
+from albert.composition import build_chat_service
 from albert.storage.meta import ObjectMeta
 from albert.web import HttpRequest
 from miniflare import install_shims

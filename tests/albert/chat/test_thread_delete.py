@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.web import HttpRequest
 from miniflare import install_shims
 from tests.support.object_sql import object_sql

@@ -21,7 +21,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[3]
 CHAT_TURN = """
 import asyncio, json, sys, time
 import httpx
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.cloudflare.sql import WorkersSql
 from albert.web import HttpRequest
 from miniflare.storage import DurableObjectStorage
@@ -73,10 +73,10 @@ asyncio.run(main())
 
 IMPORT_COST = """
 import json, sys, time
-t = time.perf_counter(); import albert.agent; agent = time.perf_counter() - t
+t = time.perf_counter(); import albert.composition; composition = time.perf_counter() - t
 loaded = "mcp" in sys.modules
 t = time.perf_counter(); import albert.mcp.connection; mcp_path = time.perf_counter() - t
-print(json.dumps({"agent": agent, "mcp_path": mcp_path, "mcp_loaded_by_agent": loaded}))
+print(json.dumps({"composition": composition, "mcp_path": mcp_path, "mcp_loaded": loaded}))
 """
 
 
@@ -118,9 +118,9 @@ def test_a_full_chat_turn_without_mcp_servers_never_imports_mcp(tmp_path: Path) 
 
 def test_import_cost_of_the_mcp_path() -> None:
     out = _python(IMPORT_COST)
-    assert out["mcp_loaded_by_agent"] is False
+    assert out["mcp_loaded"] is False
     print(
-        f"\nimport albert.agent: {out['agent'] * 1000:.0f} ms; "
+        f"\nimport albert.composition: {out['composition'] * 1000:.0f} ms; "
         f"then the MCP path (albert.mcp.connection + mcp SDK): {out['mcp_path'] * 1000:.0f} ms"
     )
 

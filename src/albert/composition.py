@@ -1,4 +1,11 @@
-"""Composition root of one client's chat object: settings, model, tools, storage."""
+"""The composition root: where one client's chat object is built from its parts and wired.
+
+The one place that picks the implementations: the settings (the tenant's overrides
+applied), the model client (counted against the tenant's budget when it costs
+something), the local tools, the MCP servers' store, manager and HTTP API, analytics,
+and the ChatService over them. The platform's ports come in as arguments (the Durable
+Object passes Cloudflare's, tests their own), so nothing here knows which runtime it is on.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +54,7 @@ def build_chat_service(
     limiter: SharedLimiter | None = None,
     object_id: str | None = None,
 ) -> ChatService:
-    """Wire a ChatService from the platform's ports and env.
+    """Build one client's ChatService from the platform's ports and env.
 
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
     analytics batches go out as background tasks. `model` overrides the client the
