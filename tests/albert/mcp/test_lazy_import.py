@@ -23,8 +23,11 @@ import asyncio, json, sys, time
 import httpx
 from albert.composition import build_chat_service
 from albert.cloudflare.sql import WorkersSql
+from albert.auth.tokens import Identity
 from albert.web import HttpRequest
 from miniflare.storage import DurableObjectStorage
+
+CALLER = Identity(client_id="c_" + "t" * 24, tenant="default", expires_at=4_102_444_800)
 
 class Socket:
     def __init__(self): self.frames = []
@@ -47,18 +50,20 @@ async def main():
         )
         service.start_background()
         created = await service.handle_http(
-            HttpRequest(method="POST", path="/api/threads", body=b"{}")
+            HttpRequest(method="POST", path="/api/threads", body=b"{}"), CALLER
         )
         thread_id = json.loads(created.body)["id"]
         frame = {"type": "chat", "thread_id": thread_id, "message_id": "m1", "text": "Best APY?"}
         await service.handle_frame(hub.socket, json.dumps(frame))
-        listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"))
+        listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"), CALLER)
         loaded = await service.handle_http(
-            HttpRequest(method="GET", path=f"/api/threads/{thread_id}")
+            HttpRequest(method="GET", path=f"/api/threads/{thread_id}"), CALLER
         )
         lazy_loaded = sorted(set(json.loads(sys.argv[3])) & set(sys.modules))
         # The MCP API loads its own modules (request models, SSRF checks), not the SDK.
-        status = await service.handle_http(HttpRequest(method="GET", path="/api/mcp/status"))
+        status = await service.handle_http(
+            HttpRequest(method="GET", path="/api/mcp/status"), CALLER
+        )
     print(json.dumps({
         "kinds": [f["type"] for f in hub.socket.frames],
         "status": json.loads(status.body),
