@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 from albert.auth.session_api import me
 from albert.auth.tokens import Identity
@@ -37,37 +35,48 @@ if TYPE_CHECKING:
     from albert.chat.service import ChatService
 
 
-class Access(Enum):
-    """Who may call a route, and whether it outlives a claim of the object's work."""
+# Who may call a route, and whether it outlives a claim of the object's work. (Plain
+# classes and strings here, not dataclasses or an Enum: the worker imports this module at
+# start, and making those classes costs milliseconds.)
+Access = Literal["no session", "session", "client"]
+# No session token: the router verified what the request carries instead.
+NO_SESSION: Access = "no session"
+# A verified session, about the session itself: answered even once claimed.
+SESSION: Access = "session"
+# A verified session of the object's client: 410 once its work was claimed.
+CLIENT: Access = "client"
 
-    # No session token: the router verified what the request carries instead.
-    NO_SESSION = "no session"
-    # A verified session, about the session itself: answered even once claimed.
-    SESSION = "session"
-    # A verified session of the object's client: 410 once its work was claimed.
-    CLIENT = "client"
 
-
-@dataclass(frozen=True, slots=True)
 class AcceptSocket:
     """The answer to an admitted upgrade: accept the WebSocket, keeping `attachment` with it
     (albert.chat.socket_policy.SocketMeta), then tell the service it opened."""
 
-    attachment: str
+    __slots__ = ("attachment",)
+
+    def __init__(self, attachment: str) -> None:
+        self.attachment = attachment
 
 
 Answer = HttpResponse | AcceptSocket
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
     """One request to a route: the object's service, the request, its verified caller (None
     only on a route without a session) and the path's parameters."""
 
-    chat: ChatService
-    request: HttpRequest
-    caller: Identity | None
-    params: dict[str, str]
+    __slots__ = ("caller", "chat", "params", "request")
+
+    def __init__(
+        self,
+        chat: ChatService,
+        request: HttpRequest,
+        caller: Identity | None,
+        params: dict[str, str],
+    ) -> None:
+        self.chat = chat
+        self.request = request
+        self.caller = caller
+        self.params = params
 
     @property
     def identity(self) -> Identity:
@@ -101,36 +110,65 @@ _PARAMETERS: dict[str, Callable[[str], bool]] = {
 _REST = "..."
 
 
-@dataclass(frozen=True, slots=True)
 class Route:
     """Methods (empty: any) and a path (`{name}` a segment, `{name...}` the rest), and the
-    handler that answers them."""
+    handler that answers them.
 
-    methods: tuple[str, ...]
-    path: str
-    handler: Handler
-    access: Access = Access.CLIENT
-    # Only a WebSocket upgrade takes it.
-    upgrade: bool = False
-    # Only a signed-in session takes it (an anonymous one's is answered by the router).
-    signed_in: bool = False
-    # The largest body the object reads for it (albert.request_bodies).
-    max_body: int = MAX_REQUEST_BODY_BYTES
-    _segments: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    `upgrade`: only a WebSocket upgrade takes it; `signed_in`: only a signed-in session
+    (an anonymous one's is answered by the router); `max_body`: the largest body the object
+    reads for it (albert.request_bodies).
+    """
 
-    def __post_init__(self) -> None:
-        segments = tuple(self.path.split("/"))
+    __slots__ = (
+        "_prefix",
+        "_segments",
+        "access",
+        "handler",
+        "max_body",
+        "methods",
+        "path",
+        "signed_in",
+        "upgrade",
+    )
+
+    def __init__(
+        self,
+        methods: tuple[str, ...],
+        path: str,
+        handler: Handler,
+        *,
+        access: Access = CLIENT,
+        upgrade: bool = False,
+        signed_in: bool = False,
+        max_body: int = MAX_REQUEST_BODY_BYTES,
+    ) -> None:
+        segments = tuple(path.split("/"))
         unknown = [
             s
             for s in segments
             if s.startswith("{") and not s.endswith(_REST + "}") and s[1:-1] not in _PARAMETERS
         ]
         if unknown:
-            raise ValueError(f"{self.path}: no rule for the parameters {unknown}")
-        object.__setattr__(self, "_segments", segments)
+            raise ValueError(f"{path}: no rule for the parameters {unknown}")
+        self.methods = methods
+        self.path = path
+        self.handler = handler
+        self.access = access
+        self.upgrade = upgrade
+        self.signed_in = signed_in
+        self.max_body = max_body
+        self._segments = segments
+        # Most paths are told apart by their text before the first parameter: only those
+        # that share it are split (a lookup runs on every request).
+        self._prefix = path.partition("{")[0]
 
-    def match(self, given: list[str]) -> dict[str, str] | None:
-        """The parameters of a path (split at its slashes) that is this route's, else None."""
+    def match(self, path: str) -> dict[str, str] | None:
+        """The path's parameters when it is this route's path, else None."""
+        if self._prefix == self.path:
+            return {} if path == self.path else None
+        if not path.startswith(self._prefix):
+            return None
+        given = path.split("/")
         params: dict[str, str] = {}
         for index, segment in enumerate(self._segments):
             if index >= len(given):
@@ -255,17 +293,17 @@ GET, POST, PUT, PATCH, DELETE = ("GET",), ("POST",), ("PUT",), ("PATCH",), ("DEL
 ROUTES: tuple[Route, ...] = (
     # No session: the router verified the state's MAC and brought the request here by the
     # object id it names (albert.router).
-    Route(GET, "/api/mcp/oauth/callback", mcp_oauth_callback, access=Access.NO_SESSION),
+    Route(GET, "/api/mcp/oauth/callback", mcp_oauth_callback, access=NO_SESSION),
     # The session's own.
-    Route(ANY, "/api/me", who_am_i, access=Access.SESSION, signed_in=True),
-    Route(POST, "/api/session/revoke", revoke_sessions, access=Access.SESSION),
-    Route(ANY, "/internal/session/check", session_check, access=Access.SESSION),
+    Route(ANY, "/api/me", who_am_i, access=SESSION, signed_in=True),
+    Route(POST, "/api/session/revoke", revoke_sessions, access=SESSION),
+    Route(ANY, "/internal/session/check", session_check, access=SESSION),
     # A claim import is another object's whole export, sent by the router.
     Route(
         POST,
         "/internal/claim/{step...}",
         claim_step,
-        access=Access.SESSION,
+        access=SESSION,
         max_body=MAX_IMPORT_BYTES,
     ),
     # The chat socket: the browser opens /api/chat; the router forwards an upgrade of any
@@ -294,18 +332,27 @@ _MCP_PREFIX = "/api/mcp/"
 _CHANGES = frozenset({"POST", "DELETE", "PATCH", "PUT"})
 
 
-class _Found(NamedTuple):
-    route: Route | None
-    params: dict[str, str]
-    access: Access
-    # The methods of the matched path's routes, when none of them takes the request's.
-    allowed: tuple[str, ...]
+class _Found:
+    """The route that takes a request, or (none) the access and methods of its path's."""
+
+    __slots__ = ("access", "allowed", "params", "route")
+
+    def __init__(
+        self,
+        route: Route | None,
+        params: dict[str, str],
+        access: Access,
+        allowed: tuple[str, ...] = (),
+    ) -> None:
+        self.route = route
+        self.params = params
+        self.access = access
+        self.allowed = allowed
 
 
 def _find(request: HttpRequest, caller: Identity | None) -> _Found:
     """The route that answers the request, or (no route) the methods its path takes."""
     upgrade = request.headers.get("upgrade", "").lower() == "websocket"
-    parts = request.path.split("/")
     matched: Route | None = None
     allowed: list[str] = []
     for route in ROUTES:
@@ -315,27 +362,26 @@ def _find(request: HttpRequest, caller: Identity | None) -> _Found:
             continue
         if matched is not None and route.path != matched.path:
             continue
-        params = route.match(parts)
+        params = route.match(request.path)
         if params is None:
             continue
         if route.takes(request.method):
-            return _Found(route, params, route.access, ())
+            return _Found(route, params, route.access)
         matched = matched or route
         allowed.extend(route.methods)
-    access = matched.access if matched is not None else Access.CLIENT
+    access = matched.access if matched is not None else CLIENT
     return _Found(None, {}, access, tuple(allowed))
 
 
 def takes_session(request: HttpRequest) -> bool:
     """True unless the request's route is answered without a session token."""
-    return _find(request, None).access is not Access.NO_SESSION
+    return _find(request, None).access != NO_SESSION
 
 
 def body_cap(path: str) -> int:
     """The largest body a request to `path` may carry."""
-    parts = path.split("/")
     for route in ROUTES:
-        if not route.upgrade and route.match(parts) is not None:
+        if not route.upgrade and route.match(path) is not None:
             return route.max_body
     return MAX_REQUEST_BODY_BYTES
 
@@ -344,11 +390,11 @@ async def answer(chat: ChatService, request: HttpRequest, caller: Identity | Non
     """Answer a request to the object; `caller`: its verified session (None where the
     object's glue found no route that takes one)."""
     found = _find(request, caller)
-    if found.access is not Access.NO_SESSION:
+    if found.access != NO_SESSION:
         refused = _session_refusal(chat, caller)
         if refused is not None:
             return refused
-    if found.access is Access.CLIENT and caller is not None:
+    if found.access == CLIENT and caller is not None:
         refused = _client_refusal(chat, request, caller, found.route)
         if refused is not None:
             return refused

@@ -86,7 +86,7 @@ def test_the_routes_the_router_sends_are_in_the_table() -> None:
     # One path, one kind of access: which checks run never depends on the method.
     access: dict[str, Access] = {}
     for route in ROUTES:
-        assert access.setdefault(route.path, route.access) is route.access, route.path
+        assert access.setdefault(route.path, route.access) == route.access, route.path
 
 
 @pytest.mark.parametrize(
