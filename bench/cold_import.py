@@ -157,7 +157,7 @@ STEPS: list[tuple[str, str]] = [
     (
         "albert.settings, auth, admission",
         "import albert.settings, albert.auth.tokens, albert.auth.bearer, albert.auth.gateway, "
-        "albert.session_admission",
+        "albert.limits.new_sessions",
     ),
     (
         "albert.analytics: service, endpoint (the catalog loads with the first event)",
@@ -165,7 +165,8 @@ STEPS: list[tuple[str, str]] = [
     ),
     (
         "albert.ai, albert.tools",
-        "import albert.ai.budget, albert.ai.factory, albert.ai.tool_loop, albert.tools.local_tools",
+        "import albert.limits.model_budget, albert.ai.factory, albert.ai.tool_loop, "
+        "albert.tools.local_tools",
     ),
     ("albert.mcp: config store", "import albert.mcp.config_store"),
     (

@@ -21,7 +21,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from albert.clock import Clock, SystemClock
-from albert.rate_limits import InMemoryLimiter, address_bucket
+from albert.limits.addresses import address_bucket
+from albert.limits.shared import InMemoryLimiter
 
 # The buckets kept, a bound on memory: past it the least recently used one is dropped (its
 # address starts again with a full bucket; a bucket idle for a minute is full anyway).
@@ -75,7 +76,7 @@ class AccessGuard:
 
 def _address(scope: Scope) -> str:
     """The bucket of the socket's address, counted as the worker counts addresses
-    (albert.rate_limits.address_bucket: IPv6 by its /64)."""
+    (albert.limits.addresses.address_bucket: IPv6 by its /64)."""
     client = scope.get("client")
     if not client:
         return "?"

@@ -13,7 +13,7 @@ runtime (h11):
   closed and the application sees the client gone;
 - one client address holds at most `CONNECTIONS_PER_ADDRESS` HTTP connections; another is
   closed as it opens. An IPv6 client counts by its /64 (the block one subscriber usually
-  holds, as the rate limits count it: albert.rate_limits.address_bucket), so rotating
+  holds, as the rate limits count it: albert.limits.addresses.address_bucket), so rotating
   through its own addresses buys it nothing. A connection upgraded to a WebSocket leaves
   the count and every deadline for good (the WebSocket protocol owns it from then on, for
   hours if the client likes; each client's sockets are capped by the worker itself).
@@ -41,7 +41,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from albert.rate_limits import address_bucket
+from albert.limits.addresses import address_bucket
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
 """ChatDurableObject: one per client; storage, sockets and turns live here.
 
-Thin glue: it adapts the platform's ctx/env to the core's ports and hands every
-request and WebSocket event to albert.chat.service.ChatService.
+Thin glue: it adapts the platform's ctx/env to the core's ports, converts each request,
+verifies its session token where its route takes one, accepts the sockets the core
+admits, and hands everything else to albert.chat.service.ChatService (every route the
+object answers: albert.chat.routes).
 """
 
 from __future__ import annotations
@@ -13,19 +15,17 @@ from typing import Any
 import httpx
 from workers import DurableObject
 
-from albert.agent import build_chat_service
 from albert.auth.errors import JwksUnavailable
 from albert.auth.identify import Authenticator, refusal
 from albert.auth.tenants import DEFAULT_TENANT
 from albert.auth.tokens import TokenError
-from albert.chat.claims import MAX_IMPORT_BYTES, ClaimsApi
+from albert.chat.routes import AcceptSocket, body_cap, takes_session
 from albert.chat.service import ChatService
-from albert.chat.socket_policy import SocketMeta
 from albert.cloudflare.ai import platform_model
 from albert.cloudflare.context import WaitUntil
 from albert.cloudflare.env import env_mapping, env_secret_lookup
 from albert.cloudflare.fetch import outbound_client
-from albert.cloudflare.http import is_websocket_upgrade, to_core_request, to_response
+from albert.cloudflare.http import to_core_request, to_response
 from albert.cloudflare.shared_limiter import shared_limiter
 from albert.cloudflare.sockets import (
     WorkersSocket,
@@ -35,19 +35,12 @@ from albert.cloudflare.sockets import (
 )
 from albert.cloudflare.sql import WorkersSql
 from albert.cloudflare.storage_alarm import WorkersAlarm
-from albert.mcp.oauth_state import CALLBACK_PATH
-from albert.request_bodies import MAX_REQUEST_BODY_BYTES
+from albert.composition import build_chat_service
 from albert.settings import Settings
 from albert.storage.meta import TENANT, ObjectMeta
 from albert.web import BadRequest, HttpResponse
 
 log = logging.getLogger(__name__)
-
-
-def _body_cap(path: str) -> int:
-    # A claim import is another object's whole export, sent by the router (clients reach
-    # `/api/*` only); every other body is bounded as the router bounds it.
-    return MAX_IMPORT_BYTES if ClaimsApi.handles(path) else MAX_REQUEST_BODY_BYTES
 
 
 class ChatDurableObject(DurableObject):
@@ -109,47 +102,26 @@ class ChatDurableObject(DurableObject):
 
     async def fetch(self, request: Any) -> Any:
         try:
-            core = await to_core_request(request, max_body=_body_cap)
+            core = await to_core_request(request, max_body=body_cap)
         except BadRequest as exc:
             # Framed twice or over its bound: refused before (or as soon as) the body
             # passes it, never read whole (albert.request_bodies).
             return to_response(HttpResponse.error(exc.status, exc.error, exc.detail))
-        if core.path == CALLBACK_PATH:
-            # An MCP server's authorization coming back: no session token; the router
-            # brought it here by its state, whose nonce this object must know.
-            return to_response(await self._chat().oauth_callback(core))
-        # The router verified the token already; checking again here means the object
-        # never trusts a caller for its tenant, and learns it from the token alone.
-        try:
-            identity = await self._authenticator().identify(core, int(time.time()))
-        except (TokenError, JwksUnavailable) as exc:
-            return to_response(refusal(exc))
-        service = self._chat(identity.tenant)
-        refused = service.sessions.refusal(identity)
-        if refused is not None:
-            return to_response(refused)
-        if service.sessions.handles(core.path, identity):
-            return to_response(await service.sessions.handle(core, identity))
-        if service.claims.handles(core.path):
-            return to_response(await service.claims.handle(core, identity))
-        gone = service.claims.gone()
-        if gone is not None:
-            return to_response(gone)
-        if is_websocket_upgrade(request):
-            opened_at_ms = int(time.time() * 1000)
-            meta = SocketMeta(
-                opened_at_ms=opened_at_ms,
-                expires_at=identity.expires_at,
-                # A socket opened with the host's JWT is a session from now on.
-                issued_at_ms=(
-                    opened_at_ms if identity.issued_at_ms is None else identity.issued_at_ms
-                ),
-            )
-            response, socket = accept_websocket_pair(self.ctx, attachment=meta.encode())
+        caller = None
+        if takes_session(core):
+            # The router verified the token already; checking again here means the object
+            # never trusts a caller for its tenant, and learns it from the token alone.
+            try:
+                caller = await self._authenticator().identify(core, int(time.time()))
+            except (TokenError, JwksUnavailable) as exc:
+                return to_response(refusal(exc))
+        service = self._chat(caller.tenant if caller is not None else None)
+        answer = await service.handle_http(core, caller)
+        if isinstance(answer, AcceptSocket):
+            response, socket = accept_websocket_pair(self.ctx, attachment=answer.attachment)
             service.on_socket_opened(socket)
             return response
-        response = await service.handle_http(core, client_id=identity.client_id or None)
-        return to_response(response)
+        return to_response(answer)
 
     async def webSocketMessage(self, ws: Any, message: Any) -> None:
         await self._chat().handle_frame(WorkersSocket(ws), message_payload(message))

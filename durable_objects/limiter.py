@@ -1,6 +1,6 @@
 """LimiterDurableObject: one per rate-limit key; holds that key's token bucket.
 
-Thin glue around albert.limiter_bucket.LimiterCore (why an object per key:
+Thin glue around albert.limits.key_bucket.KeyBucket (why an object per key:
 albert.cloudflare.shared_limiter).
 """
 
@@ -13,7 +13,7 @@ from workers import DurableObject
 from albert.clock import SystemClock
 from albert.cloudflare.http import to_core_request, to_response
 from albert.cloudflare.sql import WorkersSql
-from albert.limiter_bucket import LimiterCore
+from albert.limits.key_bucket import KeyBucket
 from albert.web import BadRequest, HttpResponse
 
 
@@ -23,12 +23,12 @@ class LimiterDurableObject(DurableObject):
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
         self.ctx = ctx
-        self._core: LimiterCore | None = None
+        self._core: KeyBucket | None = None
 
     async def fetch(self, request: Any) -> Any:
         if self._core is None:
             sql = WorkersSql(self.ctx.storage.sql, self.ctx.storage)
-            self._core = LimiterCore(sql, SystemClock())
+            self._core = KeyBucket(sql, SystemClock())
         try:
             request_value = await to_core_request(request)
         except BadRequest as exc:

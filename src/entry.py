@@ -16,8 +16,8 @@ from albert.cloudflare.fetch import outbound_client
 from albert.cloudflare.http import forward, to_core_request, to_response
 from albert.cloudflare.objects import NamespaceChatObjects
 from albert.cloudflare.shared_limiter import shared_limiter
+from albert.limits.new_sessions import admit_new_session
 from albert.router import Forward, ForwardToObject
-from albert.session_admission import admit_new_session
 from albert.settings import Settings
 from albert.web import BadRequest, HttpResponse
 from durable_objects.chat import ChatDurableObject

@@ -86,7 +86,7 @@ LOADED_ON_FIRST_USE = {
     "albert.chat.claim_steps": "an object's first claim step, /internal/claim/* (sign-in)",
     "albert.storage.transfer": "an object's first claim step, through albert.chat.claim_steps",
     # What only an object with an MCP server, or the MCP API, needs: the config models,
-    # the SSRF checks, the secret bindings (albert.agent) and the API (albert.mcp.access).
+    # the SSRF checks, the secret bindings (albert.composition) and the API (albert.mcp.access).
     **{
         f"albert.mcp.{name}": "an object's first MCP server or /api/mcp/ request"
         for name in ("api", "configs", "secret_binding", "ssrf")

@@ -85,7 +85,7 @@ def _verified(
             )
     elif request.path == "/api/me" and identity.anonymous:
         # A signed-in session may have been revoked, which only the user's object knows:
-        # its /api/me is answered there (albert.chat.sessions).
+        # its /api/me is answered there, after the check (albert.chat.routes).
         return HttpResponse.json(me(identity, settings))
     return Forward(identity=identity)
 

@@ -141,7 +141,7 @@ class Settings(BaseModel):
     max_sockets_per_client: int = Field(8, alias="MAX_SOCKETS_PER_CLIENT", ge=1, le=100)
     frames_per_minute: int = Field(120, alias="FRAMES_PER_MINUTE", ge=1)
 
-    # Shared limits (albert.rate_limits.SharedLimiter; on Cloudflare a limiter Durable Object
+    # Shared limits (albert.limits.shared.SharedLimiter; on Cloudflare a limiter Durable Object
     # per key): new clients per address (IPv6: per /64) and model calls per tenant.
     # Unset: on in production with these defaults, off in local mode; 0 turns one off.
     new_sessions_per_ip: int | None = Field(None, alias="NEW_SESSIONS_PER_IP", ge=0)

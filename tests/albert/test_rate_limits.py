@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from albert.rate_limits import InMemoryLimiter, TokenBucket
-from albert.session_admission import address_key
+from albert.limits.new_sessions import address_key
+from albert.limits.shared import InMemoryLimiter
+from albert.limits.token_bucket import TokenBucket
 from albert.web import HttpRequest
 from tests.support.clock import ManualClock
 

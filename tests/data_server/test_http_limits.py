@@ -173,7 +173,7 @@ def test_one_address_holds_at_most_its_share(served: tuple[str, Any]) -> None:
 
 def test_an_ipv6_client_counts_by_its_64(served_v6: tuple[str, Any]) -> None:
     # Loopback has one IPv6 address; what is counted for it is its /64 block, the key every
-    # address of that block shares (albert.rate_limits.address_bucket).
+    # address of that block shares (albert.limits.addresses.address_bucket).
     url, protocol = served_v6
     port = int(url.rsplit(":", 1)[1])
     held = [socket.create_connection(("::1", port), timeout=5) for _ in range(45)]

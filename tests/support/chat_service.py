@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from albert.agent import build_chat_service
 from albert.chat.service import ChatService
+from albert.composition import build_chat_service
 from tests.support.mcp_test_server import InProcessMcpServer
 from tests.support.object_sql import object_sql
 from tests.support.scripted_model import ScriptedModelServer

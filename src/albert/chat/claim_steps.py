@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from albert.auth.tokens import Identity
-from albert.chat.claims import CLAIM_PREFIX, CLOSE_SESSION_CLAIMED, MAX_IMPORT_BYTES
+from albert.chat.claims import CLOSE_SESSION_CLAIMED, MAX_IMPORT_BYTES
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.configs import McpServerRow
 from albert.ports import SocketHub
@@ -92,11 +92,8 @@ class ClaimSteps:
         self._mcp_store = mcp_store
         self._reload_mcp = reload_mcp
 
-    async def handle(self, request: HttpRequest, identity: Identity) -> HttpResponse:
-        """Answer one claim step for the verified caller."""
-        if request.method != "POST":
-            return HttpResponse.error(405, "method_not_allowed", "use POST")
-        step = request.path.removeprefix(CLAIM_PREFIX)
+    async def answer(self, step: str, request: HttpRequest, identity: Identity) -> HttpResponse:
+        """Answer one claim step (`export`, `import`, `commit`) for the verified caller."""
         try:
             if step == "export" and identity.anonymous:
                 return HttpResponse.json(self.export())

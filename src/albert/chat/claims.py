@@ -17,13 +17,13 @@ the user's object that the rerun updates in place) or the move complete: nothing
 and nothing is doubled. A claimed object is retired: its API answers 410 and its sockets
 are closed with 4009, saying where the work went (to whoever holds that session).
 
-These routes are never reachable from outside: the router forwards `/api/*` only. The
-object still checks who calls: export and commit need the anonymous session's own token,
-import a signed-in user's.
+These routes (in albert.chat.routes) are never reachable from outside: the router forwards
+`/api/*` only. The object still checks who calls: export and commit need the anonymous
+session's own token, import a signed-in user's.
 
-This module is what every request and frame touches (is the object claimed? is this a
-claim route?); the steps themselves, their bodies and the transfer of rows are in
-albert.chat.claim_steps, imported with the first claim request.
+This module is what every request and frame touches (is the object claimed?); the steps
+themselves, their bodies and the transfer of rows are in albert.chat.claim_steps, imported
+with the first claim request.
 """
 
 from __future__ import annotations
@@ -31,17 +31,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from albert.auth.tokens import Identity
 from albert.ports import SocketHub
 from albert.storage.meta import ObjectMeta
 from albert.storage.ports import SqlStorage
-from albert.web import HttpRequest, HttpResponse
+from albert.web import HttpResponse
 
 if TYPE_CHECKING:
     from albert.chat.claim_steps import ClaimSteps
     from albert.mcp.config_store import McpConfigStore
 
-CLAIM_PREFIX = "/internal/claim/"
 CLAIMED_BY = "claimed_by"
 CLOSE_SESSION_CLAIMED = 4009
 # The largest import body: another object's whole export, sent by the router.
@@ -49,7 +47,7 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 class ClaimsApi:
-    """The claim routes of one object, and whether the object was claimed already."""
+    """Whether one object was claimed already, and its claim steps."""
 
     def __init__(
         self,
@@ -96,15 +94,6 @@ class ClaimsApi:
         if close is not None:
             close(CLOSE_SESSION_CLAIMED, "this session moved to a signed-in account")
         return True
-
-    @staticmethod
-    def handles(path: str) -> bool:
-        """True for the claim routes."""
-        return path.startswith(CLAIM_PREFIX)
-
-    async def handle(self, request: HttpRequest, identity: Identity) -> HttpResponse:
-        """Answer one claim step for the verified caller."""
-        return await self.steps().handle(request, identity)
 
     def steps(self) -> ClaimSteps:
         """The claim steps of this object, made (and their modules imported) on first use."""

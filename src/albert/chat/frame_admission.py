@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from albert.limits.client_rates import RateLimiter
 from albert.protocol.frames import (
     AckFrame,
     ChatFrame,
@@ -26,7 +27,6 @@ from albert.protocol.frames import (
     RegenerateFrame,
     client_frame_adapter,
 )
-from albert.rate_limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.ports import StorageError
 from albert.storage.threads import DEFAULT_TITLE, NotFound, ThreadStore

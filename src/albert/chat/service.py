@@ -1,8 +1,10 @@
-"""The chat object's core: one instance per client, behind the Durable Object glue."""
+"""The chat object's core: one instance per client, behind the Durable Object glue.
+
+Its HTTP requests are routed by albert.chat.routes; its socket frames go to the turns.
+"""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from albert.ai.model import ModelClient
@@ -14,26 +16,29 @@ from albert.chat.confirmations import PendingConfirmations
 from albert.chat.driver import TurnDriver
 from albert.chat.frame_admission import Admission
 from albert.chat.interrupted_turns import UnsettledTurns, recover_interrupted_turns
+from albert.chat.routes import Answer, answer
 from albert.chat.sessions import SessionRevocations
 from albert.chat.socket_policy import FrameGate, SocketPolicy
 from albert.chat.threads_api import ThreadsApi
 from albert.chat.turns import ChatTurns
 from albert.clock import Clock
+from albert.limits.client_rates import RateLimiter
 from albert.ports import ChatSocket, SocketHub, ToolProvider
-from albert.rate_limits import RateLimiter
 from albert.settings import Settings
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.ports import SqlStorage
 from albert.storage.threads import ThreadStore, ToolOutputs
 from albert.storage.turn_journal import TurnJournal
-from albert.web import HttpRequest, HttpResponse
+from albert.web import HttpRequest
 
 if TYPE_CHECKING:
+    from albert.auth.tokens import Identity
     from albert.mcp.access import McpAccess
 
 
 class ChatService:
-    """Everything one client's object does: thread API over HTTP, chat over sockets."""
+    """Everything one client's object does: its HTTP API (albert.chat.routes), chat over
+    sockets, and the parts the routes reach."""
 
     def __init__(
         self,
@@ -50,6 +55,7 @@ class ChatService:
         migrate(sql, THREADS)
         self.mcp = mcp
         self.settings = settings
+        self.clock = clock
         # The cap and token expiry apply to every send, so turns and the MCP status
         # frames reach only sockets that may still listen.
         if not isinstance(hub, SocketPolicy):
@@ -59,14 +65,14 @@ class ChatService:
         self.store = ThreadStore(sql, clock)
         self.analytics = analytics or AnalyticsService.from_settings(settings, clock=clock, sql=sql)
         # Deleting a thread cancels its running turn first (the turns are made below).
-        self._threads = ThreadsApi(
+        self.threads = ThreadsApi(
             self.store,
             settings,
             self.analytics,
             cancel_turn=self._cancel_thread_turn,
             clock=clock,
         )
-        self._events = EventsApi(self.analytics, clock)
+        self.events = EventsApi(self.analytics, clock)
         self.outputs = ToolOutputs(sql, clock)
         journal = TurnJournal(sql, clock)
         unsettled = UnsettledTurns(self.store, journal)
@@ -74,14 +80,12 @@ class ChatService:
         # refuses now wait in `unsettled`).
         recover_interrupted_turns(self.store, journal, unsettled)
         self.turns = self._chat_turns(model, tools, hub, clock, journal, unsettled)
-        self._mcp_changes = RateLimiter(
+        self.mcp_changes = RateLimiter(
             settings.mcp_changes_per_minute, clock, settings.rate_window_seconds
         )
         # A signed-in user's sessions revoked up to a time (a user's object only ever
         # has one set; an anonymous object's mark stays empty).
-        self.sessions = SessionRevocations(
-            sql, clock, settings, self.sockets, self.turns.cancel_all
-        )
+        self.sessions = SessionRevocations(sql, clock, self.sockets, self.turns.cancel_all)
         # Moving an anonymous client's work into a signed-in user's object.
         self.claims = ClaimsApi(
             sql,
@@ -132,36 +136,10 @@ class ChatService:
             unsettled=unsettled,
         )
 
-    async def handle_http(self, request: HttpRequest, client_id: str | None = None) -> HttpResponse:
-        """Answer an HTTP request routed to this client's object (`client_id`: verified)."""
-        gone = self.claims.gone()
-        if gone is not None:
-            return gone
-        if client_id is not None:
-            self.analytics.identify(client_id)
-        if self._threads.handles(request.path):
-            return await self._threads.handle(request)
-        if self._events.handles(request.path):
-            return await self._events.handle(request)
-        if self.mcp is not None and self.mcp.handles(request.path):
-            if request.method in ("POST", "DELETE", "PATCH", "PUT"):
-                wait = self._mcp_changes.take()
-                if wait is not None:
-                    return HttpResponse.error(
-                        429,
-                        "rate_limited",
-                        f"too many MCP server changes; try again in {wait:g} s",
-                        headers={"retry-after": str(math.ceil(wait))},
-                    )
-            return await self.mcp.handle(request)
-        return HttpResponse.error(404, "not_found", f"no route for {request.method} {request.path}")
-
-    async def oauth_callback(self, request: HttpRequest) -> HttpResponse:
-        """An MCP server's authorization came back (no session token: the state's nonce
-        is what proves it belongs here, albert.mcp.oauth_state)."""
-        if self.mcp is None:
-            return HttpResponse.error(404, "not_found", "no MCP servers here")
-        return await self.mcp.api().callback(request)
+    async def handle_http(self, request: HttpRequest, caller: Identity | None) -> Answer:
+        """Answer an HTTP request routed to this client's object: `caller` is its verified
+        session (None on a route that takes none); an admitted upgrade is AcceptSocket."""
+        return await answer(self, request, caller)
 
     async def handle_frame(self, socket: ChatSocket, raw: str | bytes) -> None:
         """Handle one WebSocket frame from this client (expiry, revocation and frame budget

@@ -11,47 +11,44 @@ any revocation covers them. A request bearing the host's JWT itself is the host
 speaking and is never refused here; a socket opened with it counts as issued when it
 was opened.
 
-Routes (the router forwards the public one, albert.auth.session_api.REVOKE_PATH, to the caller's
-user's object; the internal one only the router calls):
+Routes (in albert.chat.routes; the router forwards the public one,
+albert.auth.session_api.REVOKE_PATH, to the caller's user's object; the internal one only
+the router calls):
 - `POST /api/session/revoke`: the host's JWT for the user, or one of the user's own
   sessions ("sign out everywhere"), revokes every session of the user issued up to now:
   sockets closed, running turns cancelled (stored as `cancelled`). Idempotent.
 - `POST /internal/session/check`: 200, or the 401 above; the router asks before renewing.
-- `GET /api/me` of a signed-in session is answered here, after the check.
+- `GET /api/me` of a signed-in session is answered by the object, after the check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from albert.auth.session_api import MAX_SESSION_BODY, REVOKE_PATH, SESSION_CHECK_PATH, me
+from albert.auth.session_api import MAX_SESSION_BODY
 from albert.auth.tokens import Identity
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock
 from albert.protocol.http import RevokeRequest, RevokeResponse
-from albert.settings import Settings
 from albert.storage.meta import ObjectMeta
 from albert.storage.ports import SqlStorage
-from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
+from albert.web import HttpRequest, HttpResponse, parse_body
 
 REVOKED_UP_TO = "sessions_revoked_up_to_ms"
-ME_PATH = "/api/me"
 
 
 class SessionRevocations:
-    """The revocation mark of one object, the refusals it implies and the revoke route."""
+    """The revocation mark of one object, the refusals it implies and the revocation."""
 
     def __init__(
         self,
         sql: SqlStorage,
         clock: Clock,
-        settings: Settings,
         sockets: SocketPolicy,
         cancel_turns: Callable[[], Awaitable[int]],
     ) -> None:
         self._meta = ObjectMeta(sql)
         self._clock = clock
-        self._settings = settings
         self._sockets = sockets
         self._cancel_turns = cancel_turns
         # Read on every request; only a revocation here ever changes it.
@@ -85,29 +82,15 @@ class SessionRevocations:
             headers={"www-authenticate": 'Bearer error="invalid_token"'},
         )
 
-    @staticmethod
-    def handles(path: str, identity: Identity) -> bool:
-        """True for the routes answered here (`/api/me` only of a signed-in session)."""
-        if path == ME_PATH:
-            return not identity.anonymous
-        return path in (REVOKE_PATH, SESSION_CHECK_PATH)
-
-    async def handle(self, request: HttpRequest, identity: Identity) -> HttpResponse:
-        """Answer one of the routes for a verified caller the mark does not cover."""
-        if request.path == ME_PATH:
-            return HttpResponse.json(me(identity, self._settings))
-        if request.path == SESSION_CHECK_PATH:
-            return HttpResponse.json({"ok": True})
-        if request.method != "POST":
-            return HttpResponse.error(405, "method_not_allowed", "use POST")
+    async def handle_revoke(self, request: HttpRequest, identity: Identity) -> HttpResponse:
+        """`POST /api/session/revoke` from a verified caller the mark does not cover: a
+        signed-in user's sessions revoked, for the tenant its body names (if it names one).
+        Raises BadRequest for a body that is not a RevokeRequest."""
         if identity.anonymous or identity.user_id is None:
             return HttpResponse.error(
                 403, "not_signed_in", "only a signed-in user's sessions can be revoked"
             )
-        try:
-            body = parse_body(request, RevokeRequest, MAX_SESSION_BODY)
-        except BadRequest as exc:
-            return HttpResponse.error(exc.status, exc.error, exc.detail)
+        body = parse_body(request, RevokeRequest, MAX_SESSION_BODY)
         if body.tenant is not None and body.tenant != identity.tenant:
             return HttpResponse.error(
                 403, "tenant_mismatch", "this token was issued for another tenant's users"

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from albert.clock import Clock
+from albert.limits.client_rates import RateLimiter
 from albert.ports import ChatSocket, SocketHub
 from albert.protocol.frames import ErrorFrame
-from albert.rate_limits import RateLimiter
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,6 @@ from albert.web import HttpRequest, HttpResponse
 log = logging.getLogger(__name__)
 
 
-def is_websocket_upgrade(request: Any) -> bool:
-    """True for a WebSocket upgrade request."""
-    return (request.headers.get("upgrade") or "").lower() == "websocket"
-
-
 async def to_core_request(
     request: Any,
     *,

@@ -21,7 +21,7 @@ from typing import Any
 
 from albert.clock import SystemClock
 from albert.cloudflare.http import post_to_object
-from albert.rate_limits import InMemoryLimiter, SharedLimiter, TakeRequest, TakeResult
+from albert.limits.shared import InMemoryLimiter, SharedLimiter, TakeRequest, TakeResult
 
 _LIMITER_URL = "https://limiter.internal/take"
 _PROCESS_LIMITER = InMemoryLimiter(SystemClock())

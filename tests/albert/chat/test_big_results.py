@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from pydantic import Field
 
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.storage.threads import MAX_STORED_OUTPUT_CHARS, kept_output
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims

@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.auth.claim import claim_anonymous_work
 from albert.auth.identify import Authenticator
 from albert.auth.tokens import Identity, issue_token
 from albert.chat.claims import CLOSE_SESSION_CLAIMED
 from albert.chat.service import ChatService
+from albert.composition import build_chat_service
 from albert.mcp.configs import McpServerIn
 from albert.settings import Settings
 from albert.storage.threads import ToolOutputs
@@ -101,7 +101,7 @@ class Objects:
             method="POST", path=path, headers={"authorization": f"Bearer {token}"}, body=body
         )
         identity = await self._auth.identify(request, NOW)  # the object checks its caller
-        response = await self.services[object_name].claims.handle(request, identity)
+        response = await self.services[object_name].handle_http(request, identity)
         return response.status, response.body
 
     @property
@@ -224,7 +224,7 @@ async def test_a_claim_moves_everything_once_and_a_repeat_changes_nothing(object
     # The anonymous object's open socket was closed, and it now answers 410.
     socket = objects.hubs[ANON.object_name].open[0]
     assert socket.closed is not None and socket.closed[0] == CLOSE_SESSION_CLAIMED
-    gone = await objects.anon.handle_http(HttpRequest(method="GET", path="/api/threads"))
+    gone = await objects.anon.handle_http(HttpRequest(method="GET", path="/api/threads"), ANON)
     assert gone.status == 410 and json.loads(gone.body)["error"] == "session_claimed"
     # Again, and again after both objects restart: nothing moves twice.
     assert (await claim(objects)).status == "already_claimed"

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.chat.history import history_for_model
 from albert.chat.interrupted_turns import RESTART_MESSAGE, recover_interrupted_turns
 from albert.clock import SystemClock
+from albert.composition import build_chat_service
 from albert.protocol.http import ToolCallRecord
 from albert.storage.migrations import THREADS, migrate
 from albert.storage.threads import ThreadStore

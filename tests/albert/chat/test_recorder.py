@@ -15,7 +15,6 @@ import httpx
 import pytest
 from pydantic import Field
 
-from albert.agent import build_chat_service
 from albert.ai.model import (
     ChatToolCall,
     ModelEvent,
@@ -25,6 +24,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.chat.service import ChatService
+from albert.composition import build_chat_service
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
 from tests.support.object_sql import object_sql

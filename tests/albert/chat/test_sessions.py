@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.auth.tokens import Identity
 from albert.chat.service import ChatService
 from albert.chat.sessions import REVOKED_UP_TO
 from albert.chat.socket_policy import CLOSE_SESSION_REVOKED, SocketMeta
+from albert.composition import build_chat_service
 from albert.storage.meta import ObjectMeta
 from albert.web import HttpRequest
 from miniflare import install_shims
@@ -74,7 +74,7 @@ async def test_a_revocation_refuses_earlier_sessions_and_closes_their_sockets(
     assert service.sessions.refusal(user(START_MS - 5_000)) is None  # nothing revoked yet
 
     clock.ms += 10
-    answer = await service.sessions.handle(revoke_request(), user(START_MS - 1))
+    answer = await service.handle_http(revoke_request(), user(START_MS - 1))
     assert answer.status == 200
     assert json.loads(answer.body) == {
         "user_id": "auth0|7",
@@ -113,12 +113,12 @@ async def test_revoking_again_never_moves_the_mark_back_and_keeps_one_row(
     clock = ManualClock(START_MS)
     path = tmp_path / "user.sqlite"
     service = start(path, SocketList([]), clock, http)
-    first = json.loads((await service.sessions.handle(revoke_request(), user(1))).body)
+    first = json.loads((await service.handle_http(revoke_request(), user(1))).body)
     clock.ms -= 60_000  # a clock stepped back between two revocations
-    second = json.loads((await service.sessions.handle(revoke_request(), user(None))).body)
+    second = json.loads((await service.handle_http(revoke_request(), user(None))).body)
     assert second["revoked_up_to"] == first["revoked_up_to"] == START_MS
     clock.ms += 120_000
-    third = json.loads((await service.sessions.handle(revoke_request(), user(None))).body)
+    third = json.loads((await service.handle_http(revoke_request(), user(None))).body)
     assert third["revoked_up_to"] == START_MS + 60_000
     rows = object_sql(path).execute("SELECT value FROM object_meta WHERE key = ?", REVOKED_UP_TO)
     assert [r["value"] for r in rows] == [str(START_MS + 60_000)]
@@ -141,10 +141,10 @@ async def test_refused_revocations_change_nothing(tmp_path: Path, http: httpx.As
         ),
     ]
     for request, caller, status, error in cases:
-        answer = await service.sessions.handle(request, caller)
+        answer = await service.handle_http(request, caller)
         assert (answer.status, json.loads(answer.body)["error"]) == (status, error)
     get = HttpRequest(method="GET", path="/api/session/revoke", headers={}, body=b"")
-    assert (await service.sessions.handle(get, user(None))).status == 405
+    assert (await service.handle_http(get, user(None))).status == 405
     assert ObjectMeta(object_sql(path)).get(REVOKED_UP_TO) is None
     assert sock.closed is None and service.sessions.refusal(user(0)) is None
     await service.close()

@@ -19,9 +19,9 @@ import httpx
 import pytest
 from pydantic import Field
 
-from albert.agent import build_chat_service
 from albert.chat.recorder import NOT_KEPT_MESSAGE
 from albert.chat.service import ChatService
+from albert.composition import build_chat_service
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
 from tests.support.full_storage import OVER_A_PAGE, StorageFiller

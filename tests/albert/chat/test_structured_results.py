@@ -15,7 +15,6 @@ import httpx
 import pytest
 from pydantic import Field
 
-from albert.agent import build_chat_service
 from albert.ai.model import (
     ChatMessage,
     ChatToolCall,
@@ -26,6 +25,7 @@ from albert.ai.model import (
     ToolCallRequest,
 )
 from albert.ai.openai_wire import conversation_payload
+from albert.composition import build_chat_service
 from albert.protocol.frames import MAX_STRUCTURED_CHARS
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import httpx
 
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.web import HttpRequest
 from miniflare import install_shims
+from tests.support.callers import anonymous
 from tests.support.object_sql import object_sql
 from tests.support.scripted_model import Reply, ScriptedModelServer
 from tests.support.sockets import RecordingSockets
@@ -43,7 +44,7 @@ async def test_deleting_a_thread_cancels_its_running_turn_first(tmp_path: Path) 
                     break
                 await asyncio.sleep(0.025)
             deleted = await service.handle_http(
-                HttpRequest(method="DELETE", path=f"/api/threads/{thread}")
+                HttpRequest(method="DELETE", path=f"/api/threads/{thread}"), anonymous()
             )
             assert deleted.status == 204
             # The turn ended before the answer: cancelled, with its done frame.
@@ -52,8 +53,10 @@ async def test_deleting_a_thread_cancels_its_running_turn_first(tmp_path: Path) 
             assert not [f for f in sockets.frames if f["type"] == "error"], sockets.frames
             await asyncio.wait_for(turn, 5)
             gone = await service.handle_http(
-                HttpRequest(method="GET", path=f"/api/threads/{thread}")
+                HttpRequest(method="GET", path=f"/api/threads/{thread}"), anonymous()
             )
             assert gone.status == 404
-            listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"))
+            listed = await service.handle_http(
+                HttpRequest(method="GET", path="/api/threads"), anonymous()
+            )
             assert json.loads(listed.body)["threads"] == []

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from albert.agent import build_chat_service
 from albert.chat.driver import KEPT_THREAD_TOOLS
+from albert.composition import build_chat_service
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from miniflare import install_shims
 from tests.support.object_sql import object_sql

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.tools.base import LocalTool, ToolInput, ToolResult
 from albert.tools.progress import current_reporter
 from miniflare import install_shims

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from albert.agent import build_chat_service
 from albert.ai.model import ModelError, ModelEvent, ModelRequest, StepFinished, TextDelta
 from albert.chat.service import ChatService
 from albert.cloudflare.sql import WorkersSql
+from albert.composition import build_chat_service
 from miniflare import install_shims
 from tests.support.object_sql import object_sql
 from tests.support.sockets import RecordingSockets

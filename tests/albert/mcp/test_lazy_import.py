@@ -21,10 +21,13 @@ PROJECT_DIR = Path(__file__).resolve().parents[3]
 CHAT_TURN = """
 import asyncio, json, sys, time
 import httpx
-from albert.agent import build_chat_service
+from albert.composition import build_chat_service
 from albert.cloudflare.sql import WorkersSql
+from albert.auth.tokens import Identity
 from albert.web import HttpRequest
 from miniflare.storage import DurableObjectStorage
+
+CALLER = Identity(client_id="c_" + "t" * 24, tenant="default", expires_at=4_102_444_800)
 
 class Socket:
     def __init__(self): self.frames = []
@@ -47,18 +50,20 @@ async def main():
         )
         service.start_background()
         created = await service.handle_http(
-            HttpRequest(method="POST", path="/api/threads", body=b"{}")
+            HttpRequest(method="POST", path="/api/threads", body=b"{}"), CALLER
         )
         thread_id = json.loads(created.body)["id"]
         frame = {"type": "chat", "thread_id": thread_id, "message_id": "m1", "text": "Best APY?"}
         await service.handle_frame(hub.socket, json.dumps(frame))
-        listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"))
+        listed = await service.handle_http(HttpRequest(method="GET", path="/api/threads"), CALLER)
         loaded = await service.handle_http(
-            HttpRequest(method="GET", path=f"/api/threads/{thread_id}")
+            HttpRequest(method="GET", path=f"/api/threads/{thread_id}"), CALLER
         )
         lazy_loaded = sorted(set(json.loads(sys.argv[3])) & set(sys.modules))
         # The MCP API loads its own modules (request models, SSRF checks), not the SDK.
-        status = await service.handle_http(HttpRequest(method="GET", path="/api/mcp/status"))
+        status = await service.handle_http(
+            HttpRequest(method="GET", path="/api/mcp/status"), CALLER
+        )
     print(json.dumps({
         "kinds": [f["type"] for f in hub.socket.frames],
         "status": json.loads(status.body),
@@ -73,10 +78,10 @@ asyncio.run(main())
 
 IMPORT_COST = """
 import json, sys, time
-t = time.perf_counter(); import albert.agent; agent = time.perf_counter() - t
+t = time.perf_counter(); import albert.composition; composition = time.perf_counter() - t
 loaded = "mcp" in sys.modules
 t = time.perf_counter(); import albert.mcp.connection; mcp_path = time.perf_counter() - t
-print(json.dumps({"agent": agent, "mcp_path": mcp_path, "mcp_loaded_by_agent": loaded}))
+print(json.dumps({"composition": composition, "mcp_path": mcp_path, "mcp_loaded": loaded}))
 """
 
 
@@ -118,9 +123,9 @@ def test_a_full_chat_turn_without_mcp_servers_never_imports_mcp(tmp_path: Path) 
 
 def test_import_cost_of_the_mcp_path() -> None:
     out = _python(IMPORT_COST)
-    assert out["mcp_loaded_by_agent"] is False
+    assert out["mcp_loaded"] is False
     print(
-        f"\nimport albert.agent: {out['agent'] * 1000:.0f} ms; "
+        f"\nimport albert.composition: {out['composition'] * 1000:.0f} ms; "
         f"then the MCP path (albert.mcp.connection + mcp SDK): {out['mcp_path'] * 1000:.0f} ms"
     )
 

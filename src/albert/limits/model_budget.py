@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from albert.ai.model import ModelClient, ModelError, ModelEvent, ModelRequest
-from albert.rate_limits import SharedLimiter
+from albert.limits.shared import SharedLimiter
 
 log = logging.getLogger(__name__)
 

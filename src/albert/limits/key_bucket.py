@@ -1,4 +1,4 @@
-"""The limiter object's core: one token bucket per Durable Object, kept in its SQLite.
+"""The bucket one limiter object keeps: one token bucket per Durable Object, in its SQLite.
 
 One object per key (`session-ip:203.0.113.7`, `model:acme`), so every request for a
 key meets the same bucket, strongly consistent and in one place the world over;
@@ -11,13 +11,14 @@ Wire: POST with a TakeRequest body; the answer is a TakeResult.
 from __future__ import annotations
 
 from albert.clock import Clock
-from albert.rate_limits import TakeRequest, TakeResult, TokenBucket
+from albert.limits.shared import TakeRequest, TakeResult
+from albert.limits.token_bucket import TokenBucket
 from albert.storage.ports import SqlStorage
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 
-class LimiterCore:
-    """Answers takes against this object's bucket."""
+class KeyBucket:
+    """The bucket of this object's key, and the takes it answers."""
 
     def __init__(self, sql: SqlStorage, clock: Clock) -> None:
         self._sql = sql

@@ -1,4 +1,11 @@
-"""Composition root of one client's chat object: settings, model, tools, storage."""
+"""The composition root: where one client's chat object is built from its parts and wired.
+
+The one place that picks the implementations: the settings (the tenant's overrides
+applied), the model client (counted against the tenant's budget when it costs
+something), the local tools, the MCP servers' store, manager and HTTP API, analytics,
+and the ChatService over them. The platform's ports come in as arguments (the Durable
+Object passes Cloudflare's, tests their own), so nothing here knows which runtime it is on.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from albert.ai.budget import BudgetedModel
 from albert.ai.factory import model_client
 from albert.ai.model import ModelClient
 from albert.analytics.service import AnalyticsService, Defer
 from albert.chat.service import ChatService
 from albert.chat.socket_policy import SocketPolicy
 from albert.clock import Clock, SystemClock
+from albert.limits.model_budget import BudgetedModel
+from albert.limits.shared import InMemoryLimiter, SharedLimiter
 from albert.mcp.access import McpAccess
 from albert.mcp.alarm_port import AlarmPort, LoopAlarm
 from albert.mcp.config_store import McpConfigStore
 from albert.mcp.manager import McpManager
 from albert.ports import SocketHub
-from albert.rate_limits import InMemoryLimiter, SharedLimiter
 from albert.settings import Settings
 from albert.storage.ports import SqlStorage
 from albert.tools.base import Tool
@@ -48,12 +55,12 @@ def build_chat_service(
     limiter: SharedLimiter | None = None,
     object_id: str | None = None,
 ) -> ChatService:
-    """Wire a ChatService from the platform's ports and env.
+    """Build one client's ChatService from the platform's ports and env.
 
     `defer` runs work after the response (the object's `ctx.waitUntil`); without it,
     analytics batches go out as background tasks. `model` overrides the client the
     settings pick (the platform's Workers AI binding). `limiter` counts the tenant's
-    model calls across objects (albert.ai.budget); without it, this process's buckets.
+    model calls across objects (albert.limits.model_budget); without it, this process's buckets.
     `object_id`: the platform's id of this object (64 hex digits), which an MCP server's
     OAuth callback is routed by; without it no server can be authorized.
     """

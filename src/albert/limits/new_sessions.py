@@ -15,7 +15,8 @@ import math
 
 from albert.auth.bearer import authenticate, bearer_token
 from albert.auth.tokens import TokenError
-from albert.rate_limits import SharedLimiter, address_bucket
+from albert.limits.addresses import address_bucket
+from albert.limits.shared import SharedLimiter
 from albert.settings import Settings
 from albert.web import HttpRequest, HttpResponse
 
