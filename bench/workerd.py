@@ -37,8 +37,8 @@ from pathlib import Path
 
 from bench.core import BenchSizes, Row, Spread, ratio
 from bench.stack import state_dir
+from child_processes import descendants
 from data_server.platform.app import platform_app
-from miniflare.process import descendants
 from scripts.check_pyodide_compat import WORKER_SIZE_LIMIT, WORKER_SIZE_LIMIT_TEXT
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from miniflare.process import PROJECT_DIR, LocalProcess
+from local_stack.local_process import PROJECT_DIR, LocalProcess
 from workerd_dev.python_modules import STANDIN_CALLED
 
 __all__ = [
