@@ -18,7 +18,6 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from scripts import check_pyodide_compat as compat
 from tests.cloudflare.import_graph import (
     PLATFORM_MODULES,
     first_party_closure,
@@ -26,6 +25,7 @@ from tests.cloudflare.import_graph import (
     platform_import_violations,
     python_files,
 )
+from workerd_dev import pyodide_compat as compat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = [ROOT / "src", ROOT]

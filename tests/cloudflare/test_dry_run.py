@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.build_worker import ALLOW_UNSYNCED_ENV
 from tests.cloudflare.import_graph import first_party_closure
+from workerd_dev.worker_build import ALLOW_UNSYNCED_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"

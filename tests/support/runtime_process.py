@@ -6,7 +6,7 @@ from pathlib import Path
 from types import TracebackType
 
 from local_stack.local_process import PROJECT_DIR, LocalProcess
-from workerd_dev.python_modules import STANDIN_CALLED
+from workerd_dev.substitutes import STANDIN_CALLED
 
 __all__ = [
     "PROJECT_DIR",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import check_pyodide_compat as compat
+from workerd_dev import pyodide_compat as compat
 
 PROJECT = Path(__file__).resolve().parents[2]
 
