@@ -20,9 +20,9 @@ and classifies every package:
                may differ from the lock;
 - missing      none of these: it cannot be installed in the worker.
 
-Roots: [project.dependencies] plus workers-runtime-sdk (what pywrangler vendors)
-and the `mcp` extra (the worker's MCP client). A package reached only through
-the extra is flagged, since pywrangler vendors [project.dependencies] alone.
+Roots: [project.dependencies] plus workers-runtime-sdk (what pywrangler vendors),
+and the extras in WORKER_EXTRAS, if any. A package reached only through such an
+extra is flagged, since pywrangler vendors [project.dependencies] alone.
 
 It then sets what a deploy installs beside what was tested: the venv's version (all
 tests under CPython), what the local workerd runs vendor (the locked wheel, or what
@@ -63,7 +63,9 @@ from workerd_dev.substitutes import offline_substitutes
 ROOT = PROJECT_DIR
 PYODIDE_VERSION = "314.0.7"
 PYODIDE_LIST = Path(__file__).resolve().parent / f"pyodide-{PYODIDE_VERSION}-packages.json"
-WORKER_EXTRAS = ("mcp",)
+# Extras the worker would import from; none, since its MCP client moved into
+# [project.dependencies] (an extra named here is walked too, its packages flagged).
+WORKER_EXTRAS: tuple[str, ...] = ()
 # pywrangler adds the Workers SDK to every sync (MANAGED_SDK_PACKAGE in workers-py).
 SYNC_ADDS = ("workers-runtime-sdk",)
 # The wheel platform of Pyodide 314's ABI (pyodide-lock.json info.abi_version 2026_0).
@@ -278,12 +280,19 @@ def check(root: Path = ROOT) -> tuple[list[Verdict], list[str]]:
         verdict.via_extra_only = name not in vendored
         verdicts.append(verdict)
     notes = _constraint_notes(lock, verdicts)
+    # Only where the deploy takes Pyodide's build: a pure or pyemscripten package comes
+    # from PyPI at the version the requirement asks for, whatever Pyodide's index holds.
+    from_pyodide = {v.name for v in verdicts if v.kind == "pyodide"}
     for spec_text in tomllib.loads((root / "pyproject.toml").read_text())["project"].get(
         "dependencies", []
     ):
         req = Requirement(spec_text)
         shipped = pyodide.get(normalize(req.name))
-        if shipped and not SpecifierSet(str(req.specifier)).contains(shipped["version"]):
+        if (
+            shipped
+            and normalize(req.name) in from_pyodide
+            and not SpecifierSet(str(req.specifier)).contains(shipped["version"])
+        ):
             notes.append(f"{req} excludes Pyodide's build {shipped['version']}")
     if extra:
         notes.append(
