@@ -24,7 +24,9 @@ RUN uv sync --frozen --no-dev --no-install-project --extra server --extra postgr
 COPY src ./src
 COPY durable_objects ./durable_objects
 COPY demo_planner ./demo_planner
+COPY child_processes ./child_processes
 COPY miniflare ./miniflare
+COPY local_stack ./local_stack
 COPY workerd_dev ./workerd_dev
 COPY data_server ./data_server
 RUN uv sync --frozen --no-dev --extra server --extra postgres \

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.core import Benchmark, BenchSizes, Row, Spread
-from miniflare.process import exit_on_signals
+from child_processes import exit_on_signals
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 

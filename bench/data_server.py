@@ -31,13 +31,13 @@ from albert.mcp.connection import McpConnection
 from albert.search.typesense_client import UNCOMPRESSED, TypesenseClient
 from bench.core import BenchSizes, Row, Spread, Stopwatch, cpu_seconds, percentile, ratio
 from bench.stack import state_dir
+from child_processes import ChildProcess, answers_http
 from data_server.fixtures import encode_recordings, fixture_handler, load, offline_transport
 from data_server.mcp_server.vault_index import search_params
 from data_server.pipeline import offline_processors, run_pipeline
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from data_server.typesense.process import TypesenseProcess, free_port
-from miniflare.process import ChildProcess, answers_http
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 API_KEY = "bench-typesense-key"

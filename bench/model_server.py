@@ -22,7 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from miniflare.process import ChildProcess, answers_http
+from child_processes import ChildProcess, answers_http
 from tests.support.asgi_server import AsgiServer
 from tests.support.ports import free_port
 from tests.support.scripted_model import Reply, ScriptedModelServer, ScriptedToolCall

@@ -37,9 +37,8 @@ from pathlib import Path
 
 from bench.core import BenchSizes, Row, Spread, ratio
 from bench.stack import state_dir
+from child_processes import descendants
 from data_server.platform.app import platform_app
-from miniflare.process import descendants
-from scripts.check_pyodide_compat import WORKER_SIZE_LIMIT, WORKER_SIZE_LIMIT_TEXT
 from tests.support.asgi_server import AsgiServer
 from tests.support.chat_client import ChatClient, answer_text
 from tests.support.mcp_test_server import InProcessMcpServer
@@ -48,6 +47,7 @@ from workerd_dev import PROJECT_DIR, cache_dir
 from workerd_dev.harness import Extras, run_in_workerd, run_workerd_test, write_worker
 from workerd_dev.project import LOCAL_PACKAGES, stage
 from workerd_dev.pyodide_bundle import Bundle, ensure_bundle
+from workerd_dev.pyodide_compat import WORKER_SIZE_LIMIT, WORKER_SIZE_LIMIT_TEXT
 from workerd_dev.tools import Tools, find_tools
 
 BENCH = "workerd"
@@ -373,7 +373,7 @@ def upload_rows(modules_dir: Path, standins: tuple[str, ...]) -> list[Row]:
     note = (
         f"{len(files)} files; {WORKER_SIZE_LIMIT_TEXT}; without "
         + ", ".join(standins)
-        + " (stood in for offline; scripts/check_pyodide_compat.py estimates them)"
+        + " (stood in for offline; workerd_dev/pyodide_compat.py estimates them)"
     )
     figure = Spread.of([unpacked / 2**20])
     return [

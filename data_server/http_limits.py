@@ -39,6 +39,11 @@ from collections.abc import Callable
 from typing import Any
 
 import h11
+
+# uvicorn's protocol implementations are subclassed here (also httptools' and the sans-io
+# WebSocket one below): it has no setting for a head or body deadline, a per-address cap or
+# a fragment count, and `http=`/`ws=` take a class; without them one client's half-sent
+# heads each held a descriptor for ever (tests/data_server/test_http_limits.py: 200 at once).
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from albert.limits.addresses import address_bucket

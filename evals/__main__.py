@@ -9,10 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from child_processes import exit_on_signals
 from evals.cases import load_cases
 from evals.report import print_report, write_json
 from evals.runner import ModelOptions, run_eval
-from miniflare.process import exit_on_signals
 
 
 def _parser() -> argparse.ArgumentParser:

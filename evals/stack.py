@@ -15,11 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from miniflare.process import LocalProcess, free_port
+from child_processes import free_port
+from local_stack.local_process import LocalProcess
 
 __all__ = ["PROFILES", "HangingServer", "StackProcess", "free_port", "profile_variables"]
 
-LOCAL_TYPESENSE_KEY = "albert-local-typesense"  # miniflare.stack.LOCAL_TYPESENSE_KEY
+LOCAL_TYPESENSE_KEY = "albert-local-typesense"  # local_stack.stack.LOCAL_TYPESENSE_KEY
 
 
 class Profile(BaseModel):

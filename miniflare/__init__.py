@@ -1,9 +1,12 @@
-"""The local runtime: hosts the worker's own WorkerEntrypoint and DurableObject classes
-under CPython, with real HTTP and WebSockets and one SQLite file per object.
+"""The local runtime: a stand-in for the Workers API under CPython. It hosts the worker's own
+WorkerEntrypoint and DurableObject classes with real HTTP and WebSockets (served by
+uvicorn: server.py) and one SQLite file per object.
 
-Cloudflare's `wrangler dev` needs to download the Pyodide bundle at start-up;
-this runtime implements only the slice of the Workers API the project uses and
-fails loudly (NotImplementedError naming the feature) on anything else.
+It implements only the slice of the Workers API the project uses and fails loudly
+(NotImplementedError naming the feature) on anything else. Cloudflare's own runtime,
+workerd, runs the same worker offline too (workerd_dev/, `albert serve --runtime workerd`),
+and is the truth this stand-in is tested against; the `albert` command that runs either is
+local_stack/.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 class QuietServer(uvicorn.Server):
     """uvicorn without signal handlers of its own: `serve_until_stopped` owns the signals.
 
-    Given `sockets` (see miniflare.process.reserve_port), it serves on those instead of
+    Given `sockets` (see child_processes.reserve_port), it serves on those instead of
     binding `config.port` itself; they are closed when it stops.
     """
 

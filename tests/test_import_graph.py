@@ -9,7 +9,9 @@
 - the MCP client layer (albert.mcp) never reaches the chat core (albert.chat): both meet
   in the neutral ports (albert.ports), so the tool layer can change without the chat;
 - the chat core (the object side) never reaches the worker router (the edge): what both
-  say about sessions is in albert.auth.session_api.
+  say about sessions is in albert.auth.session_api;
+- no two top-level packages import each other, directly or around a loop, lazy imports
+  included, and child_processes imports none of the project's packages at all.
 """
 
 from __future__ import annotations
@@ -17,22 +19,44 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from scripts import check_pyodide_compat as compat
 from tests.cloudflare.import_graph import (
     PLATFORM_MODULES,
     first_party_closure,
     imports_of,
+    package_cycles,
+    package_edges,
     platform_import_violations,
     python_files,
 )
+from workerd_dev import pyodide_compat as compat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = [ROOT / "src", ROOT]
 ADAPTER_PATHS = [ROOT / "src/albert/cloudflare", ROOT / "src/entry.py", ROOT / "durable_objects"]
 BUNDLE = [ROOT / "src", ROOT / "durable_objects"]
 FIRST_PARTY = {"albert", "durable_objects", "entry"}
-NEVER_IN_THE_WORKER = {"miniflare", "data_server", "tests", "scripts"}
+NEVER_IN_THE_WORKER = {
+    "child_processes",
+    "miniflare",
+    "local_stack",
+    "data_server",
+    "workerd_dev",
+    "tests",
+    "scripts",
+}
+
+
+def top_level_packages(root: Path) -> dict[str, Path]:
+    """Every top-level package of the checkout (and src/'s), by import name."""
+    found = {"albert": root / "src" / "albert", "entry": root / "src" / "entry.py"}
+    for folder in sorted(root.iterdir()):
+        if folder.is_dir() and (folder / "__init__.py").is_file():
+            found[folder.name] = folder
+    # scripts/ is run, not imported as a package, yet tests import from it all the same.
+    found["scripts"] = root / "scripts"
+    return found
 
 
 def test_only_the_adapter_layer_touches_the_platform_modules() -> None:
@@ -141,3 +165,40 @@ def test_the_layer_check_catches_an_indirect_import(tmp_path: Path) -> None:
     (src / "albert/mcp/leaky.py").write_text("from albert.tools.helper import f\n")
     problems = layer_violations(src / "albert/mcp", "albert.chat", [src])
     assert problems and all(p.startswith("leaky.py reaches albert.chat") for p in problems)
+
+
+def describe(edges: dict[tuple[str, str], Any], group: list[str]) -> str:
+    """A cycle, with the import behind each of its edges."""
+    lines = [" <-> ".join(group)]
+    for (source, target), imp in sorted(edges.items()):
+        if source in group and target in group:
+            lines.append(f"  {source} -> {target}: {imp.path.relative_to(ROOT)}:{imp.line}")
+    return "\n".join(lines)
+
+
+def test_no_two_top_level_packages_import_each_other() -> None:
+    packages = top_level_packages(ROOT)
+    for name in ("child_processes", "miniflare", "local_stack", "data_server", "workerd_dev"):
+        assert name in packages
+    edges = package_edges(packages, SOURCE_ROOTS)
+    assert [describe(edges, group) for group in package_cycles(edges)] == []
+
+
+def test_the_process_supervision_package_is_a_leaf() -> None:
+    packages = top_level_packages(ROOT)
+    edges = package_edges(packages, SOURCE_ROOTS)
+    assert [target for source, target in edges if source == "child_processes"] == []
+
+
+def test_the_cycle_check_sees_a_loop_through_a_function_level_import(tmp_path: Path) -> None:
+    for package in ("low", "middle", "high", "apart"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "low" / "tool.py").write_text("def f():\n    from high import cli\n")
+    (tmp_path / "middle" / "m.py").write_text("import low.tool\n")
+    (tmp_path / "high" / "cli.py").write_text("from middle import m\n")
+    (tmp_path / "apart" / "a.py").write_text("import low\n")
+    packages = {name: tmp_path / name for name in ("low", "middle", "high", "apart")}
+    edges = package_edges(packages, [tmp_path])
+    assert package_cycles(edges) == [["high", "low", "middle"]]
+    assert package_cycles([(a, b) for a, b in edges if a != "low"]) == []

@@ -100,7 +100,7 @@ def test_a_run_that_stops_what_it_starts_passes(tmp_path: Path) -> None:
 FIXTURE_TEST = '''
 import sys, time
 import pytest
-from miniflare.process import ChildProcess
+from child_processes import ChildProcess
 
 GRACEFUL = """
 import pathlib, signal, sys, time

@@ -2,7 +2,7 @@
 
 A private name (a leading underscore) of a dependency can change in any release: code
 that reaches for one pins the dependency and turns each of its security fixes into a port.
-This reads every module of the product (`src/`, `data_server/`, `miniflare/`) and refuses
+This reads every module of the product (what the wheel ships) and refuses
 an import of a private module or name from another package, and an attribute with a
 leading underscore that none of our own code defines.
 """
@@ -14,8 +14,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("src", "data_server", "miniflare", "durable_objects", "demo_planner", "workerd_dev")
-OURS = ("albert", "data_server", "miniflare", "durable_objects", "demo_planner", "workerd_dev")
+PACKAGES = (
+    "data_server",
+    "child_processes",
+    "miniflare",
+    "local_stack",
+    "durable_objects",
+    "demo_planner",
+    "workerd_dev",
+)
+PRODUCT = ("src", *PACKAGES)
+OURS = ("albert", *PACKAGES)
 # Documented as public despite the underscore (the language's own, not a library's).
 DOCUMENTED = {"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults", "_missing_"}
 

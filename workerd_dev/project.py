@@ -8,7 +8,7 @@ project's wrangler.toml and a python_modules/ of its own:
   the run's vars, and leaves out what cannot run offline: the Workers AI binding (its
   local mode calls Cloudflare) and the `[build]` step (done here instead);
 - python_modules/ is workerd_dev.python_modules' closure (kept in the cache per
-  uv.lock) plus the first-party packages outside src/ (scripts/build_worker.py's copy),
+  uv.lock) plus the first-party packages outside src/ (workerd_dev.worker_build's copy),
   and the demo planner, which only local runs carry.
 
 wrangler.toml itself is never changed, and the checkout's python_modules/ (a deploy's
@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.build_worker import PACKAGES, copy_packages
 from workerd_dev import PROJECT_DIR, cache_dir, write_atomically
 from workerd_dev.pyodide_bundle import COMPAT_FLAGS
-from workerd_dev.python_modules import STANDINS_DIR, SUBSTITUTES, Vendored, vendor
+from workerd_dev.python_modules import Vendored, vendor
+from workerd_dev.substitutes import STANDINS_DIR, SUBSTITUTES
+from workerd_dev.worker_build import PACKAGES, copy_packages
 
 CONFIG_NAME = "wrangler.json"
 # First-party packages the local runs carry and an upload never does (the demo planner

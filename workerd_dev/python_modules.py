@@ -2,7 +2,7 @@
 
 `pywrangler sync` resolves the worker's [project.dependencies] (and the Workers SDK)
 for a Pyodide interpreter against PyPI and the Pyodide package index, both out of reach
-offline. The same closure is read from uv.lock instead (scripts/check_pyodide_compat.py
+offline. The same closure is read from uv.lock instead (workerd_dev.pyodide_compat
 walks it with Pyodide's markers), and each package is taken from PyPI at its locked
 version: its pure-Python wheel, or its wheel built for Pyodide's ABI
 (`pyemscripten_2026_0_wasm32`, which pydantic-core publishes). Every download is
@@ -36,7 +36,8 @@ from typing import Any
 
 import httpx
 
-from scripts.check_pyodide_compat import (
+from workerd_dev import PROJECT_DIR, cache_dir
+from workerd_dev.pyodide_compat import (
     Verdict,
     check,
     closure,
@@ -45,41 +46,9 @@ from scripts.check_pyodide_compat import (
     load_pyodide,
     normalize,
 )
-from workerd_dev import PROJECT_DIR, cache_dir
+from workerd_dev.substitutes import CLIENT_STANDINS, STANDIN_MARKER, STANDINS_DIR, SUBSTITUTES
 
 DOWNLOAD_TIMEOUT = httpx.Timeout(60.0, connect=15.0)
-STANDIN_MARKER = "ALBERT_WORKERD_STANDIN"
-STANDINS_DIR = Path(__file__).resolve().parent / "standins"
-# What `cryptography/standin.py` writes to stderr when a stand-in is used.
-STANDIN_CALLED = "ALBERT_WORKERD_STANDIN_CALLED"
-
-
-@dataclass(frozen=True)
-class Substitute:
-    """A real package vendored in place of one that has no Pyodide build offline."""
-
-    locked: tuple[str, ...]
-    modules: dict[str, str]
-
-
-# rpds-py's module, served by pyrsistent-as-rpds-py (the wheel ships the adapter as
-# `pyrsistent_as_rpds`; its `auto` module would try `rpds` first, i.e. itself).
-SUBSTITUTES: dict[str, Substitute] = {
-    "rpds-py": Substitute(
-        locked=("pyrsistent-as-rpds-py", "pyrsistent"),
-        modules={
-            "rpds/__init__.py": (
-                f"# {STANDIN_MARKER}: rpds-py's API from pyrsistent-as-rpds-py (PyPI, pure\n"
-                "# Python), for local workerd runs only; a deploy vendors Pyodide's rpds-py.\n"
-                "from pyrsistent_as_rpds.pure import *  # noqa: F403\n"
-                "\n"
-                "is_pure_pyrsistent_as_rpds = True\n"
-            ),
-        },
-    ),
-}
-# Client-only stand-ins kept as source in workerd_dev/standins/.
-CLIENT_STANDINS = ("cryptography",)
 
 
 class VendorError(RuntimeError):

@@ -20,8 +20,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from child_processes import ChildProcess, answers_http
 from miniflare.config import load_config
-from miniflare.process import ChildProcess, answers_http
 from workerd_dev import PROJECT_DIR, cache_dir
 from workerd_dev.project import StagedProject, stage
 from workerd_dev.pyodide_bundle import Bundle, ensure_bundle
@@ -146,7 +146,7 @@ def serve_on_workerd(
     """Blocking entry of `albert serve --runtime workerd`: serve until a stop signal.
 
     A stop signal (SIGTERM, SIGINT) arrives here as KeyboardInterrupt (see
-    miniflare.process.exit_on_signals); wrangler and workerd are stopped on the way out.
+    child_processes.exit_on_signals); wrangler and workerd are stopped on the way out.
     """
     worker = WorkerdDev(state_dir, host, port, run_variables(project_dir, overrides), project_dir)
     print(f"Starting the worker on workerd (wrangler dev) on {worker.url}…", flush=True)

@@ -31,7 +31,7 @@ class Tools:
 
         wrangler's own launcher (bin/wrangler.js) only starts a second Node.js on
         wrangler-dist/cli.js with `--no-warnings`; starting that one directly makes it our
-        child, which dies with its starter (miniflare.process), and its workerd with it.
+        child, which dies with its starter (child_processes), and its workerd with it.
         """
         return [str(self.node), "--no-warnings", str(self.wrangler_cli), *args]
 

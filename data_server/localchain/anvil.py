@@ -8,22 +8,17 @@ step fills it at every start.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 
-from data_server.typesense.process import HOST, free_port, port_is_free
+from child_processes import LOOPBACK, ServerProcess, free_port, port_is_free
 from data_server.wallets.chain_ids import chain_id as known_chain_id
-from miniflare.process import (
-    ChildProcess,
-    ChildStartError,
-    read_log_tail,
-    start_on_free_ports,
-)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 ANVIL_VERSION = "1.7.1"  # package.json pins the same
@@ -57,8 +52,19 @@ def binary_path() -> Path:
     )
 
 
-class AnvilProcess:
-    """One anvil child process serving one chain id."""
+class AnvilProcess(ServerProcess):
+    """One anvil child process serving one chain id.
+
+    Started through child_processes.ServerProcess: own process group, stopped as a group,
+    stopped at interpreter exit, and killed by the kernel if this process dies first. The
+    node's state is in memory and rebuilt at each start, so a quick kill loses nothing.
+    """
+
+    start_error = AnvilStartError
+    ready_state = "answering"
+    start_seconds = 20.0
+    stop_seconds = 5.0
+    log_lines = 20
 
     def __init__(
         self,
@@ -67,35 +73,21 @@ class AnvilProcess:
         *,
         chain_id: int | None = None,
         port: int | None = None,
-        host: str = HOST,
+        host: str = LOOPBACK,
     ) -> None:
         resolved = chain_id if chain_id is not None else known_chain_id(chain)
         if resolved is None:
             raise ValueError(f"no chain id known for {chain!r}; pass chain_id")
+        super().__init__(host, port or free_port(host), movable=port is None)
         self.chain = chain
         self.chain_id = resolved
-        self.host = host
-        self.port = port or free_port(host)
-        self._auto_port = port is None
+        self.child_name = f"anvil-{chain}"
         self.log_dir = Path(log_dir)
-        self.child: ChildProcess | None = None
-
-    @property
-    def url(self) -> str:
-        """JSON-RPC URL, e.g. http://127.0.0.1:8545."""
-        return f"http://{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
+        """Where the node's output goes."""
         return self.log_dir / f"anvil-{self.chain}.log"
-
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self.child is not None and self.child.running
 
     def command(self) -> list[str]:
         """The command line: loopback only, the chain's id, no fork (so no network at all)."""
@@ -114,45 +106,15 @@ class AnvilProcess:
             "never",
         ]
 
-    def start(self, timeout: float = 20.0) -> AnvilProcess:
-        """Launch the node and wait until `eth_chainId` answers with its id.
-
-        A port picked here (not given) that is taken before the node listens on it is
-        picked again (miniflare.process.start_on_free_ports).
-        """
-        if self.running:
-            return self
+    def prepare_launch(self) -> None:
+        """A port taken since it was picked is picked again before the launch."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-
-        def repick() -> None:
-            self.port = free_port(self.host)
-
-        return start_on_free_ports(
-            lambda: self._start_once(timeout),
-            log_path=self.log_path,
-            failure=AnvilStartError,
-            movable=self._auto_port,
-            repick=repick,
-        )
-
-    def _start_once(self, timeout: float) -> AnvilProcess:
         if not port_is_free(self.port, self.host):
             self.port = free_port(self.host)
-        # The project's process runner: own process group, stopped as a group, stopped at
-        # interpreter exit, and killed by the kernel if this process dies first. The node's
-        # state is in memory and rebuilt at each start, so a quick kill loses nothing.
-        self.child = ChildProcess(
-            self.command(), name=f"anvil-{self.chain}", log_path=self.log_path
-        ).start()
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_ready(self, timeout: float) -> None:
-        assert self.child is not None
+    @contextlib.contextmanager
+    def readiness_probe(self) -> Iterator[Callable[[], bool]]:
+        """True once `eth_chainId` answers with the node's chain id."""
         body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
         with httpx.Client(timeout=1.0) as client:
 
@@ -163,32 +125,7 @@ class AnvilProcess:
                 except (httpx.HTTPError, ValueError, KeyError, TypeError):
                     return False
 
-            try:
-                self.child.wait_ready(answers_chain_id, timeout, "answering", port=self.port)
-            except ChildStartError as exc:
-                head, _, log = str(exc).partition("\n")
-                raise AnvilStartError(f"{head} at {self.url}.\n{log}") from exc
-
-    def log_tail(self, lines: int = 20) -> str:
-        """The last lines of the node's log."""
-        return read_log_tail(self.log_path, lines, missing="(no log)")
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM the node's group, wait up to `timeout` seconds, then SIGKILL it."""
-        child, self.child = self.child, None
-        if child is not None:
-            child.stop(grace=timeout)
-
-    def __enter__(self) -> AnvilProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+            yield answers_chain_id
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from mcp.server.mcpserver.tools import Tool
+
+# The SDK's implementation module, kept: its public `add_tool` derives a schema from a
+# signature, and `def f(params: SearchVaultsInput)` advertises one nested `params` object
+# instead of search_vaults' 30 flat parameters (measured on mcp 2.3.0).
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError

@@ -7,6 +7,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
+
+# The SDK's own header check (no public name), so the answer is the one its check gives.
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp.types import CallToolRequestParams
 from pydantic import BaseModel
@@ -158,6 +160,8 @@ class VaultMcpServer(MCPServer):
         super().__init__(*args, **kwargs)
         self._declares: dict[str, tuple[dict[str, Any], bool]] = {}
 
+    # A private SDK method, overridden: its header walk took 334 µs of every search_vaults
+    # call (30 parameters, none annotated; measured on mcp 2.3.0), now once per tool.
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         schema = super()._tool_input_schema(name)
         if schema is None:
@@ -168,6 +172,8 @@ class VaultMcpServer(MCPServer):
             self._declares[name] = known
         return schema if known[1] else None
 
+    # A private SDK method, overridden: its walk over a dumped ten-vault page took 83 µs,
+    # 6 µs on the dict (docs/performance-history.md); no public hook takes a dumped result.
     async def _handle_call_tool(self, ctx: Any, params: CallToolRequestParams) -> Any:
         # The SDK dumps a handler's model result before checking it against the protocol's
         # result model; a result of ours is handed over in that dumped form directly (the

@@ -9,6 +9,7 @@ run as root; started by root, both `initdb` and `postgres` run as `nobody` throu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -16,12 +17,12 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 
-from miniflare.process import ChildProcess, ChildStartError, free_port
+from child_processes import LOOPBACK, ChildStartError, ServerProcess, free_port
 
-HOST = "127.0.0.1"
+HOST = LOOPBACK
 SUPERUSER = "postgres"
 UNPRIVILEGED = "nobody"
 
@@ -60,20 +61,31 @@ def _as_unprivileged(args: list[str]) -> list[str]:
     ]
 
 
-class PostgresProcess:
+class PostgresProcess(ServerProcess):
     """One PostgreSQL server child process; `start()` it, `stop()` it, `url` reaches it."""
+
+    child_name = "postgres"
+    start_error = PostgresUnavailable
+    ready_state = "accepting connections"
+    start_seconds = 30.0
+    stop_seconds = 10.0
+    #: postgres' "fast" shutdown, no waiting on clients
+    stop_signal = signal.SIGINT
 
     def __init__(self, *, root: Path | None = None, durable: bool = False) -> None:
         """`root` is an empty folder to own (a new temporary one when None); `durable` False
         turns off fsync, for tests and benchmarks whose data may be lost."""
+        super().__init__(HOST, 0, movable=True)
         self._owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="albert-pg-")) if root is None else root
         self.data_dir = self.root / "data"
         self.socket_dir = self.root / "socket"
-        self.log_path = self.root / "postgres.log"
         self.durable = durable
-        self.port = 0
-        self.child: ChildProcess | None = None
+
+    @property
+    def log_path(self) -> Path:
+        """Where the server's output goes."""
+        return self.root / "postgres.log"
 
     @property
     def url(self) -> str:
@@ -84,40 +96,45 @@ class PostgresProcess:
         """A libpq URL of one database on this server."""
         return f"postgresql://{SUPERUSER}@{HOST}:{self.port}/{database}"
 
-    @property
-    def running(self) -> bool:
-        """True while the server process is alive."""
-        return self.child is not None and self.child.running
-
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float | None = None) -> PostgresProcess:
         """initdb (first time only), then start and wait until a connection is accepted."""
         if self.running:
-            return
-        bin_dir = binary_dir()
+            return self
+        binary_dir()  # no binaries: PostgresUnavailable, before anything is written
         self.root.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(exist_ok=True)
         if os.geteuid() == 0:
             for path in (self.root, self.socket_dir):
                 shutil.chown(path, UNPRIVILEGED)
         if not (self.data_dir / "PG_VERSION").exists():
-            init = _as_unprivileged(
-                [
-                    str(bin_dir / "initdb"),
-                    "-D",
-                    str(self.data_dir),
-                    "-U",
-                    SUPERUSER,
-                    "--auth=trust",
-                    "-E",
-                    "UTF8",
-                    "--locale=C",
-                    *([] if self.durable else ["--no-sync"]),
-                ]
-            )
-            done = subprocess.run(init, capture_output=True, text=True, timeout=timeout)
-            if done.returncode != 0:
-                raise PostgresUnavailable(f"initdb failed: {done.stdout}{done.stderr}")
-        self.port = free_port()
+            self._initdb(self.start_seconds if timeout is None else timeout)
+        return super().start(timeout)
+
+    def _initdb(self, timeout: float) -> None:
+        init = _as_unprivileged(
+            [
+                str(binary_dir() / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                *([] if self.durable else ["--no-sync"]),
+            ]
+        )
+        done = subprocess.run(init, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise PostgresUnavailable(f"initdb failed: {done.stdout}{done.stderr}")
+
+    def prepare_launch(self) -> None:
+        """A port picked afresh for each launch."""
+        self.port = free_port(self.host)
+
+    def command(self) -> list[str]:
+        """`postgres` on the port, its socket in the root; fsync off unless durable."""
         options = [
             "-D", str(self.data_dir),
             "-h", HOST,
@@ -129,12 +146,16 @@ class PostgresProcess:
             # What a crash may lose here is rebuilt by the next test or bench run.
             options += ["-c", "fsync=off", "-c", "synchronous_commit=off"]
             options += ["-c", "full_page_writes=off"]
-        args = _as_unprivileged([str(bin_dir / "postgres"), *options])
-        self.child = ChildProcess(args, name="postgres", log_path=self.log_path).start()
-        try:
-            self.child.wait_ready(self._accepts, timeout, "accepting connections", port=self.port)
-        except ChildStartError as exc:
-            raise PostgresUnavailable(str(exc)) from exc
+        return _as_unprivileged([str(binary_dir() / "postgres"), *options])
+
+    @contextlib.contextmanager
+    def readiness_probe(self) -> Iterator[Callable[[], bool]]:
+        """True once a connection is accepted."""
+        yield self._accepts
+
+    def start_failure(self, error: ChildStartError) -> Exception:
+        """PostgresUnavailable, with the child's message and log tail."""
+        return PostgresUnavailable(str(error))
 
     def _accepts(self) -> bool:
         import psycopg
@@ -160,25 +181,10 @@ class PostgresProcess:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    def stop(self, grace: float = 10.0) -> None:
-        """Fast shutdown (SIGINT), then SIGKILL after `grace` s; remove a temporary root."""
-        child, self.child = self.child, None
-        if child is not None:
-            child.stop_signal = signal.SIGINT  #: postgres' "fast" shutdown, no waiting on clients
-            child.stop(grace=grace)
+    def stop(self, timeout: float | None = None) -> None:
+        """Fast shutdown (SIGINT), then SIGKILL after `timeout` s; remove a temporary root."""
+        super().stop(timeout)
         if self._owns_root:
-            deadline = time.monotonic() + grace
+            deadline = time.monotonic() + (self.stop_seconds if timeout is None else timeout)
             while self.root.exists() and time.monotonic() < deadline:
                 shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> PostgresProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -134,3 +134,60 @@ def first_party_closure(entry: Path, source_roots: list[Path]) -> dict[str, Path
                     seen[name] = found
                     stack.append(found)
     return seen
+
+
+def package_edges(
+    packages: dict[str, Path], source_roots: Iterable[Path]
+) -> dict[tuple[str, str], Import]:
+    """(importer, imported) between top-level packages → the first import that makes it.
+
+    `packages` maps each top-level name to its folder (or single file); lazy imports (inside
+    functions) and import_module calls count as much as those at the top of a module.
+    """
+    edges: dict[tuple[str, str], Import] = {}
+    for name, root in packages.items():
+        for path in python_files([root]):
+            for imp in imports_of(path, source_roots):
+                if imp.top in packages and imp.top != name:
+                    edges.setdefault((name, imp.top), imp)
+    return edges
+
+
+def package_cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The groups of packages that import each other, directly or around a loop (Tarjan's
+    strongly connected components of more than one package), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        graph.setdefault(source, set()).add(target)
+        graph.setdefault(target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)

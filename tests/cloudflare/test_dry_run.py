@@ -22,12 +22,21 @@ from pathlib import Path
 
 import pytest
 
-from scripts.build_worker import ALLOW_UNSYNCED_ENV
 from tests.cloudflare.import_graph import first_party_closure
+from workerd_dev.worker_build import ALLOW_UNSYNCED_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "node_modules" / ".bin"
-COPIED = ("wrangler.toml", "pyproject.toml", "src", "durable_objects", "web", "scripts")
+# workerd_dev: the [build] command (scripts/build_worker.py) runs its worker_build module.
+COPIED = (
+    "wrangler.toml",
+    "pyproject.toml",
+    "src",
+    "durable_objects",
+    "web",
+    "scripts",
+    "workerd_dev",
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None and not (BIN / "node").exists(),

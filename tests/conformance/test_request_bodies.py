@@ -23,7 +23,7 @@ import pytest
 from albert.auth.session_api import MAX_SESSION_BODY
 from albert.chat.threads_api import MAX_BODY_BYTES as THREADS_BODY
 from albert.request_bodies import MAX_REQUEST_BODY_BYTES
-from miniflare.process import descendants
+from child_processes import descendants
 from tests.support.runtime_process import RuntimeProcess
 
 ANSWER_SECONDS = 5.0

@@ -15,12 +15,12 @@ import httpx
 import pytest
 from mcp import Client
 
+from child_processes import ChildProcess, answers_http
 from data_server.app import create_app
 from data_server.mcp_server import TOOL_NAMES, build_mcp_server
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
 from data_server.typesense.process import free_port
-from miniflare.process import ChildProcess, answers_http
 from tests.data_server.mcp_server.servers import (
     AppServer,
     UvicornThread,
@@ -193,6 +193,7 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
     from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+    from child_processes import listening_socket
     from data_server.http_limits import (
         CONCURRENCY_LIMIT,
         CONNECTIONS_PER_ADDRESS,
@@ -200,7 +201,6 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
         BoundedH11Protocol,
         bounded_httptools,
     )
-    from miniflare.process import listening_socket
     from miniflare.server import uvicorn_server
 
     assert issubclass(bounded_httptools(), HttpToolsProtocol)
@@ -223,9 +223,9 @@ def test_the_data_server_parses_with_httptools_and_the_runtime_with_h11_both_bou
 def test_the_local_stacks_data_server_lets_the_runtime_hold_many_connections(
     tmp_path: Path,
 ) -> None:
+    from child_processes import listening_socket
     from data_server.http_limits import BODY_SECONDS, CONCURRENCY_LIMIT, CONNECTIONS_PER_ADDRESS
-    from miniflare.process import listening_socket
-    from miniflare.stack import _data_server
+    from local_stack.stack import _data_server
 
     with listening_socket("127.0.0.1", 0) as sock:
         config = _data_server("http://127.0.0.1:9", tmp_path / "s.sqlite3", sock, {}).config

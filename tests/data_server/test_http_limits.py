@@ -24,6 +24,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from child_processes import listening_socket
 from data_server.app import create_app, uvicorn_config
 from data_server.http_limits import (
     CONCURRENCY_LIMIT,
@@ -33,7 +34,6 @@ from data_server.http_limits import (
 )
 from data_server.settings import DataServerSettings
 from data_server.store import VaultStore
-from miniflare.process import listening_socket
 from tests.support.ports import reserve
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from miniflare.process import PROJECT_DIR, ChildProcess, free_port
+from child_processes import ChildProcess, free_port
 from tests.albert.mcp.conftest import (  # noqa: F401  (fixtures: the object's SQLite, managers)
     harness_factory,
     sql,
@@ -28,6 +28,8 @@ from tests.support.asgi_server import AsgiServer
 from tests.support.mcp_chat import FAST_MCP
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import ScriptedModelServer
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 EVERYTHING = PROJECT_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything"
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from miniflare.process import PROJECT_DIR
 from tests.data_server.mcp_server.conftest import app_server  # noqa: F401  (a fixture)
 from tests.data_server.mcp_server.servers import AppServer
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 SCRIPT = Path(__file__).with_name("ts_client.mjs")
 NODE = PROJECT_DIR / "node_modules" / ".bin" / "node"

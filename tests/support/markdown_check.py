@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 
-from miniflare.process import PROJECT_DIR
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
 
 NODE = PROJECT_DIR / "node_modules" / ".bin" / "node"
 MARKED = PROJECT_DIR / "web" / "vendor" / "marked" / "marked.js"

@@ -18,13 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from miniflare.process import (
-    PORT_ATTEMPTS,
-    ChildProcess,
-    ChildStartError,
-    answers_http,
-    port_is_free,
-)
+from child_processes import PORT_ATTEMPTS, ChildProcess, ChildStartError, answers_http, port_is_free
 from tests.support.ports import free_port, reserve
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
-from miniflare.process import free_port
+from child_processes import free_port
 from tests.support.asgi_server import AsgiServer
 
 SCOPE = "vaults:read"

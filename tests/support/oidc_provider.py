@@ -30,8 +30,10 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
 
-from miniflare.process import PROJECT_DIR, ChildProcess, free_port
+from child_processes import ChildProcess, free_port
 from tests.support.asgi_server import AsgiServer
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 SCRIPT = Path(__file__).with_name("oidc_provider.mjs")
 NODE = PROJECT_DIR / "node_modules" / ".bin" / "node"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from miniflare.process import listening_socket
+from child_processes import listening_socket
 
 
 def free_port() -> int:

@@ -12,8 +12,8 @@ import os
 import signal
 from collections.abc import Iterator
 
+from child_processes import descendants
 from data_server.store.pg_process import PostgresProcess
-from miniflare.process import descendants
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from miniflare.process import descendants, exit_on_signals
+from child_processes import descendants, exit_on_signals
 
 MARKER_VAR = "ALBERT_TEST_SESSIONS"
 EXIT_WAIT_SECONDS = 5.0

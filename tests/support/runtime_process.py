@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from miniflare.process import PROJECT_DIR, LocalProcess
-from workerd_dev.python_modules import STANDIN_CALLED
+from local_stack.local_process import PROJECT_DIR, LocalProcess
+from workerd_dev.substitutes import STANDIN_CALLED
 
 __all__ = [
     "PROJECT_DIR",

@@ -12,13 +12,13 @@ import httpx
 import pytest
 
 from workerd_dev.python_modules import (
-    STANDIN_MARKER,
     VendorError,
     fetch_wheel,
     unpack_wheel,
     vendor,
     write_standin,
 )
+from workerd_dev.substitutes import STANDIN_MARKER
 
 
 def test_the_closure_is_vendored_with_pyodides_pydantic_core(

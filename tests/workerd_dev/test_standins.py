@@ -19,7 +19,7 @@ from workerd_dev import PROJECT_DIR, cache_dir
 from workerd_dev.harness import run_in_workerd
 from workerd_dev.project import stage, vendored_modules
 from workerd_dev.pyodide_bundle import ensure_bundle
-from workerd_dev.python_modules import STANDIN_CALLED
+from workerd_dev.substitutes import STANDIN_CALLED
 from workerd_dev.tools import Tools
 
 # Output schemas as the data server declares them, checked the way the mcp client checks

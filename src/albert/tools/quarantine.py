@@ -55,7 +55,7 @@ def _schema_problem(schema_json: str) -> str | None:
         # Imported here: only remote tools need it, and it is not on the cold path.
         from jsonschema.exceptions import SchemaError
         from jsonschema.validators import validator_for
-    except ImportError:  # pragma: no cover - jsonschema comes with the mcp extra
+    except ImportError:  # pragma: no cover - a runtime dependency, absent only when broken
         return None
     try:
         validator_for(schema).check_schema(schema)

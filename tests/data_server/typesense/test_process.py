@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 import data_server.typesense.process as process_module
+from child_processes import ChildProcess
 from data_server.typesense.process import TypesenseProcess, TypesenseStartError, free_port
-from miniflare.process import ChildProcess
 from tests.typesense_fixture import TypesenseServer
 
 KEY = "process-test-key"

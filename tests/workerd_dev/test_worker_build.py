@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import build_worker
+from workerd_dev import worker_build as build_worker
 
 
 def _project(root: Path, deps: tuple[str, ...] = ("pydantic>=2.9", "httpx>=0.27")) -> None:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from child_processes import LOOPBACK, Children, PortTaken, listening_socket, reserve_port
 from data_server.http_limits import CONCURRENCY_LIMIT
-from miniflare.process import Children, PortTaken, listening_socket, reserve_port
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
     QuietServer,
@@ -50,7 +50,6 @@ class StackPorts(BaseModel):
 
 
 DEFAULT_DATA_PORT = 8788
-LOOPBACK = "127.0.0.1"
 
 
 def reserve_data_port(asked: int | None) -> socket.socket:
@@ -186,7 +185,7 @@ def run_stack(
     """Start every part of the local stack and serve the browser chat until stopped.
 
     Stops within ~2 s on SIGTERM or Ctrl-C (see miniflare.server); every child process
-    is started through `children` (one line each, see miniflare.process) and stopped here.
+    is started through `children` (one line each, see child_processes) and stopped here.
     With `runtime="workerd"` the worker runs on workerd under `wrangler dev` (one more
     child, see workerd_dev.runner) instead of in this process.
     """

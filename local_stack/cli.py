@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from miniflare.process import exit_on_signals, reserve_port
+from child_processes import exit_on_signals, reserve_port
 from miniflare.server import run
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     exit_on_signals()
     try:
         if args.command == "dev":
-            from miniflare.stack import run_stack
+            from local_stack.stack import run_stack
 
             run_stack(
                 args.project_dir,

@@ -14,14 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from miniflare.process import (
-    PROJECT_DIR,
-    ChildProcess,
-    Children,
-    ChildStartError,
-    parent_death_signal_available,
-)
+from child_processes import ChildProcess, Children, ChildStartError, parent_death_signal_available
 from tests.support.process_guard import descendants, is_alive, wait_gone
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 # A child that ignores SIGTERM and starts a grandchild in its own group, then prints both.
 STUBBORN = """
@@ -36,7 +32,7 @@ time.sleep(600)
 # any group kill), prints the child's pid, then waits: the test decides how it ends.
 STARTER = """
 import sys, time
-from miniflare.process import ChildProcess, exit_on_signals
+from child_processes import ChildProcess, exit_on_signals
 exit_on_signals()
 child = ChildProcess(
     [sys.executable, "-c", {child_code!r}], name="sleeper", log_path={log!r}

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from miniflare.process import PortTaken, port_is_free, reserve_port
-from miniflare.stack import reserve_data_port
+from child_processes import PortTaken, port_is_free, reserve_port
+from local_stack.stack import reserve_data_port
 from tests.support.time_wait import in_time_wait, lingering_port
 
 

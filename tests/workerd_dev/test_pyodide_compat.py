@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import check_pyodide_compat as compat
+from workerd_dev import pyodide_compat as compat
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -150,6 +150,25 @@ def test_a_source_only_package_fails(tmp_path: Path) -> None:
     _write_project(tmp_path, ["oldlib"], _package("oldlib", "0.1", []))
     [verdict] = compat.check(tmp_path)[0]
     assert verdict.kind == "missing" and "source distribution" in verdict.detail
+
+
+def test_a_requirement_that_excludes_pyodides_build_is_noted_only_where_a_deploy_takes_it(
+    tmp_path: Path,
+) -> None:
+    # orjson comes from Pyodide's index; pydantic-core's pyemscripten wheel from PyPI, at
+    # the version asked for, whatever build Pyodide's index holds.
+    _write_project(
+        tmp_path,
+        ["orjson>=99", "pydantic-core>=99"],
+        _package("orjson", "99.0", ["orjson-99.0-cp311-cp311-manylinux_2_17_x86_64.whl"])
+        + _package(
+            "pydantic-core",
+            "99.0",
+            ["pydantic_core-99.0-cp314-cp314-pyemscripten_2026_0_wasm32.whl"],
+        ),
+    )
+    notes = [note for note in compat.check(tmp_path)[1] if "excludes Pyodide's build" in note]
+    assert len(notes) == 1 and notes[0].startswith("orjson>=99 excludes")
 
 
 def _sized(name: str, version: str, wheels: list[tuple[str, int]], deps: str = "") -> str:
