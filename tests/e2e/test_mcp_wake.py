@@ -34,7 +34,7 @@ RETRY_BASE = 0.5
 # No server may stay `connecting` longer than the SDK's load and one attempt's bound
 # (timeout + one delay); the slack is for a loaded machine polling 12 objects over HTTP.
 CONNECTING_BOUND = CONNECT_TIMEOUT + RETRY_BASE
-SLACK = 3.0
+SLACK = 5.0
 
 
 @pytest.fixture(scope="module")
