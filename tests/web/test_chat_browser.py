@@ -155,9 +155,9 @@ def test_chat_streams_tools_threads_history_and_theme(
     assert "<strong>PEPE</strong>" in answer
     link = page.wait_for_selector(f'.answer a[href="{DEEP_LINK}"]')
     assert link.get_attribute("rel") == "noopener noreferrer"
-    # The first question becomes the thread's title.
+    # The first question's subject becomes the thread's title.
     page.wait_for_function(
-        "() => document.querySelector('#thread-title').textContent === 'What is PEPE?'"
+        "() => document.querySelector('#thread-title').textContent === 'PEPE'"
     )
 
     # A second thread, then back to the first: nothing lost, nothing doubled.

@@ -5,6 +5,7 @@ import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
 import { renderCards } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
+import { icon } from "./icons.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
 import { ChatConnection } from "./socket.js";
 import { store } from "./storage.js";
@@ -84,6 +85,14 @@ function toggleSidebar() {
   const visible = !sidebarVisible();
   setSidebar(visible);
   safeTrack(EVENT.CONVERSATION_LIST_TOGGLED, { visible });
+  // On a phone the list covers the chat: focus goes into it, and back to its button after.
+  if (PHONE.matches) (visible ? $("new-thread") : $("toggle-sidebar")).focus();
+}
+
+/** The window crossed the phone width: the list follows, as if the page had loaded so. */
+function onPhoneChange() {
+  if (PHONE.matches) setSidebar(false, { remember: false });
+  else setSidebar(store.get(SIDEBAR_KEY) !== "closed", { remember: false });
 }
 
 /** Say something to screen readers once (the polite live region under the conversation). */
@@ -197,15 +206,18 @@ function renderThreads() {
       selectThread(thread.id);
       if (PHONE.matches) setSidebar(false, { remember: false });
     });
-    const rename = el("button", "icon-btn thread-rename", "✎");
+    const rename = el("button", "icon-btn thread-rename");
+    rename.append(icon("pencil"));
     rename.type = "button";
     rename.setAttribute("aria-label", `Rename ${thread.title}`);
     rename.addEventListener("click", () => startRename(item, thread));
-    const remove = el("button", "icon-btn thread-delete", "✕");
+    const remove = el("button", "icon-btn thread-delete");
+    remove.append(icon("close"));
     remove.type = "button";
     remove.setAttribute("aria-label", `Delete ${thread.title}`);
     remove.addEventListener("click", () => deleteThread(thread));
-    const pin = el("button", "icon-btn thread-pin", "📌");
+    const pin = el("button", "icon-btn thread-pin");
+    pin.append(icon("pin"));
     pin.type = "button";
     pin.setAttribute("aria-label", `${thread.pinned ? "Unpin" : "Pin"} ${thread.title}`);
     pin.setAttribute("aria-pressed", String(Boolean(thread.pinned)));
@@ -636,8 +648,14 @@ async function copyText(text, what) {
   }
 }
 
-function iconButton(className, text, label, onClick) {
-  const button = el("button", `btn btn-small ${className}`, text);
+/** A small button: `text` beside an optional SVG icon (`iconName`), `label` for its name. */
+function iconButton(className, text, label, onClick, iconName = null) {
+  const button = el("button", `btn btn-small ${className}`);
+  if (iconName) {
+    button.classList.add("with-icon");
+    button.append(icon(iconName));
+  }
+  if (text) button.append(text);
   button.type = "button";
   button.setAttribute("aria-label", label);
   button.title = label;
@@ -690,7 +708,7 @@ function renderActions(turn, shown) {
     );
   }
   if (turn.user && shown === turn) {
-    bar.append(iconButton("regenerate needs-idle", "↻ Regenerate", "Regenerate this answer", () => regenerate(turn)));
+    bar.append(iconButton("regenerate needs-idle", "Regenerate", "Regenerate this answer", () => regenerate(turn), "refresh"));
   }
   const versions = (turn.versions || []).filter(Boolean);
   if (versions.length) {
@@ -703,9 +721,9 @@ function renderActions(turn, shown) {
       renderTurn(turn);
       $("turns").querySelector(`li[data-turn-id="${CSS.escape(turn.id)}"] .versions button:not(:disabled)`)?.focus();
     };
-    const prev = iconButton("version-prev", "‹", "Previous answer", () => go(index - 1));
+    const prev = iconButton("version-prev", "", "Previous answer", () => go(index - 1), "chevron-left");
     prev.disabled = index === 0;
-    const next = iconButton("version-next", "›", "Next answer", () => go(index + 1));
+    const next = iconButton("version-next", "", "Next answer", () => go(index + 1), "chevron-right");
     next.disabled = index === count - 1;
     const label = el("span", "version-label", `${index + 1} / ${count}`);
     label.setAttribute("aria-label", `Answer ${index + 1} of ${count}`);
@@ -720,11 +738,12 @@ function renderActions(turn, shown) {
 function renderFeedback(turn) {
   const box = el("span", "feedback");
   const current = turn.feedback?.rating || null;
-  for (const [rating, text, label] of [["up", "👍", "Good answer"], ["down", "👎", "Bad answer"]]) {
-    const button = iconButton(`feedback-${rating}`, text, label, () => {
+  for (const [rating, label] of [["up", "Good answer"], ["down", "Bad answer"]]) {
+    const onClick = () => {
       const next = current === rating ? null : rating;
       sendFeedback(turn, next, null, { ask: next !== null });
-    });
+    };
+    const button = iconButton(`feedback-${rating}`, "", label, onClick, `thumb-${rating}`);
     button.setAttribute("aria-pressed", String(current === rating));
     box.append(button);
   }
@@ -777,7 +796,7 @@ function renderTurnInto(item, turn) {
     if (turn.user.pending) bubble.classList.add("pending");
     wrap.append(bubble);
     if (!turn.user.pending) {
-      wrap.append(iconButton("edit-message needs-idle", "✎ Edit", "Edit this message and resend", () => startEdit(turn)));
+      wrap.append(iconButton("edit-message needs-idle", "Edit", "Edit this message and resend", () => startEdit(turn), "pencil"));
     }
     item.append(wrap);
   }
@@ -1167,6 +1186,15 @@ function bindUi() {
   $("toggle-theme").addEventListener("click", toggleTheme);
   $("toggle-sidebar").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", () => toggleSidebar());
+  $("close-sidebar").addEventListener("click", () => toggleSidebar());
+  PHONE.addEventListener("change", onPhoneChange);
+  for (const button of document.querySelectorAll("#suggestions .suggestion")) {
+    button.addEventListener("click", () => {
+      $("input").value = button.textContent;
+      safeTrack(EVENT.CHAT_ACTION_USED, { action: "suggestion" });
+      $("composer").requestSubmit();
+    });
+  }
   $("new-thread").addEventListener("click", async () => {
     try {
       await newThread();
@@ -1219,6 +1247,11 @@ function bindUi() {
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || event.defaultPrevented) return;
     if (event.target.closest?.(".thread")) return; // ends a rename
+    if (PHONE.matches && sidebarVisible()) {
+      event.preventDefault();
+      toggleSidebar();
+      return;
+    }
     const conv = state.currentId ? state.convs.get(state.currentId) : null;
     if (conv?.runningTurn) {
       event.preventDefault();

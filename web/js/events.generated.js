@@ -322,7 +322,8 @@ export const EVENTS = {
           "export_markdown",
           "export_json",
           "pin",
-          "unpin"
+          "unpin",
+          "suggestion"
         ]
       }
     ]

@@ -188,6 +188,7 @@ ChatAction = Literal[
     "export_json",
     "pin",
     "unpin",
+    "suggestion",
 ]
 
 

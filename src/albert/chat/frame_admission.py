@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from albert.chat.thread_titles import title_from_question
 from albert.limits.client_rates import RateLimiter
 from albert.protocol.frames import (
     AckFrame,
@@ -232,6 +233,6 @@ class Admission:
             bump=not first,
         )
         if first:
-            # First words of the first question make a better title than "New chat".
-            first_words = " ".join(frame.text.split())[:60]
-            self._store.set_title(frame.thread_id, first_words or DEFAULT_TITLE)
+            # The first question's subject makes a better title than "New chat".
+            title = title_from_question(frame.text)
+            self._store.set_title(frame.thread_id, title or DEFAULT_TITLE)
