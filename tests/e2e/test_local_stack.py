@@ -229,6 +229,32 @@ async def test_every_example_the_help_offers_answers_with_data(
     assert "could not" not in answer and "No data on record" not in answer, answer[:500]
 
 
+SUGGESTIONS = re.findall(
+    r'<button class="suggestion" type="button">([^<]+)</button>',
+    (Path(__file__).resolve().parents[2] / "web" / "index.html").read_text(),
+)
+
+
+def test_the_page_offers_suggestions() -> None:
+    assert len(SUGGESTIONS) >= 3
+
+
+@pytest.mark.parametrize("question", SUGGESTIONS)
+async def test_every_suggestion_on_the_empty_page_answers_with_data(
+    stack: RuntimeProcess, question: str
+) -> None:
+    # The buttons of the page's empty screen (read from index.html) through the whole stack.
+    async with ChatClient(stack.url, stack.ws_url) as client:
+        await client.connect()
+        thread = await client.new_thread()
+        frames = await client.turn(thread, question)
+    results = [f for f in frames if f["type"] == "tool_result"]
+    assert results and all(r["ok"] for r in results), question
+    answer = answer_text(frames).removeprefix(LABEL)
+    assert FIGURE.search(answer) or "on record as" in answer, answer[:500]
+    assert "could not" not in answer and "No data on record" not in answer, answer[:500]
+
+
 async def test_two_protocols_compared_each_answer_with_their_own_vaults(stack) -> None:
     # The default world holds both lenders' WETH markets: one search per protocol, each
     # with vaults of its own protocol in the table.

@@ -45,7 +45,9 @@ def serious_violations(page: Any) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(("width", "theme"), [(1200, "light"), (1200, "dark"), (375, "light"), (375, "dark")])
+@pytest.mark.parametrize(
+    ("width", "theme"), [(1200, "light"), (1200, "dark"), (375, "light"), (375, "dark")]
+)
 def test_axe_finds_no_serious_violation(
     browser: Any,
     runtime: RuntimeProcess,
