@@ -18,6 +18,19 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+def validation_fields(exc: ValidationError) -> list[tuple[str | None, str]]:
+    """Each error as (the top-level field at fault, or None for the whole body; message)."""
+    out: list[tuple[str | None, str]] = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        field = str(loc[0]) if loc else None
+        msg = str(err["msg"])
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        out.append((field, msg))
+    return out
+
+
 def frame_error_message(exc: ValidationError) -> str:
     """What is wrong with a WebSocket frame, worded as a frame error (not as arguments)."""
     lines = []

@@ -5,8 +5,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from albert.protocol.http import ErrorBody
-from albert.validation import validation_message
+from albert.protocol.http import ErrorBody, FieldError
+from albert.validation import validation_fields, validation_message
 
 
 class HttpRequest(BaseModel):
@@ -72,19 +72,35 @@ class HttpResponse(BaseModel):
         error: str,
         detail: str | None = None,
         headers: dict[str, str] | None = None,
+        fields: list[FieldError] | None = None,
     ) -> "HttpResponse":
-        """A JSON error body with a stable error code and a human detail."""
-        return cls.json(ErrorBody(error=error, detail=detail), status=status, headers=headers)
+        """A JSON error body with a stable error code and a human detail (and, for a body
+        refused, what is wrong field by field: `fields`, left out when there is none)."""
+        body = ErrorBody(error=error, detail=detail, fields=fields or None)
+        payload = body.model_dump(mode="json", exclude=None if fields else {"fields"})
+        return cls.json(payload, status=status, headers=headers)
 
 
 class BadRequest(Exception):
     """Input the client must fix; becomes a 4xx with a clear message."""
 
-    def __init__(self, detail: str, *, status: int = 400, error: str = "bad_request") -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int = 400,
+        error: str = "bad_request",
+        field: str | None = None,
+        fields: list[FieldError] | None = None,
+    ) -> None:
+        """`field`: the one body field at fault; `fields`: several, each with its message."""
         super().__init__(detail)
         self.detail = detail
         self.status = status
         self.error = error
+        if fields is None and field is not None:
+            fields = [FieldError(field=field, message=detail)]
+        self.fields = fields
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -101,7 +117,10 @@ def parse_body(request: HttpRequest, model: type[M], max_bytes: int) -> M:
     try:
         return model.model_validate_json(request.body or b"{}")
     except ValidationError as exc:
-        raise BadRequest(validation_message(exc), status=422, error="invalid_body") from exc
+        fields = [FieldError(field=f, message=m) for f, m in validation_fields(exc)]
+        raise BadRequest(
+            validation_message(exc), status=422, error="invalid_body", fields=fields
+        ) from exc
 
 
 def int_param(request: HttpRequest, name: str, default: int, *, low: int, high: int) -> int:

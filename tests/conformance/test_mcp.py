@@ -169,6 +169,26 @@ async def test_server_down_at_start_then_its_tools_arrive_byte_for_byte(
         assert "analyze_token" in tool_names(request)  # local tools stay
 
 
+async def test_reconnect_now_and_the_tool_names_of_a_ready_server(
+    mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
+) -> None:
+    await up(vaults)
+    async with ChatClient(mcp_runtime.url, mcp_runtime.ws_url) as client:
+        await client.connect()
+        ready = await wait_status(client, "vaults", "ready")
+        # The default server's tools are offered under their own names.
+        thread = await client.new_thread()
+        await chat(client, model, thread)
+        ready = await wait_status(client, "vaults", "ready")
+        assert {"search_vaults", "top_yields"} <= set(ready["tool_names"])
+        answer = await client.http.post("/api/mcp/servers/vaults/reconnect")
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["name"] == "vaults"
+        await wait_status(client, "vaults", "ready")
+        missing = await client.http.post("/api/mcp/servers/nothing/reconnect")
+        assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
+
+
 async def test_a_huge_remote_result_is_cut_at_fifty_thousand_characters(
     mcp_runtime: RuntimeProcess, model: ScriptedModelServer, vaults: TcpProxy
 ) -> None:

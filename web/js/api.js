@@ -14,11 +14,13 @@ const USER_MARGIN_MS = 5_000;
 const CLAIM_DONE = new Set(["claimed", "already_claimed"]);
 
 export class ApiError extends Error {
-  constructor(status, error, detail) {
+  /** `fields`: a refused body's errors, field by field ([{field, message}]), if it said. */
+  constructor(status, error, detail, fields = null) {
     super(detail || error || `HTTP ${status}`);
     this.status = status;
     this.error = error;
     this.detail = detail;
+    this.fields = fields;
   }
 }
 
@@ -217,7 +219,7 @@ export class Api {
     } catch (e) {
       payload = null;
     }
-    if (!response.ok) throw new ApiError(response.status, payload?.error, payload?.detail);
+    if (!response.ok) throw new ApiError(response.status, payload?.error, payload?.detail, payload?.fields || null);
     return payload;
   }
 
@@ -229,6 +231,20 @@ export class Api {
   }
   mcpStatus() {
     return this.request("GET", "/api/mcp/status");
+  }
+  listMcpServers() {
+    return this.request("GET", "/api/mcp/servers");
+  }
+  /** Add or replace one MCP server (McpServerIn). */
+  saveMcpServer(body) {
+    return this.request("POST", "/api/mcp/servers", body);
+  }
+  deleteMcpServer(name) {
+    return this.request("DELETE", `/api/mcp/servers/${encodeURIComponent(name)}`);
+  }
+  /** Drop an MCP server's connection and connect afresh now: its status back. */
+  reconnectMcp(name) {
+    return this.request("POST", `/api/mcp/servers/${encodeURIComponent(name)}/reconnect`);
   }
   /** Begin an MCP server's OAuth: `{authorization_url}` for the user to open. */
   authorizeMcp(name) {

@@ -7,6 +7,7 @@ import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
 import { icon } from "./icons.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
+import { ServersPanel, serverChip } from "./servers.js";
 import { ChatConnection } from "./socket.js";
 import { store } from "./storage.js";
 
@@ -48,6 +49,7 @@ const state = {
   search: null, // the shown search results ({ query, results }), null: the thread list
   loadSeq: new Map(), // thread id -> number of its latest load
   turnEnds: new Map(), // thread id -> done frames seen
+  servers: null, // the MCP servers panel (servers.js)
 };
 
 function randomId(prefix) {
@@ -115,15 +117,6 @@ function showBanner(text) {
   banner.hidden = !text;
 }
 
-const MCP_LABELS = {
-  connecting: "connecting",
-  ready: "ready",
-  reconnecting: "reconnecting",
-  failed: "unavailable",
-  needs_authorization: "needs authorization",
-  disabled: "off",
-};
-
 /** One chip per MCP server (the vault data server above all): name and connection state. */
 function renderMcpStatus(servers) {
   const box = $("mcp");
@@ -133,19 +126,15 @@ function renderMcpStatus(servers) {
     chip.className = "mcp-server";
     chip.dataset.server = server.name;
     chip.dataset.state = server.state;
-    const dot = document.createElement("span");
-    dot.className = "conn-dot";
-    dot.setAttribute("aria-hidden", "true");
-    const label = document.createElement("span");
-    label.textContent = `${server.name}: ${MCP_LABELS[server.state] || server.state}`;
-    chip.title = server.last_error ? `${label.textContent} (${server.last_error})` : label.textContent;
-    chip.append(dot, label);
+    // A button opening the servers panel on this server.
+    chip.append(serverChip(server, (opener) => state.servers?.open({ focus: server.name, opener })));
     if (server.state === "needs_authorization") {
       chip.append(iconButton("mcp-authorize", "Authorize", `Authorize ${server.name}`, () => authorizeServer(server.name)));
     }
     box.append(chip);
   }
   box.hidden = servers.length === 0;
+  state.servers?.update(servers);
 }
 
 /** Open the server's authorization page in a new tab; the status frame says when it is done. */
@@ -1110,6 +1099,7 @@ function clearView() {
   state.loadSeq.clear();
   state.turnEnds.clear();
   state.currentId = null;
+  state.servers?.close();
   renderMcpStatus([]);
   renderThreads();
   renderConversation();
@@ -1184,6 +1174,7 @@ function followUnfinishedTurn(id) {
 function bindUi() {
   setInterval(tickRunningTools, 1000);
   $("toggle-theme").addEventListener("click", toggleTheme);
+  $("open-servers").addEventListener("click", () => state.servers.open({ opener: $("open-servers") }));
   $("toggle-sidebar").addEventListener("click", toggleSidebar);
   $("scrim").addEventListener("click", () => toggleSidebar());
   $("close-sidebar").addEventListener("click", () => toggleSidebar());
@@ -1285,6 +1276,11 @@ async function main() {
         onUserRevoked,
       })
     : new Api();
+  state.servers = new ServersPanel({
+    api: state.api,
+    onAuthorize: authorizeServer,
+    fallbackFocus: () => $("open-servers"),
+  });
   await state.api.ensureSession();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });

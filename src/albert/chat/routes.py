@@ -278,8 +278,8 @@ async def track_events(call: Call) -> Answer:
 
 
 async def mcp_servers(call: Call) -> Answer:
-    """The client's MCP servers: their status, adding, reading, removing, authorizing (the
-    MCP API reads the path again for the server's name)."""
+    """The client's MCP servers: their status, adding, reading, removing, authorizing,
+    reconnecting (the MCP API reads the path again for the server's name)."""
     if call.chat.mcp is None:
         return _no_route(call.request)
     return await call.chat.mcp.handle(call.request)
@@ -325,6 +325,7 @@ ROUTES: tuple[Route, ...] = (
     Route(GET, "/api/mcp/servers/{server}", mcp_servers),
     Route(DELETE, "/api/mcp/servers/{server}", mcp_servers),
     Route(POST, "/api/mcp/servers/{server}/authorize", mcp_servers),
+    Route(POST, "/api/mcp/servers/{server}/reconnect", mcp_servers),
 )
 # Under these prefixes a path no route takes is the API's own "no such route".
 _API_PREFIXES = ("/api/threads/", "/api/mcp/")

@@ -1,5 +1,9 @@
 """HTTP API of a client's MCP servers: GET/POST/DELETE /api/mcp/servers, GET /api/mcp/status,
-POST /api/mcp/servers/{name}/authorize and the authorization's callback (OAuth)."""
+POST /api/mcp/servers/{name}/authorize and the authorization's callback (OAuth), and
+POST /api/mcp/servers/{name}/reconnect (drop the connection, connect afresh now).
+
+A refused body says which field is at fault (`fields` of the error body), so a form can
+show each message beside its field."""
 
 from __future__ import annotations
 
@@ -8,10 +12,10 @@ import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from albert.mcp.config_store import McpConfigStore
-from albert.mcp.configs import McpServerIn, McpServerList, McpServerView
+from albert.mcp.configs import McpServerConfig, McpServerIn, McpServerList, McpServerView
 from albert.mcp.manager import McpManager, UnknownServer
 from albert.mcp.oauth_state import CALLBACK_PATH
 from albert.mcp.oauth_store import AuthorizationFailed
@@ -19,10 +23,16 @@ from albert.mcp.secret_binding import SecretBinding, SecretRefused
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus
 from albert.settings import Settings
+from albert.validation import validation_message
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
 _SERVER_PATH = re.compile(r"^/api/mcp/servers/(?P<name>[^/]{1,64})$")
 _AUTHORIZE_PATH = re.compile(r"^/api/mcp/servers/(?P<name>[^/]{1,64})/authorize$")
+_RECONNECT_PATH = re.compile(r"^/api/mcp/servers/(?P<name>[^/]{1,64})/reconnect$")
+# Said instead of the pattern a refused name did not match.
+NAME_RULE = (
+    "use 1 to 32 characters: lower-case letters, digits, - and _, starting with a letter or digit"
+)
 # The callback page: no script, nothing loaded, never framed.
 _PAGE_HEADERS = {
     "content-type": "text/html; charset=utf-8",
@@ -83,7 +93,7 @@ class McpApi:
         try:
             return await self._route(request)
         except BadRequest as exc:
-            return HttpResponse.error(exc.status, exc.error, exc.detail)
+            return HttpResponse.error(exc.status, exc.error, exc.detail, fields=exc.fields)
 
     async def _route(self, request: HttpRequest) -> HttpResponse:
         if request.path == "/api/mcp/status":
@@ -97,6 +107,9 @@ class McpApi:
         authorize = _AUTHORIZE_PATH.match(request.path)
         if authorize is not None:
             return await self._authorize(request, authorize["name"])
+        reconnect = _RECONNECT_PATH.match(request.path)
+        if reconnect is not None:
+            return await self._reconnect(request, reconnect["name"])
         match = _SERVER_PATH.match(request.path)
         if match is None:
             return HttpResponse.error(404, "not_found", "no such route")
@@ -147,6 +160,18 @@ class McpApi:
             return HttpResponse.error(502, "authorization_failed", str(exc))
         return HttpResponse.json(AuthorizationStarted(authorization_url=url))
 
+    async def _reconnect(self, request: HttpRequest, name: str) -> HttpResponse:
+        """Drop the server's connection and connect afresh now, its retries reset."""
+        if request.method != "POST":
+            return HttpResponse.error(405, "method_not_allowed", "use POST")
+        if self._store.get(name) is None:
+            return HttpResponse.error(404, "not_found", "no such MCP server")
+        await self._manager.reload(name)
+        status = next((s for s in self._manager.status() if s.name == name), None)
+        if status is None:
+            return HttpResponse.error(404, "not_found", "no such MCP server")
+        return HttpResponse.json(status, status=202)
+
     async def callback(self, request: HttpRequest) -> HttpResponse:
         """GET /api/mcp/oauth/callback: the authorization server sent the browser back.
 
@@ -169,7 +194,7 @@ class McpApi:
         return _page(200, "Authorized", f"{name} is authorized, but not connected ({reason}).")
 
     async def _put(self, request: HttpRequest) -> HttpResponse:
-        body = parse_body(request, McpServerIn, MAX_BODY_BYTES)
+        body = _friendly(lambda: parse_body(request, McpServerIn, MAX_BODY_BYTES))
         allowed = self._settings.mcp_allowed_hosts
         host = (urlsplit(body.url).hostname or "").lower()
         if allowed is not None and host not in {h.lower() for h in allowed}:
@@ -177,17 +202,24 @@ class McpApi:
                 f"MCP servers on {host!r} are not allowed for this product",
                 status=422,
                 error="url_refused",
+                field="url",
             )
         try:
             await check_url(body.url, self._settings.mode, self._resolver)
         except UrlRefused as exc:
-            raise BadRequest(f"url refused: {exc}", status=422, error="url_refused") from exc
+            raise BadRequest(
+                f"url refused: {exc}", status=422, error="url_refused", field="url"
+            ) from exc
         if body.secret_ref is not None:
             try:
                 self._secrets.check(body.secret_ref, body.url)
             except SecretRefused as exc:
-                raise BadRequest(str(exc), status=422, error="secret_refused") from None
+                raise BadRequest(
+                    str(exc), status=422, error="secret_refused", field="secret_ref"
+                ) from None
         existing = self._store.get(body.name)
+        if body.keep_headers:
+            body = _with_kept_headers(body, existing)
         is_new = existing is None or existing.source == "default"
         if is_new and self._store.count_client() >= self._settings.mcp_max_servers:
             raise BadRequest(
@@ -212,6 +244,76 @@ class McpApi:
                 "a server of the same name with enabled=false",
             )
         return HttpResponse.error(404, "not_found", "no such MCP server")
+
+
+def _friendly(parse: Callable[[], McpServerIn]) -> McpServerIn:
+    """The body, or its refusal with a name's rule in words rather than as a pattern."""
+    try:
+        return parse()
+    except BadRequest as exc:
+        for error in exc.fields or []:
+            if error.field == "name" and "pattern" in error.message:
+                error.message = f"invalid name: {NAME_RULE}"
+        raise
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port or default
+
+
+def _with_kept_headers(body: McpServerIn, existing: McpServerConfig | None) -> McpServerIn:
+    """An edit that keeps stored header values it cannot see (`keep_headers`): the body with
+    them filled in; 422 when they are not there, or the URL's origin changed (a stored
+    value never goes to another origin than the one it was given for)."""
+    if existing is None or existing.source == "default":
+        raise BadRequest(
+            "keep_headers needs a stored server of this name with those headers",
+            status=422,
+            error="invalid_body",
+            field="keep_headers",
+        )
+    if _origin(existing.url) != _origin(body.url):
+        raise BadRequest(
+            "the URL's origin changed, so stored header values cannot be kept: "
+            "enter them again for the new URL",
+            status=422,
+            error="headers_not_kept",
+            field="keep_headers",
+        )
+    stored = {name.lower(): name for name in existing.headers}
+    given = {name.lower() for name in body.headers}
+    kept: dict[str, str] = {}
+    for name in body.keep_headers:
+        if name.lower() in given:
+            raise BadRequest(
+                f"header {name!r} is both kept and given a new value",
+                status=422,
+                error="invalid_body",
+                field="keep_headers",
+            )
+        if name.lower() not in stored:
+            raise BadRequest(
+                f"no stored header {name!r} to keep",
+                status=422,
+                error="invalid_body",
+                field="keep_headers",
+            )
+        original = stored[name.lower()]
+        kept[original] = existing.headers[original]
+    data = body.model_dump()
+    data.update(headers={**kept, **body.headers}, keep_headers=[])
+    try:
+        return McpServerIn.model_validate(data)
+    except ValidationError as exc:
+        raise BadRequest(
+            validation_message(exc), status=422, error="invalid_body", field="headers"
+        ) from exc
 
 
 def _page(status: int, title: str, text: str) -> HttpResponse:

@@ -91,6 +91,12 @@ class McpServerIn(BaseModel):
         description="What the server is (vaults: live DeFi vault and yield data, which "
         "changes the prompt); unset: guessed from its tool names",
     )
+    keep_headers: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_HEADERS,
+        description="Replacing a stored server: names of its stored headers whose stored "
+        "values are kept (the browser never sees them); only while the URL's origin stays",
+    )
 
     @field_validator("headers")
     @classmethod

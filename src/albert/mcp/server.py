@@ -59,6 +59,9 @@ if TYPE_CHECKING:
     from albert.mcp.turn_tools import ToolCatalogue
 
 log = logging.getLogger(__name__)
+# Bounds of the tool names a status carries.
+MAX_TOOL_NAMES = 200
+MAX_TOOL_NAME_CHARS = 80
 
 
 class ConfigSource(Protocol):
@@ -115,6 +118,8 @@ class McpServer:
         # What the last turn left out, and offered under another name (the status shows both).
         self.quarantined: list[str] = []
         self.renamed: list[str] = []
+        # The names its tools were last offered under (None: not offered to a turn yet).
+        self.offered: list[str] | None = None
         self.first_attempt: asyncio.Task[None] | None = None
         self.lock = asyncio.Lock()  # one attempt at a time
         self.retired = False
@@ -197,7 +202,14 @@ class McpServer:
             last_error=self.last_error,
             quarantined=self.quarantined,
             renamed=self.renamed,
+            tool_names=self._tool_names() if ready else [],
         )
+
+    def _tool_names(self) -> list[str]:
+        names = self.offered
+        if names is None:
+            names = [spec.name for spec in self.tools or []]
+        return [name[:MAX_TOOL_NAME_CHARS] for name in names[:MAX_TOOL_NAMES]]
 
     # --- connecting ------------------------------------------------------------------
 
@@ -556,16 +568,27 @@ class McpServer:
         """Something suggests the server may be gone: check it before the next use."""
         self.checked_at = float("-inf")
 
-    def quarantine(self, rejected: list[str], renamed: list[str] | None = None) -> None:
-        """The tools left out this turn, and those offered under another name; broadcast
-        when either changed."""
+    def quarantine(
+        self,
+        rejected: list[str],
+        renamed: list[str] | None = None,
+        offered: list[str] | None = None,
+    ) -> None:
+        """The tools left out this turn, those offered under another name, and the names
+        all were offered under; broadcast when any changed."""
         renamed = renamed or []
-        if rejected != self.quarantined or renamed != self.renamed:
+        changed = rejected != self.quarantined or renamed != self.renamed
+        if offered is not None and offered != self.offered:
+            self.offered = offered
+            changed = True
+        if changed:
             self.quarantined = rejected
             self.renamed = renamed
             self._site.status.notify()
 
     def _take_tools(self, specs: list[RemoteToolSpec], at: float) -> None:
+        if [s.name for s in self.tools or []] != [s.name for s in specs]:
+            self.offered = None  # the names of the next turn's offer, until it is made
         self.tools = specs
         self.tools_stale = False
         self.checked_at = at

@@ -104,7 +104,10 @@ class ToolCatalogue:
         server.watch()
         tools, renamed, task_only = self._named(server, specs, registry)
         rejected = registry.merge(tools, source=server.name)
-        server.quarantine([*task_only, *(f"{r.tool}: {r.reason}" for r in rejected)], renamed)
+        offered = [tool.name for tool in tools if registry.get(tool.name) is tool]
+        server.quarantine(
+            [*task_only, *(f"{r.tool}: {r.reason}" for r in rejected)], renamed, offered
+        )
         kind = server.kind or "generic"
         note = ServerNote(server=server.name, guidance=guidance_for(kind, server.instructions))
         return note, kind == "vaults"

@@ -341,6 +341,12 @@ class McpServerStatus(BaseModel):
         description="Tools offered under another name, each as 'name → offered name' (the "
         "name clashes with a platform tool, or has characters model APIs refuse)",
     )
+    tool_names: list[str] = Field(
+        default_factory=list,
+        description="A ready server's tools under the names they are offered as (renamed "
+        "ones by their new name, left-out ones not at all); at most 200, each cut to 80 "
+        "characters",
+    )
 
 
 class McpStatusFrame(_Frame):

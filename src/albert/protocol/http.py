@@ -190,8 +190,21 @@ class ThreadExport(_Body):
     messages: list[Message]
 
 
+class FieldError(_Body):
+    """What is wrong with one field of a request body."""
+
+    field: str | None = Field(
+        None, description="The body's top-level field at fault; null: the body as a whole"
+    )
+    message: str
+
+
 class ErrorBody(_Body):
     """Every HTTP error answers with this body."""
 
     error: str
     detail: str | None = None
+    fields: list[FieldError] | None = Field(
+        None,
+        description="A body's refusal: what is wrong, field by field (present only then)",
+    )

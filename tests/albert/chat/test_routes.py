@@ -101,6 +101,7 @@ def test_the_routes_the_router_sends_are_in_the_table() -> None:
         ("OPTIONS", "/api/mcp/servers", "use GET, POST or DELETE"),
         ("HEAD", "/api/mcp/servers/a", "use GET or DELETE"),
         ("GET", "/api/mcp/servers/a/authorize", "use POST"),
+        ("GET", "/api/mcp/servers/a/reconnect", "use POST"),
         ("POST", CALLBACK_PATH, "use GET"),
         ("GET", REVOKE_PATH, "use POST"),
         ("GET", "/internal/claim/export", "use POST"),
@@ -203,7 +204,8 @@ async def test_mcp_changes_are_counted_before_they_are_routed(chat: ChatService)
     assert error(await call(chat, "PUT", "/api/mcp/servers"))[0] == 405
     assert error(await call(chat, "POST", "/api/mcp/nothing"))[0] == 404
     assert error(await call(chat, "DELETE", "/api/mcp/servers/nothing"))[0] == 404
-    refused = await call(chat, "PUT", "/api/mcp/servers")
+    # Reconnecting is a change too.
+    refused = await call(chat, "POST", "/api/mcp/servers/nothing/reconnect")
     assert error(refused)[:2] == (429, "rate_limited")
     assert refused.headers["retry-after"] == "20"
     # Reading is never counted, nor is anything outside /api/mcp/.

@@ -16,6 +16,8 @@ from albert.mcp.manager import McpManager
 from albert.mcp.secret_binding import SecretBinding, SecretRule
 from albert.web import HttpRequest, HttpResponse
 from tests.albert.mcp.conftest import fast_settings, now_ms
+from tests.albert.mcp.test_manager import wait_state
+from tests.support.mcp_test_server import InProcessMcpServer
 
 
 @pytest.fixture
@@ -135,3 +137,117 @@ async def test_limits_and_methods(api: McpApi) -> None:
     assert (await call(api, "DELETE", "/api/mcp/servers")).status == 400
     too_big = HttpRequest(method="POST", path="/api/mcp/servers", body=b"{" + b" " * 40_000 + b"}")
     assert (await api.handle(too_big)).status == 413
+
+
+async def test_a_refused_body_says_which_field_is_at_fault(api: McpApi) -> None:
+    bad_name = await call(api, "POST", "/api/mcp/servers", {"name": "A!", "url": "http://x/"})
+    fields = payload(bad_name)["fields"]
+    assert [f["field"] for f in fields] == ["name"]
+    assert "lower-case letters" in fields[0]["message"]
+    private = {"name": "a", "url": "http://10.0.0.1/mcp"}
+    refused = payload(await call(api, "POST", "/api/mcp/servers", private))
+    assert refused["fields"] == [{"field": "url", "message": refused["detail"]}]
+    reserved = {"name": "a", "url": "http://127.0.0.1:9/", "headers": {"Host": "h"}}
+    header = payload(await call(api, "POST", "/api/mcp/servers", reserved))
+    assert [f["field"] for f in header["fields"]] == ["headers"]
+    assert "set by the client itself" in header["fields"][0]["message"]
+    # An error that is not about a body has no `fields` at all.
+    missing = payload(await call(api, "GET", "/api/mcp/servers/nothing"))
+    assert missing == {"error": "not_found", "detail": "no such MCP server"}
+
+
+async def test_reconnect_starts_afresh_and_an_unknown_server_is_404(api: McpApi) -> None:
+    body = {"name": "down", "url": "http://127.0.0.1:9/mcp"}
+    assert (await call(api, "POST", "/api/mcp/servers", body)).status == 201
+    manager = api.manager
+    before = manager._servers["down"]
+    answer = await call(api, "POST", "/api/mcp/servers/down/reconnect")
+    assert answer.status == 202
+    assert payload(answer)["name"] == "down"
+    assert payload(answer)["state"] in ("connecting", "reconnecting", "failed")
+    assert manager._servers["down"] is not before
+    assert manager._servers["down"].recovery.attempts == 0
+    # The deployment's server can be reconnected too.
+    assert (await call(api, "POST", "/api/mcp/servers/vaults/reconnect")).status == 202
+    unknown = await call(api, "POST", "/api/mcp/servers/nothing/reconnect")
+    assert (unknown.status, payload(unknown)["error"]) == (404, "not_found")
+    wrong = await call(api, "GET", "/api/mcp/servers/down/reconnect")
+    assert wrong.status == 405
+
+
+def stored_headers(api: McpApi, name: str) -> dict[str, str]:
+    config = api._store.get(name)
+    assert config is not None
+    return dict(config.headers)
+
+
+async def test_keep_headers_keeps_stored_values_only_on_the_same_origin(api: McpApi) -> None:
+    body = {
+        "name": "keyed",
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": {"X-Api-Key": "k-123", "X-Team": "blue"},
+    }
+    assert (await call(api, "POST", "/api/mcp/servers", body)).status == 201
+    # An edit on the same origin keeps one value unseen, drops one, adds one.
+    edit = {
+        "name": "keyed",
+        "url": "http://127.0.0.1:9/other",
+        "headers": {"X-Extra": "e"},
+        "keep_headers": ["x-api-key"],
+    }
+    edited = await call(api, "POST", "/api/mcp/servers", edit)
+    assert edited.status == 200, edited.body
+    assert payload(edited)["header_names"] == ["X-Api-Key", "X-Extra"]
+    assert b"k-123" not in edited.body
+    assert stored_headers(api, "keyed") == {"X-Api-Key": "k-123", "X-Extra": "e"}
+    # Another origin (host, port or scheme): no stored value goes there.
+    for url in ("http://localhost:9/mcp", "http://127.0.0.1:10/mcp", "https://127.0.0.1:9/"):
+        moved = await call(api, "POST", "/api/mcp/servers", {**edit, "url": url})
+        error = payload(moved)
+        assert (moved.status, error["error"]) == (422, "headers_not_kept"), url
+        assert error["fields"][0]["field"] == "keep_headers"
+        assert "origin changed" in error["detail"]
+    assert stored_headers(api, "keyed") == {"X-Api-Key": "k-123", "X-Extra": "e"}
+    # A name not stored, one both kept and given, or no stored server: refused.
+    for keep, headers, name in (
+        (["X-Gone"], {}, "keyed"),
+        (["X-Extra"], {"x-extra": "new"}, "keyed"),
+        (["X-Api-Key"], {}, "fresh"),
+        (["X-Api-Key"], {}, "vaults"),
+    ):
+        answer = await call(
+            api,
+            "POST",
+            "/api/mcp/servers",
+            {"name": name, "url": "http://127.0.0.1:9/", "headers": headers, "keep_headers": keep},
+        )
+        assert answer.status == 422, (keep, name)
+        assert payload(answer)["fields"][0]["field"] == "keep_headers"
+    # Without keep_headers an edit replaces every header, as before.
+    plain = {"name": "keyed", "url": "http://127.0.0.1:9/mcp"}
+    assert (await call(api, "POST", "/api/mcp/servers", plain)).status == 200
+    assert stored_headers(api, "keyed") == {}
+
+
+async def test_a_ready_server_lists_its_tools_under_their_offered_names(
+    api: McpApi, vaults: InProcessMcpServer
+) -> None:
+    body = {"name": "mine", "url": vaults.url}
+    assert (await call(api, "POST", "/api/mcp/servers", body)).status == 201
+    await wait_state(api.manager, "mine", "ready")
+    # A turn's offer names them: the platform's names are taken, so those are renamed.
+    await api.manager.tools_for_turn()
+    [mine] = [
+        s
+        for s in payload(await call(api, "GET", "/api/mcp/status"))["servers"]
+        if s["name"] == "mine"
+    ]
+    assert "mine__search_vaults" in mine["tool_names"]
+    assert "search_vaults" not in mine["tool_names"]
+    assert "search_vaults → mine__search_vaults" in mine["renamed"]
+    assert len(mine["tool_names"]) == mine["tools"] - len(mine["quarantined"])
+    # A server that is not ready lists none.
+    down = {"name": "down", "url": "http://127.0.0.1:9/mcp"}
+    assert (await call(api, "POST", "/api/mcp/servers", down)).status == 201
+    statuses = payload(await call(api, "GET", "/api/mcp/status"))["servers"]
+    assert next(s for s in statuses if s["name"] == "down")["tool_names"] == []
