@@ -156,9 +156,7 @@ def test_chat_streams_tools_threads_history_and_theme(
     link = page.wait_for_selector(f'.answer a[href="{DEEP_LINK}"]')
     assert link.get_attribute("rel") == "noopener noreferrer"
     # The first question's subject becomes the thread's title.
-    page.wait_for_function(
-        "() => document.querySelector('#thread-title').textContent === 'PEPE'"
-    )
+    page.wait_for_function("() => document.querySelector('#thread-title').textContent === 'PEPE'")
 
     # A second thread, then back to the first: nothing lost, nothing doubled.
     page.click("#new-thread")

@@ -85,12 +85,21 @@ def test_no_control_relies_on_a_glyph_of_an_emoji_or_symbol_font(
         assert page.evaluate(_NAMELESS_CONTROLS) == []
         # The icons are drawn at a size one can see, in both themes.
         assert page.evaluate(_EMPTY_ICONS) == []
+    # The servers panel's controls too.
+    page.click("#open-servers")
+    page.wait_for_selector("#servers-dialog[open]")
+    drawn = page.evaluate(_DRAWN_TEXT)
+    assert [(who, text) for who, text in drawn if any(map(needs_a_symbol_font, text))] == []
+    assert page.evaluate(_NAMELESS_CONTROLS) == []
+    assert page.evaluate(_EMPTY_ICONS) == []
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#servers-dialog:not([open])", state="attached")
     icons = page.eval_on_selector_all(
         ".thread-pin svg, .thread-rename svg, .thread-delete svg, .feedback-up svg, "
-        "#toggle-sidebar svg, #toggle-theme svg, .regenerate svg",
+        "#toggle-sidebar svg, #toggle-theme svg, .regenerate svg, #open-servers svg",
         "els => els.length",
     )
-    assert icons >= 7
+    assert icons >= 8
     context.close()
     assert tab.errors == [], tab.errors
 
@@ -138,6 +147,9 @@ def test_the_layout_follows_the_window_from_desktop_to_phone_and_back(
     assert page.is_hidden("#scrim")
     assert page.evaluate(_INPUT_UNCOVERED)
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    for control in ("#toggle-sidebar", "#open-servers", "#toggle-theme", "#send"):
+        rect = page.eval_on_selector(control, "e => e.getBoundingClientRect().toJSON()")
+        assert rect["width"] > 0 and rect["left"] >= 0 and rect["right"] <= 375, control
     model.script(Reply(text=["Still here."]))
     tab.ask("Are you there?")
     tab.wait_turn(1)

@@ -4,7 +4,8 @@
 // it is open, Escape closes it, and focus goes back to what opened it.
 // Server-supplied text is only ever set as textContent.
 
-const SVG_NS = "http://www.w3.org/2000/svg";
+import { icon } from "./icons.js";
+
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const HEADER_RE = /^[A-Za-z0-9-]{1,64}$/;
 const NAME_RULE = "Use 1 to 32 characters: lower-case letters, digits, - and _, starting with a letter or digit.";
@@ -35,27 +36,6 @@ function button(className, text, onClick, label) {
   return node;
 }
 
-/** A small inline SVG icon (never a glyph: not every system has the font). */
-export function icon(paths, size = 18) {
-  const svg = document.createElementNS(SVG_NS, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("width", String(size));
-  svg.setAttribute("height", String(size));
-  svg.setAttribute("fill", "none");
-  svg.setAttribute("stroke", "currentColor");
-  svg.setAttribute("stroke-width", "2");
-  svg.setAttribute("stroke-linecap", "round");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
-  for (const d of paths) {
-    const path = document.createElementNS(SVG_NS, "path");
-    path.setAttribute("d", d);
-    svg.append(path);
-  }
-  return svg;
-}
-
-const CLOSE_ICON = ["M6 6l12 12", "M18 6L6 18"];
 
 /** Seconds until the next try, counted down from when the status arrived. */
 function secondsLeft(status) {
@@ -145,7 +125,7 @@ export class ServersPanel {
     title.id = "servers-title";
     const close = button("servers-close icon-btn", "", () => this.close(), "Close MCP servers");
     close.classList.remove("btn", "btn-small");
-    close.append(icon(CLOSE_ICON));
+    close.append(icon("close"));
     head.append(title, close);
     const intro = el(
       "p",
@@ -549,7 +529,7 @@ export class ServersPanel {
       (next ? next.querySelector("input") : this.form.querySelector(".server-add-header")).focus();
     }, `Remove header ${n}`);
     remove.classList.remove("btn", "btn-small");
-    remove.append(icon(CLOSE_ICON, 16));
+    remove.append(icon("close", "icon-small"));
     row.append(nameInput, valueInput, remove);
     this.headerRows.append(row);
     return row;
