@@ -621,7 +621,11 @@ export class ServersPanel {
     if (this.editing) {
       // What the form does not show stays as it is.
       body.enabled = this.editing.enabled;
-      if (this.editing.secret_ref) body.secret_ref = this.editing.secret_ref;
+      if (this.editing.secret_ref) {
+        body.secret_ref = this.editing.secret_ref;
+        body.secret_header = this.editing.secret_header || "Authorization";
+        body.secret_prefix = this.editing.secret_prefix ?? "Bearer ";
+      }
     }
     return body;
   }

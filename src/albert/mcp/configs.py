@@ -180,6 +180,10 @@ class McpServerView(BaseModel):
     url: str
     header_names: list[str]
     secret_ref: str | None
+    # Where the secret's value goes (a header name and "Bearer " or nothing), so an edit
+    # can keep it; never the value.
+    secret_header: str = "Authorization"
+    secret_prefix: Literal["Bearer ", ""] = "Bearer "
     enabled: bool
     source: Literal["client", "default"]
     kind: ServerKind | None = None
@@ -192,6 +196,8 @@ class McpServerView(BaseModel):
             url=config.url,
             header_names=sorted(config.headers),
             secret_ref=config.secret_ref,
+            secret_header=config.secret_header,
+            secret_prefix="" if config.secret_prefix == "" else "Bearer ",
             enabled=config.enabled,
             source=config.source,
             kind=config.kind,

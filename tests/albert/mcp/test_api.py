@@ -66,10 +66,19 @@ async def test_list_add_replace_and_delete(api: McpApi) -> None:
         "url": "http://127.0.0.1:9/other",
         "header_names": ["X-Api-Key"],
         "secret_ref": "MCP_SECRET_FILES",
+        "secret_header": "Authorization",
+        "secret_prefix": "Bearer ",
         "enabled": True,
         "source": "client",
         "kind": None,
     }
+    # Where the secret goes is shown (never its value), so an edit can send it back.
+    custom = {**body, "secret_header": "X-Files-Key", "secret_prefix": ""}
+    shown = payload(await call(api, "POST", "/api/mcp/servers", custom))
+    assert (shown["secret_header"], shown["secret_prefix"]) == ("X-Files-Key", "")
+    assert payload(await call(api, "POST", "/api/mcp/servers", body))["secret_header"] == (
+        "Authorization"
+    )
     replaced = await call(
         api, "POST", "/api/mcp/servers", {**body, "enabled": False, "kind": "filesystem"}
     )
