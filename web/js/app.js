@@ -809,7 +809,11 @@ function renderTurnInto(item, turn) {
     const box = el("div", "turn-error");
     box.setAttribute("role", "alert");
     if (shown.error) {
-      box.append(el("code", "", shown.error.code), el("span", "", shown.error.message));
+      box.append(el("span", "turn-error-message", shown.error.message));
+      // The technical detail (and the code) folded under the plain words.
+      const more = el("details", "turn-error-detail");
+      more.append(el("summary", "", "Details"), el("code", "", [shown.error.code, shown.error.detail].filter(Boolean).join(": ")));
+      box.append(more);
     } else {
       box.append(el("span", "", "This answer was interrupted."));
     }
@@ -988,7 +992,7 @@ function onFrame(frame) {
     return;
   }
   if (frame.type === "error" && !frame.thread_id) {
-    showBanner(`${frame.code}: ${frame.message}`);
+    showBanner(frame.message || frame.code);
     return;
   }
   if (frame.type === "ack") state.outbox.delete(frame.message_id);
@@ -1033,7 +1037,7 @@ function onFrame(frame) {
       conv.applyFrame({ ...frame, turn_id: waiting.message_id });
       if (frame.thread_id === state.currentId) renderTurn(conv.turn(waiting.message_id));
     } else {
-      showBanner(`${frame.code}: ${frame.message}`);
+      showBanner(frame.message || frame.code);
       // A refused regenerate: show what the server has.
       if (conv) reloadThread(frame.thread_id);
     }
