@@ -1242,6 +1242,23 @@ function bindUi() {
   });
 }
 
+/** One line on the empty screen: the demo planner or which model answers (text only). */
+function showAnswerer() {
+  state.api
+    .answerer()
+    .then((said) => {
+      if (!said?.text) return;
+      let note = document.getElementById("answerer");
+      if (!note) {
+        note = el("p", "answerer-note");
+        note.id = "answerer";
+        $("empty").append(note);
+      }
+      note.textContent = said.text;
+    })
+    .catch(() => {});
+}
+
 async function main() {
   bindUi();
   const savedSidebar = store.get(SIDEBAR_KEY);
@@ -1257,6 +1274,7 @@ async function main() {
       })
     : new Api();
   await state.api.ensureSession();
+  showAnswerer();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
   state.conn = new ChatConnection(() => state.api.socketUrl(), {

@@ -279,7 +279,8 @@ export class Conversation {
         if (!frame.turn_id) return null;
         const turn = this.turn(frame.turn_id);
         turn.state = "error";
-        turn.error = { code: frame.code, message: frame.message, detail: frame.detail || null, retryable: Boolean(frame.retryable) };
+        turn.error = { code: frame.code, message: frame.message, retryable: Boolean(frame.retryable) };
+        if (frame.detail) turn.error.detail = frame.detail; // shown folded under the message
         return turn;
       }
       default:
