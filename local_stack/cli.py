@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from child_processes import exit_on_signals, reserve_port
+from local_stack.answers import answerer_line
 from miniflare.server import run
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -110,9 +111,11 @@ def main(argv: list[str] | None = None) -> None:
             sock.close()  # wrangler binds it itself, moments from now
             from workerd_dev.runner import serve_on_workerd
 
+            print(answerer_line(args.project_dir, overrides), flush=True)
             serve_on_workerd(args.project_dir, args.state_dir, args.host, args.port, overrides)
             return
         print(f"Albert worker on http://{args.host}:{args.port}", flush=True)
+        print(answerer_line(args.project_dir, overrides), flush=True)
         run(args.project_dir, args.state_dir, args.host, sock, overrides)
     except KeyboardInterrupt:
         # A stop asked for by a signal is a clean stop.

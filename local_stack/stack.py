@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from child_processes import LOOPBACK, Children, PortTaken, listening_socket, reserve_port
 from data_server.http_limits import CONCURRENCY_LIMIT
+from local_stack.answers import answerer_line
 from miniflare.server import (
     SERVER_GRACE_SECONDS,
     QuietServer,
@@ -108,6 +109,13 @@ async def _seed(typesense_url: str, db_path: Path) -> None:
         report = await seed_local(db_path, client, progress=RichProgress(), skip_if_current=True)
         print("  vaults index: " + ("up to date" if report is None else "seeded"), flush=True)
 
+
+# Said once before the seeding's per-source lines: what their "no recording" parts (the
+# offline transport's "HTTP 404 Not Recorded") mean.
+NOT_RECORDED_NOTE = (
+    'The demo data is recorded offline: a part of a source with no recording ("no '
+    'recording for …", HTTP 404 Not Recorded) is left out, and the demo answers without it.'
+)
 
 # Connections the stack's data server takes from one address (its only client, the runtime).
 STACK_DATA_SERVER_PER_ADDRESS = CONCURRENCY_LIMIT
@@ -217,6 +225,7 @@ def run_stack(
         print(f"  Typesense on {typesense.url}", flush=True)
         db_path = state_dir / "data_server.sqlite3"
         print("Seeding demo data…", flush=True)
+        print(f"  {NOT_RECORDED_NOTE}", flush=True)
         asyncio.run(_seed(typesense.url, db_path))
         nodes: list[AnvilProcess] = []
         if chains:
@@ -249,6 +258,7 @@ def run_stack(
         print(f"  data server (MCP + platform services) on {data_url}", flush=True)
         chain_list = ", ".join(f"{n.chain} (id {n.chain_id}) {n.url}" for n in nodes) or "none"
         print(f"  local chains: {chain_list}", flush=True)
+        print(f"  {answerer_line(project_dir, values)}", flush=True)
         print(f"\nAlbert is running: open http://{host}:{port}/\n", flush=True)
         asyncio.run(serve_until_stopped(servers, local, on_stop=begin_stop))
     finally:

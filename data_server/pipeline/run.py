@@ -588,24 +588,46 @@ _HTTP_STATUS = re.compile(r"HTTPStatusError: \w+ error '(\d{3}[^']*)' for url '[
 MAX_WARNING_GROUPS = 3
 
 
-def summarize_warnings(warnings: Sequence[str]) -> str:
-    """`N warnings`, followed by what they were: labels grouped by their reason.
+# The reason the offline recordings (data_server.fixtures) give for a URL nobody recorded:
+# not a fault, a part of a source the offline demo goes without.
+NOT_RECORDED = "HTTP 404 Not Recorded"
 
-    A count alone says nothing: `3 warnings (apy_breakdown, apy, tvl: HTTP 404 Not
-    Recorded)` says which parts of a source were missing and why. Every warning is in
-    the run log (`source_runs`) in full.
+
+def summarize_warnings(warnings: Sequence[str]) -> str:
+    """`N warnings`, followed by what they were: labels grouped by their reason; and the
+    parts the offline recordings lack, apart (they are not faults).
+
+    A count alone says nothing: `3 warnings (apy_breakdown, apy: HTTP 500 …)` says which
+    parts of a source failed and why; `no recording for apy_breakdown, apy, tvl (the
+    offline demo goes without them)` that the offline demo has no recording of those.
+    Every warning is in the run log (`source_runs`) in full.
     """
-    count = f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
-    if not warnings:
-        return count
     groups: dict[str, list[str]] = {}
     for warning in warnings:
         label, _, reason = warning.partition(": ")
         reason = _HTTP_STATUS.sub(lambda m: f"HTTP {m.group(1)}", reason)
         groups.setdefault(reason, []).append(label)
+    missing = groups.pop(NOT_RECORDED, [])
+    said = _grouped(groups) if groups or not missing else ""
+    if not missing:
+        return said
+    shown = _labels(missing)
+    unrecorded = f"no recording for {shown} (the offline demo goes without them)"
+    return f"{said}; {unrecorded}" if said else unrecorded
+
+
+def _labels(labels: list[str]) -> str:
+    return ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+
+
+def _grouped(groups: dict[str, list[str]]) -> str:
+    total = sum(len(labels) for labels in groups.values())
+    count = f"{total} warning{'' if total == 1 else 's'}"
+    if not groups:
+        return count
     parts = []
     for reason, labels in list(groups.items())[:MAX_WARNING_GROUPS]:
-        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        shown = _labels(labels)
         parts.append(f"{shown}: {reason}" if reason else shown)
     if len(groups) > MAX_WARNING_GROUPS:
         more = len(groups) - MAX_WARNING_GROUPS

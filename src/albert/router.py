@@ -16,6 +16,9 @@ from albert.protocol.http import SessionRequest, SessionResponse
 from albert.settings import Settings
 from albert.web import BadRequest, HttpRequest, HttpResponse, parse_body
 
+# What answers the chat (the demo planner or a model at a host), for the empty screen.
+ANSWERER_PATH = "/api/answerer"
+
 
 class ForwardToObject(NamedTuple):
     """Send the request to the object of this id (an MCP server's OAuth callback, whose
@@ -83,6 +86,13 @@ def _verified(
             return HttpResponse.error(
                 403, "not_signed_in", "only a signed-in user's sessions can be revoked"
             )
+    elif request.path == ANSWERER_PATH:
+        if request.method != "GET":
+            return HttpResponse.error(405, "method_not_allowed", "use GET")
+        # Imported on the path that uses it: the router's other requests never need it.
+        from albert.ai.answerer import answerer
+
+        return HttpResponse.json(answerer(settings.for_tenant(identity.tenant)))
     elif request.path == "/api/me" and identity.anonymous:
         # A signed-in session may have been revoked, which only the user's object knows:
         # its /api/me is answered there, after the check (albert.chat.routes).

@@ -24,6 +24,9 @@ class Settings(BaseModel):
     model_base_url: str = Field("", alias="MODEL_BASE_URL")
     model_api_key: SecretStr = Field(SecretStr(""), alias="MODEL_API_KEY")
     model_name: str = Field("gpt-4o-mini", alias="MODEL_NAME")
+    # The model the Workers AI binding runs when no gateway is set (read by
+    # albert.cloudflare.ai from the env; here only to say what answers).
+    workers_ai_model: str = Field("", alias="WORKERS_AI_MODEL")
     model_timeout_seconds: float = Field(60.0, alias="MODEL_TIMEOUT_SECONDS", gt=0)
     # Stall bounds on the model stream, apart from the whole turn's bound: a gateway
     # that accepts the request and then goes quiet must not hold a turn open.

@@ -73,6 +73,6 @@ async def test_retries_run_on_alarms_until_the_server_is_failed(
     # Every wait shown was under the ceiling of the retry it led to.
     assert all(wait <= CEILINGS[made] for made, wait in waits), waits
     # The server's fault, not the client's: the SDK loaded and the connect was refused.
-    assert status["last_error"] == "server unreachable", status
+    assert status["last_error"].startswith("server unreachable"), status
     assert "reconnecting" in {state for state, _ in seen}, seen
     assert max(attempts for _, attempts in seen) >= ATTEMPTS - 1, seen

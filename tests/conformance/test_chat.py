@@ -224,6 +224,8 @@ async def test_a_cut_stream_keeps_the_partial_answer_marked_incomplete(runtime, 
         assert answer_text(frames) == "Partial answer "
         error = next(f for f in frames if f["type"] == "error")
         assert error["code"] == "model_error" and error["retryable"]
+        # Plain words for the user, the technical detail apart.
+        assert "broke off" in error["message"] and "stream_cut" in error["detail"]
         last = (await client.thread(thread))["messages"][-1]
         assert (last["role"], last["content"], last["status"]) == (
             "assistant",
@@ -278,3 +280,21 @@ async def test_thread_http_api_pages_renames_and_deletes(runtime, model) -> None
         assert (await client.http.get(f"/api/threads/{ids[1]}")).status_code == 404
         health = await client.http.get("/healthz")
         assert health.json() == {"ok": True}
+
+
+async def test_the_page_is_told_what_answers(
+    runtime: RuntimeProcess, model: ScriptedModelServer
+) -> None:
+    async with ChatClient(runtime.url, runtime.ws_url) as client:
+        response = await client.http.get("/api/answerer")
+        assert response.status_code == 200, response.text
+        host = model.base_url.split("//", 1)[1].split("/", 1)[0]
+        assert response.json() == {
+            "kind": "model",
+            "model": "gpt-4o-mini",
+            "host": host,
+            "text": f"Answers come from gpt-4o-mini at {host}.",
+        }
+        assert (await client.http.post("/api/answerer")).status_code == 405
+    async with httpx.AsyncClient(base_url=runtime.url, timeout=10) as anonymous:
+        assert (await anonymous.get("/api/answerer")).status_code == 401

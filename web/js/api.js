@@ -246,6 +246,10 @@ export class Api {
   reconnectMcp(name) {
     return this.request("POST", `/api/mcp/servers/${encodeURIComponent(name)}/reconnect`);
   }
+  /** What answers the chat: { kind, model, host, text } (text: one line for people). */
+  answerer() {
+    return this.request("GET", "/api/answerer");
+  }
   /** Begin an MCP server's OAuth: `{authorization_url}` for the user to open. */
   authorizeMcp(name) {
     return this.request("POST", `/api/mcp/servers/${encodeURIComponent(name)}/authorize`);

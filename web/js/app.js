@@ -817,7 +817,11 @@ function renderTurnInto(item, turn) {
     const box = el("div", "turn-error");
     box.setAttribute("role", "alert");
     if (shown.error) {
-      box.append(el("code", "", shown.error.code), el("span", "", shown.error.message));
+      box.append(el("span", "turn-error-message", shown.error.message));
+      // The technical detail (and the code) folded under the plain words.
+      const more = el("details", "turn-error-detail");
+      more.append(el("summary", "", "Details"), el("code", "", [shown.error.code, shown.error.detail].filter(Boolean).join(": ")));
+      box.append(more);
     } else {
       box.append(el("span", "", "This answer was interrupted."));
     }
@@ -996,7 +1000,7 @@ function onFrame(frame) {
     return;
   }
   if (frame.type === "error" && !frame.thread_id) {
-    showBanner(`${frame.code}: ${frame.message}`);
+    showBanner(frame.message || frame.code);
     return;
   }
   if (frame.type === "ack") state.outbox.delete(frame.message_id);
@@ -1041,7 +1045,7 @@ function onFrame(frame) {
       conv.applyFrame({ ...frame, turn_id: waiting.message_id });
       if (frame.thread_id === state.currentId) renderTurn(conv.turn(waiting.message_id));
     } else {
-      showBanner(`${frame.code}: ${frame.message}`);
+      showBanner(frame.message || frame.code);
       // A refused regenerate: show what the server has.
       if (conv) reloadThread(frame.thread_id);
     }
@@ -1262,6 +1266,23 @@ function bindUi() {
   });
 }
 
+/** One line on the empty screen: the demo planner or which model answers (text only). */
+function showAnswerer() {
+  state.api
+    .answerer()
+    .then((said) => {
+      if (!said?.text) return;
+      let note = document.getElementById("answerer");
+      if (!note) {
+        note = el("p", "answerer-note");
+        note.id = "answerer";
+        $("empty").append(note);
+      }
+      note.textContent = said.text;
+    })
+    .catch(() => {});
+}
+
 async function main() {
   bindUi();
   const savedSidebar = store.get(SIDEBAR_KEY);
@@ -1282,6 +1303,7 @@ async function main() {
     fallbackFocus: () => $("open-servers"),
   });
   await state.api.ensureSession();
+  showAnswerer();
   startAnalytics(state.api);
   safeTrack(EVENT.SESSION_STARTED, { theme: currentTheme(), viewport_width: Math.round(window.innerWidth) });
   state.conn = new ChatConnection(() => state.api.socketUrl(), {

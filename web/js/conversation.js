@@ -280,6 +280,7 @@ export class Conversation {
         const turn = this.turn(frame.turn_id);
         turn.state = "error";
         turn.error = { code: frame.code, message: frame.message, retryable: Boolean(frame.retryable) };
+        if (frame.detail) turn.error.detail = frame.detail; // shown folded under the message
         return turn;
       }
       default:

@@ -3,21 +3,19 @@
 A gateway's error body is its own text: it may echo the request's credentials
 (some answer a bad key with the key itself), internal hosts or account ids. The
 browser gets a classified message (the status, what it means, whether a retry
-can help); the body goes to the log, with every configured secret and anything
-shaped like a credential redacted. An error reported inside a stream adds the
+can help); the body goes to the log (one line with the failed turn, written by
+albert.chat.driver), with every configured secret and anything shaped like a
+credential redacted. An error reported inside a stream adds the
 provider's own message, redacted the same way and cut short: without it a user
 cannot tell a content refusal from a broken provider.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 
 from albert.ai.model import ModelError
-
-log = logging.getLogger(__name__)
 
 MAX_LOGGED_CHARS = 2_000
 _REDACTED = "[redacted]"
@@ -54,20 +52,24 @@ def _meaning(status: int) -> str:
 def http_error(
     status: int, body: str, secrets: Sequence[str], retry_after: float | None = None
 ) -> ModelError:
-    """The ModelError for a non-200 answer; the body is logged (redacted), never returned."""
-    log.warning("model gateway answered %d: %s", status, redact(body[:MAX_LOGGED_CHARS], secrets))
+    """The ModelError for a non-200 answer; the body (redacted) goes with it as
+    `gateway_said`, for the log and the folded detail, never in its message."""
+    said = redact(body[:MAX_LOGGED_CHARS], secrets)
     if status == 429:
-        return ModelError(
+        error = ModelError(
             "rate_limited",
             "the model gateway is rate limiting requests (HTTP 429)",
             status=429,
             retry_after=retry_after,
         )
-    # 408/425 are worth a retry like a 5xx is: say so through the status we report.
-    reported = 503 if status in (408, 425) else status
-    return ModelError(
-        "http", f"the model gateway {_meaning(status)} (HTTP {status})", status=reported
-    )
+    else:
+        # 408/425 are worth a retry like a 5xx is: say so through the status we report.
+        reported = 503 if status in (408, 425) else status
+        error = ModelError(
+            "http", f"the model gateway {_meaning(status)} (HTTP {status})", status=reported
+        )
+    error.gateway_said = said
+    return error
 
 
 _RETRYABLE_WORDS = ("rate", "overload", "capacity", "timeout", "unavailable", "busy")
@@ -78,19 +80,22 @@ MAX_REASON_CHARS = 200
 def stream_error(detail: str, secrets: Sequence[str], reason: str = "") -> ModelError:
     """The ModelError for an error reported inside a stream: whether a retry can help, and
     the provider's own `reason` (its message), redacted, on one line, cut short. The whole
-    `detail` goes to the log only."""
-    log.warning("model gateway sent an error event: %s", redact(detail[:MAX_LOGGED_CHARS], secrets))
+    `detail` (redacted) goes with it as `gateway_said`, for the log."""
+    logged = redact(detail[:MAX_LOGGED_CHARS], secrets)
     said = " ".join(redact(reason, secrets).split())
     if len(said) > MAX_REASON_CHARS:
         said = said[: MAX_REASON_CHARS - 1] + "…"
     suffix = f": {said}" if said else ""
     lowered = detail.lower()
     if any(word in lowered for word in _RETRYABLE_WORDS):
-        return ModelError(
+        error = ModelError(
             "http",
             "the model gateway stopped the answer (overloaded or limited; trying again may "
             f"help){suffix}",
             status=503,
         )
-    message = f"the model gateway stopped the answer with an error{suffix}"
-    return ModelError("http", message, status=502)
+    else:
+        message = f"the model gateway stopped the answer with an error{suffix}"
+        error = ModelError("http", message, status=502)
+    error.gateway_said = logged
+    return error

@@ -91,6 +91,9 @@ class ModelError(Exception):
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        # What the gateway itself said (its error body, redacted): for the log and the
+        # folded detail, never the message.
+        self.gateway_said = ""
 
     @property
     def retryable(self) -> bool:

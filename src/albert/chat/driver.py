@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from albert.ai.model import ChatMessage, ModelClient, ModelError
+from albert.ai.plain_errors import explain_model_error
 from albert.ai.prompt import build_system_prompt
 from albert.ai.tool_loop import StallBounds, ToolLoop
 from albert.analytics.chat_events import TurnEvents
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 # The read_tool_result tools kept per driver (one per recent thread): building one each
 # turn also built its spec and measured it again (~30 µs of a turn).
 KEPT_THREAD_TOOLS = 8
+# How much of a gateway's own error body the failed turn's log line carries (redacted).
+MAX_LOGGED_SAID = 500
 
 
 class TurnDriver:
@@ -150,12 +153,7 @@ class TurnDriver:
             log.warning("turn %s: storage failed: %s", turn_id, exc)
             return STORAGE_FAILED
         if isinstance(exc, ModelError):
-            code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
-                exc.kind, "model_error"
-            )  # type: ignore[assignment]
-            return TurnEnding(
-                "error", "incomplete", code=code, message=str(exc), retryable=exc.retryable
-            )
+            return self._model_failed(exc, turn_id)
         log.exception("turn %s failed", turn_id)
         return TurnEnding(
             "error",
@@ -163,4 +161,33 @@ class TurnDriver:
             code="internal",
             message="something went wrong on our side; your message is saved, try again",
             retryable=True,
+        )
+
+    def _model_failed(self, exc: ModelError, turn_id: str) -> TurnEnding:
+        """The ending of a turn the model failed: plain words and what to do for the user,
+        the technical detail folded under them, and one warning line in the log."""
+        settings = self._settings
+        plain = explain_model_error(
+            exc,
+            base_url=settings.model_base_url,
+            model_name=self._model.model_name,
+            secrets=(settings.model_api_key.get_secret_value(),),
+        )
+        said = " ".join(exc.gateway_said.split())[:MAX_LOGGED_SAID]
+        log.warning(
+            "turn %s: the model failed (%s)%s",
+            turn_id,
+            plain.detail,
+            f"; the gateway said: {said}" if said else "",
+        )
+        code: ErrorCode = {"rate_limited": "rate_limited", "timeout": "timeout"}.get(
+            exc.kind, "model_error"
+        )  # type: ignore[assignment]
+        return TurnEnding(
+            "error",
+            "incomplete",
+            code=code,
+            message=plain.message,
+            retryable=exc.retryable,
+            detail=plain.detail,
         )

@@ -75,6 +75,7 @@ class TurnEnding(NamedTuple):
     code: ErrorCode | None = None
     message: str = ""
     retryable: bool = False
+    detail: str | None = None
 
 
 CANCELLED = TurnEnding(finish_reason="cancelled", status="cancelled")
@@ -347,7 +348,11 @@ class TurnRecorder:
             self._send_rest(partial.step, partial.text)
         if ending.code is not None:
             self._live.emit(
-                ErrorFrame, code=ending.code, message=ending.message, retryable=ending.retryable
+                ErrorFrame,
+                code=ending.code,
+                message=ending.message,
+                detail=ending.detail,
+                retryable=ending.retryable,
             )
         self._done(ending.finish_reason, partial.step, Usage())
 

@@ -490,7 +490,8 @@ def is_final(exc: BaseException) -> bool:
 
 
 def describe_error(exc: BaseException | None, refusal: HttpRefusal | None = None) -> str:
-    """A short, safe description of why a connection failed."""
+    """A short, safe description of why a connection failed, in plain words (the browser
+    shows it as the server's `last_error`; the log names it with each change of state)."""
     if refusal is not None and (exc is None or not isinstance(exc, ConnectFailed)):
         return refusal.describe()
     if exc is None:
@@ -503,7 +504,7 @@ def describe_error(exc: BaseException | None, refusal: HttpRefusal | None = None
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return describe_error(exc.exceptions[0])
     if isinstance(exc, TimeoutError):
-        return "timed out"
+        return "timed out (the server did not answer in time)"
     return _describe_failure(exc)
 
 
@@ -514,11 +515,11 @@ def _describe_failure(exc: BaseException) -> str:
             return "connection closed"
         if exc.code == ANSWER_REFUSED:
             return exc.message[:300]
-        return f"server error {exc.code}"
+        return f"the server answered with an error (MCP code {exc.code})"
     if isinstance(exc, httpx2.ConnectError | ConnectionError):
-        return "server unreachable"
+        return "server unreachable (check its URL, and that it is running)"
     if isinstance(exc, httpx2.TransportError):
-        return f"transport error ({type(exc).__name__})"
+        return f"the connection to the server broke ({type(exc).__name__})"
     if isinstance(exc, asyncio.CancelledError):
         return "connection closed"
-    return type(exc).__name__
+    return f"connection failed ({type(exc).__name__})"

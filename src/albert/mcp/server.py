@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 # Bounds of the tool names a status carries.
 MAX_TOOL_NAMES = 200
 MAX_TOOL_NAME_CHARS = 80
+# The states of a server that is not answering: entering one is logged as a warning.
+FAILING: frozenset[McpState] = frozenset({"reconnecting", "failed", "needs_authorization"})
 
 
 class ConfigSource(Protocol):
@@ -224,7 +226,8 @@ class McpServer:
                 ready = await self._attempt(step)
         except TimeoutError:
             self.connect_failed(f"timed out after {seconds:g} s while {step[0]}")
-            log.warning(
+            # The state change that follows is the warning (once, not once per retry).
+            log.info(
                 "MCP server %s: attempt timed out after %g s while %s",
                 self.name,
                 seconds,
@@ -515,7 +518,7 @@ class McpServer:
             return False
         self.conn = None
         self.last_error = reason
-        self._enter("reconnecting", f"lost: {reason}", level=logging.WARNING)
+        self._enter("reconnecting", f"lost: {reason}")
         return True
 
     def recovery_planned(self) -> None:
@@ -607,8 +610,11 @@ class McpServer:
         if state not in TRANSITIONS[self.state]:
             raise IllegalTransition(f"MCP server {self.name}: {self.state} → {state} ({why})")
 
-    def _enter(self, state: McpState, why: str, *, level: int = logging.INFO) -> None:
+    def _enter(self, state: McpState, why: str) -> None:
         self._allow(state, why)
+        # A server going down (or staying down after trying again) is a warning once, when
+        # its state changes; the retries in between are information.
+        level = logging.WARNING if state in FAILING and state != self.state else logging.INFO
         log.log(level, "MCP server %s: %s → %s, %s", self.name, self.state, state, why)
         self.state = state
         self._site.status.notify()

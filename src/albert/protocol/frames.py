@@ -267,7 +267,10 @@ class ErrorFrame(_TurnFrame):
 
     type: Literal["error"] = "error"
     code: ErrorCode
-    message: str
+    message: str = Field(description="What happened and what to do next, in plain words.")
+    detail: str | None = Field(
+        None, description="The technical detail (shown folded under the message); no secrets."
+    )
     thread_id: str | None = None
     turn_id: str | None = None
     retryable: bool = False

@@ -358,7 +358,7 @@ async def test_a_server_that_accepts_but_never_answers_costs_a_bounded_wait(
         assert turn.registry.names() == ["echo", "local_only"]
         # The failed attempt records why before the state turns to reconnecting.
         await wait_state(h.manager, "vaults", "reconnecting", within=5)
-        assert h.manager.status()[0].last_error == "timed out"
+        assert h.manager.status()[0].last_error.startswith("timed out")
     finally:
         for writer in held:
             writer.transport.abort()

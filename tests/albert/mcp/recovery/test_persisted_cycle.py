@@ -65,7 +65,7 @@ async def test_a_restart_mid_cycle_carries_on_with_the_next_delay(tmp_path: Path
     assert again.scheduler.resume(again.server)
     assert again.server.state == "reconnecting" and again.server.recovery.attempts == 1
     assert again.server.recovery.next_at == planned  # the plan, as it was stored
-    assert again.server.last_error == "server unreachable"
+    assert again.server.last_error.startswith("server unreachable")
     assert again.connect.attempts == 0  # not tried at once: the plan says when
     ring(clock, alarm)
     await again.scheduler.on_alarm()  # retry 2, then retry 3 (the last) within 2 s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 
@@ -105,3 +106,29 @@ def test_a_disabled_server_cannot_come_back_by_itself() -> None:
     assert server.conn is None and server.tools is None  # refused before anything changed
     with pytest.raises(IllegalTransition):
         server.recovery_planned()
+
+
+def test_a_failing_server_is_a_warning_once_per_change_not_once_per_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server, _ = make()
+    uniform = random.Random(3).uniform
+    with caplog.at_level(logging.INFO, logger="albert.mcp.server"):
+        server.connect_failed("server unreachable (check its URL, and that it is running)")
+        server.recovery.begin(POLICY, now=0, uniform=uniform)
+        server.recovery_planned()  # connecting → reconnecting: a warning
+        server.recovery.record_failure(POLICY, now=1, uniform=uniform)
+        server.retry_failed()  # still reconnecting: information
+        server.recovery.record_failure(POLICY, now=2, uniform=uniform)
+        server.retry_failed()  # reconnecting → failed: a warning
+        server.half_open_failed()  # still failed: information
+        server.connected(FakeConnection(), SPECS, at=9.0)  # type: ignore[arg-type]
+        server.lost("connection closed")  # ready → reconnecting: a warning
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 3, warnings
+    assert "connecting → reconnecting" in warnings[0] and "server unreachable" in warnings[0]
+    assert "reconnecting → failed" in warnings[1]
+    assert "ready → reconnecting" in warnings[2] and "connection closed" in warnings[2]
+    assert all("\n" not in line for line in warnings)
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("reconnecting → reconnecting" in line for line in infos), infos
