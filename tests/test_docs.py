@@ -42,3 +42,19 @@ def test_every_relative_link_and_anchor_resolves() -> None:
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such header)")
     assert broken == []
+
+
+TEST_FILE = re.compile(r"`(tests/[\w/.-]+\.py)(?:::\w+)?`")
+
+
+def test_every_test_file_the_docs_name_exists() -> None:
+    # A doc pointing at a test that was moved or never written tells the reader nothing.
+    # The performance history tells of earlier states, with tests of theirs since gone.
+    missing = [
+        f"{page.relative_to(ROOT)}: {name}"
+        for page in PAGES
+        if page.name != "performance-history.md"
+        for name in TEST_FILE.findall(page.read_text())
+        if not (ROOT / name).exists()
+    ]
+    assert missing == []
