@@ -89,6 +89,13 @@ def test_a_wrong_model_url_says_what_to_check_with_the_detail_folded(
         shown = page.inner_text(".turn-error details code")
         assert shown.startswith("model_error: network") and "ConnectError" in shown, shown
         assert KEY not in page.content()
+        # Reloaded from storage, the turn says the same, with the same folded detail.
+        page.reload()
+        page.wait_for_selector('#turns > li.turn[data-state="error"] .turn-error')
+        assert page.locator(".turn-error").inner_text() == visible
+        assert page.locator(".turn-error details").get_attribute("open") is None
+        page.click(".turn-error details summary")
+        assert page.inner_text(".turn-error details code") == shown
     finally:
         context.close()
     assert errors == []

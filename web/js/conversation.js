@@ -16,6 +16,16 @@ function parseArgs(raw) {
   }
 }
 
+/** The error a failed turn's browser was told (its stored `meta.error`), or a general one. */
+function storedError(error) {
+  if (!error || typeof error.message !== "string" || !error.message) {
+    return { code: "failed", message: "This answer did not finish.", retryable: true };
+  }
+  const shown = { code: String(error.code || "failed"), message: error.message, retryable: Boolean(error.retryable) };
+  if (typeof error.detail === "string" && error.detail) shown.detail = error.detail;
+  return shown;
+}
+
 export class Conversation {
   constructor(threadId) {
     this.threadId = threadId;
@@ -120,7 +130,7 @@ export class Conversation {
           ? { code: "interrupted", message: RESTART_NOTE, retryable: true }
           : endedBy === "storage"
             ? { code: "storage_unavailable", message: STORAGE_NOTE, retryable: true }
-            : { code: "failed", message: "This answer did not finish.", retryable: true };
+            : storedError(m.meta?.error);
     } else if (turn.state === "loading") {
       turn.state = "partial";
     }

@@ -78,6 +78,19 @@ class TurnEnding(NamedTuple):
     detail: str | None = None
 
 
+def ending_error(ending: TurnEnding) -> dict[str, object]:
+    """The error of an ending as stored in its message's `meta.error` (the error frame's
+    fields)."""
+    error: dict[str, object] = {
+        "code": ending.code,
+        "message": ending.message,
+        "retryable": ending.retryable,
+    }
+    if ending.detail:
+        error["detail"] = ending.detail
+    return error
+
+
 CANCELLED = TurnEnding(finish_reason="cancelled", status="cancelled")
 # Storage failed mid-turn, and then took the turn's end with its partial text.
 STORAGE_FAILED = TurnEnding(
@@ -339,6 +352,8 @@ class TurnRecorder:
                 content="" if saved else partial.text,
                 status=ending.status,
                 finish_reason=ending.finish_reason,
+                # What the browser was told, so a reloaded thread says the same.
+                meta=None if ending.code is None else {"error": ending_error(ending)},
             )
             self._journal.end(self._turn_id)
 
