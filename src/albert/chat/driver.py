@@ -190,4 +190,5 @@ class TurnDriver:
             message=plain.message,
             retryable=exc.retryable,
             detail=plain.detail,
+            retry_after=exc.retry_after,
         )

@@ -76,6 +76,7 @@ class TurnEnding(NamedTuple):
     message: str = ""
     retryable: bool = False
     detail: str | None = None
+    retry_after: float | None = None
 
 
 def ending_error(ending: TurnEnding) -> dict[str, object]:
@@ -368,6 +369,7 @@ class TurnRecorder:
                 message=ending.message,
                 detail=ending.detail,
                 retryable=ending.retryable,
+                retry_after_seconds=ending.retry_after,
             )
         self._done(ending.finish_reason, partial.step, Usage())
 

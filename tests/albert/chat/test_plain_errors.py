@@ -126,3 +126,38 @@ async def test_a_failed_turn_sends_plain_words_and_logs_one_warning(
     line = warnings[0].getMessage()
     assert "\n" not in line and "HTTP 401" in line and "invalid key" in line
     assert KEY not in line and KEY not in json.dumps(sockets.frames)
+
+
+class RateLimitedModel:
+    model_name = "gpt-x"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        raise http_error(429, "slow down", [KEY], retry_after=7)
+        yield  # an async generator
+
+
+async def test_a_rate_limited_turn_says_when_to_try_again_and_keeps_it(tmp_path: Path) -> None:
+    sockets = RecordingSockets()
+    env = {"ALBERT_MODE": "local", "MODEL_BASE_URL": BASE, "MODEL_API_KEY": KEY}
+    async with httpx.AsyncClient() as http:
+        service = build_chat_service(
+            sql=object_sql(tmp_path / "o.sqlite"),
+            hub=sockets,
+            env=env,
+            http=http,
+            model=RateLimitedModel(),
+        )
+        service.store.create_thread("t1", "Named")
+        frame = {"type": "chat", "thread_id": "t1", "message_id": "m1", "text": "hello"}
+        await service.handle_frame(sockets, json.dumps(frame))
+        [error] = [f for f in sockets.frames if f["type"] == "error"]
+        assert error["code"] == "rate_limited" and error["retryable"]
+        assert error["retry_after_seconds"] == 7 and "Wait about 7 s" in error["message"]
+        # The stored end carries what the browser was told, for a reload.
+        ended = service.store.all_messages("t1")[-1]
+        assert ended.meta["error"] == {
+            "code": "rate_limited",
+            "message": error["message"],
+            "detail": error["detail"],
+            "retryable": True,
+        }
