@@ -146,6 +146,20 @@ def test_add_see_errors_reconnect_edit_and_remove_servers(
         [mine] = [s for s in page.evaluate(LIST_SERVERS) if s["name"] == "mine"]
         assert (mine["kind"], mine["header_names"]) == ("generic", ["X-Team"])
 
+        # Switched off in the form: kept, shown off, not connected; then on again.
+        page.click(f'{item("mine")} [data-action="edit"]')
+        assert page.is_checked("#server-enabled")
+        page.uncheck("#server-enabled")
+        page.click(f"{DIALOG} .server-form button[type=submit]")
+        page.wait_for_selector(f'{item("mine")}[data-state="disabled"]')
+        [mine] = [s for s in page.evaluate(LIST_SERVERS) if s["name"] == "mine"]
+        assert mine["enabled"] is False and mine["header_names"] == ["X-Team"]
+        page.click(f'{item("mine")} [data-action="edit"]')
+        assert not page.is_checked("#server-enabled")
+        page.check("#server-enabled")
+        page.click(f"{DIALOG} .server-form button[type=submit]")
+        page.wait_for_selector(f'{item("mine")}[data-state="ready"]', timeout=SLOW_MS)
+
         # Remove, with a confirm step (Keep first), and the chip goes too.
         page.click(f'{item("bogus")} [data-action="remove"]')
         assert focused(page) == "cancel-remove|bogus"
@@ -161,7 +175,8 @@ def test_add_see_errors_reconnect_edit_and_remove_servers(
         # A chip opens the panel on its server.
         page.click('#mcp .mcp-server[data-server="mine"] button.mcp-chip')
         page.wait_for_selector(DIALOG)
-        assert page.evaluate("document.activeElement.textContent") == "mine"
+        # Focus moves to it once the panel has loaded the servers.
+        page.wait_for_function("() => document.activeElement.textContent === 'mine'")
         page.keyboard.press("Escape")
         page.wait_for_selector("dialog#servers-dialog", state="hidden")
         assert tab.errors == [], tab.errors

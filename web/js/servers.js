@@ -465,6 +465,17 @@ export class ServersPanel {
       this.kindSelect.append(option);
     }
 
+    // On or off: an off server keeps its settings and is not connected.
+    this.enabledInput = el("input");
+    this.enabledInput.type = "checkbox";
+    this.enabledInput.id = "server-enabled";
+    this.enabledInput.name = "enabled";
+    this.enabledInput.checked = true;
+    const enabled = el("div", "server-field server-enabled");
+    const enabledLabel = el("label", null, "Connect to this server");
+    enabledLabel.htmlFor = this.enabledInput.id;
+    enabled.append(this.enabledInput, enabledLabel);
+
     // Headers: name/value rows.
     const headers = el("fieldset", "server-field server-headers");
     headers.dataset.field = "headers";
@@ -497,6 +508,7 @@ export class ServersPanel {
       field("url", "URL", this.urlInput, "The server's streamable HTTP endpoint."),
       headers,
       field("kind", "Kind", this.kindSelect, "What the server offers; Auto guesses it from its tool names."),
+      enabled,
       this.formError,
       buttons,
     );
@@ -542,6 +554,7 @@ export class ServersPanel {
     this.nameInput.readOnly = Boolean(view);
     this.urlInput.value = view ? view.url : "";
     this.kindSelect.value = view && view.kind ? view.kind : "";
+    this.enabledInput.checked = view ? Boolean(view.enabled) : true;
     this.headerRows.replaceChildren();
     for (const header of view ? view.header_names : []) this.addHeaderRow(header, true);
     this.formTitle.textContent = view ? `Edit ${view.name}` : "Add a server";
@@ -615,12 +628,11 @@ export class ServersPanel {
       this.showErrors(errors);
       return null;
     }
-    const body = { name, url, headers };
+    const body = { name, url, headers, enabled: this.enabledInput.checked };
     if (this.kindSelect.value) body.kind = this.kindSelect.value;
     if (keep.length) body.keep_headers = keep;
     if (this.editing) {
       // What the form does not show stays as it is.
-      body.enabled = this.editing.enabled;
       if (this.editing.secret_ref) {
         body.secret_ref = this.editing.secret_ref;
         body.secret_header = this.editing.secret_header || "Authorization";
