@@ -87,7 +87,11 @@ def test_the_probes_request_is_refused_and_nothing_reaches_the_listener(runtime,
     with _client(runtime) as http:
         response = _add(http, f"{server.url}/mcp", "MCP_SECRET_VAULTS2")
         assert response.status_code == 422, response.text
-        assert response.json() == {"error": "secret_refused", "detail": REFUSAL}
+        assert response.json() == {
+            "error": "secret_refused",
+            "detail": REFUSAL,
+            "fields": [{"field": "secret_ref", "message": REFUSAL}],
+        }
         assert http.get("/api/mcp/servers").json()["servers"] == []
     assert recorder.requests == []
     assert SECRET not in runtime.log_tail(10_000)
