@@ -1242,6 +1242,7 @@ function bindUi() {
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || event.defaultPrevented) return;
     if (event.target.closest?.(".thread")) return; // ends a rename
+    if (state.servers?.isOpen) return; // closes the servers panel (its dialog's own Escape)
     if (PHONE.matches && sidebarVisible()) {
       event.preventDefault();
       toggleSidebar();
