@@ -91,16 +91,20 @@ def test_the_host_is_named_without_user_info_or_path(url: str, host: str) -> Non
 
 
 class FailingModel:
+    """A model whose every step fails with `error`."""
+
     model_name = "gpt-x"
 
+    def __init__(self, error: ModelError) -> None:
+        self.error = error
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        raise http_error(401, f"invalid key {KEY}", [KEY])
+        raise self.error
         yield  # an async generator
 
 
-async def test_a_failed_turn_sends_plain_words_and_logs_one_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def failed_turn(tmp_path: Path, error: ModelError) -> tuple[list[dict[str, Any]], Any]:
+    """One turn whose model fails with `error`: the frames sent, and its stored end."""
     sockets = RecordingSockets()
     env = {"ALBERT_MODE": "local", "MODEL_BASE_URL": BASE, "MODEL_API_KEY": KEY}
     async with httpx.AsyncClient() as http:
@@ -109,13 +113,20 @@ async def test_a_failed_turn_sends_plain_words_and_logs_one_warning(
             hub=sockets,
             env=env,
             http=http,
-            model=FailingModel(),
+            model=FailingModel(error),
         )
         service.store.create_thread("t1", "Named")
         frame = {"type": "chat", "thread_id": "t1", "message_id": "m1", "text": "hello"}
-        with caplog.at_level(logging.WARNING):
-            await service.handle_frame(sockets, json.dumps(frame))
-    errors: list[dict[str, Any]] = [f for f in sockets.frames if f["type"] == "error"]
+        await service.handle_frame(sockets, json.dumps(frame))
+        return sockets.frames, service.store.all_messages("t1")[-1]
+
+
+async def test_a_failed_turn_sends_plain_words_and_logs_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        frames, _ = await failed_turn(tmp_path, http_error(401, f"invalid key {KEY}", [KEY]))
+    errors: list[dict[str, Any]] = [f for f in frames if f["type"] == "error"]
     assert len(errors) == 1
     error = errors[0]
     assert error["code"] == "model_error" and not error["retryable"]
@@ -125,39 +136,18 @@ async def test_a_failed_turn_sends_plain_words_and_logs_one_warning(
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     line = warnings[0].getMessage()
     assert "\n" not in line and "HTTP 401" in line and "invalid key" in line
-    assert KEY not in line and KEY not in json.dumps(sockets.frames)
-
-
-class RateLimitedModel:
-    model_name = "gpt-x"
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        raise http_error(429, "slow down", [KEY], retry_after=7)
-        yield  # an async generator
+    assert KEY not in line and KEY not in json.dumps(frames)
 
 
 async def test_a_rate_limited_turn_says_when_to_try_again_and_keeps_it(tmp_path: Path) -> None:
-    sockets = RecordingSockets()
-    env = {"ALBERT_MODE": "local", "MODEL_BASE_URL": BASE, "MODEL_API_KEY": KEY}
-    async with httpx.AsyncClient() as http:
-        service = build_chat_service(
-            sql=object_sql(tmp_path / "o.sqlite"),
-            hub=sockets,
-            env=env,
-            http=http,
-            model=RateLimitedModel(),
-        )
-        service.store.create_thread("t1", "Named")
-        frame = {"type": "chat", "thread_id": "t1", "message_id": "m1", "text": "hello"}
-        await service.handle_frame(sockets, json.dumps(frame))
-        [error] = [f for f in sockets.frames if f["type"] == "error"]
-        assert error["code"] == "rate_limited" and error["retryable"]
-        assert error["retry_after_seconds"] == 7 and "Wait about 7 s" in error["message"]
-        # The stored end carries what the browser was told, for a reload.
-        ended = service.store.all_messages("t1")[-1]
-        assert ended.meta["error"] == {
-            "code": "rate_limited",
-            "message": error["message"],
-            "detail": error["detail"],
-            "retryable": True,
-        }
+    frames, ended = await failed_turn(tmp_path, http_error(429, "slow down", [KEY], retry_after=7))
+    [error] = [f for f in frames if f["type"] == "error"]
+    assert error["code"] == "rate_limited" and error["retryable"]
+    assert error["retry_after_seconds"] == 7 and "Wait about 7 s" in error["message"]
+    # The stored end carries what the browser was told, for a reload.
+    assert ended.meta["error"] == {
+        "code": "rate_limited",
+        "message": error["message"],
+        "detail": error["detail"],
+        "retryable": True,
+    }
