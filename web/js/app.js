@@ -76,6 +76,8 @@ function setSidebar(visible, { remember = true } = {}) {
   button.setAttribute("aria-expanded", String(visible));
   button.setAttribute("aria-label", visible ? "Hide conversations" : "Show conversations");
   $("scrim").hidden = !(visible && PHONE.matches);
+  // On a phone the open list covers the chat: the keyboard stays in the list too.
+  document.querySelector("main").inert = visible && PHONE.matches;
   if (remember && !PHONE.matches) store.set(SIDEBAR_KEY, visible ? "open" : "closed");
 }
 
