@@ -298,11 +298,16 @@ def test_careless_input_keeps_servers_and_focus(
         page.unroute("**/api/mcp/servers")
 
         # Removing the server being edited closes its form: saving it would add it again.
+        # A double click on Remove removes it once, and says so.
+        deletes: list[str] = []
+        page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
         page.click(f"{DIALOG} .server-form button:text('Cancel')")
         page.click(f'{item("taken")} [data-action="edit"]')
         page.click(f'{item("taken")} [data-action="remove"]')
-        page.click(f'{item("taken")} [data-action="confirm-remove"]')
+        page.dblclick(f'{item("taken")} [data-action="confirm-remove"]')
         page.wait_for_selector(item("taken"), state="detached")
+        page.wait_for_selector(f'{DIALOG} .servers-message:text("Removed taken.")')
+        assert len(deletes) == 1, deletes
         assert page.is_hidden(f"{DIALOG} .server-form")
         assert page.is_visible(f"{DIALOG} button.servers-add")
         assert tab.errors == [], tab.errors

@@ -108,6 +108,7 @@ export class ServersPanel {
     this.opener = null;
     this.focusName = null;
     this.confirming = null; // name of the server whose removal waits for confirmation
+    this.removing = null; // name of the server whose removal is on its way
     this.editing = null; // the view being edited; null: adding
     this.loadSeq = 0;
     this.timer = null;
@@ -398,6 +399,9 @@ export class ServersPanel {
   }
 
   async remove(name) {
+    // A second click while the first removal is on its way would be told "no such server".
+    if (this.removing === name) return;
+    this.removing = name;
     try {
       await this.api.deleteMcpServer(name);
       this.confirming = null;
@@ -411,6 +415,8 @@ export class ServersPanel {
       this.confirming = null;
       this.render();
       this.say(`Could not remove ${name}: ${e.message}`);
+    } finally {
+      this.removing = null;
     }
   }
 
