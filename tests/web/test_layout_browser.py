@@ -176,6 +176,14 @@ def test_the_layout_follows_the_window_from_desktop_to_phone_and_back(
     page.wait_for_selector("#scrim:not([hidden])")
     page.keyboard.press("Escape")
     page.wait_for_function("() => document.documentElement.dataset.sidebar === 'closed'")
+    # A choice made in the list with the keyboard closes it, and focus is not lost.
+    for choice in ("#new-thread", "#thread-list .thread-open"):
+        page.click("#toggle-sidebar")
+        page.wait_for_selector("#scrim:not([hidden])")
+        page.focus(choice)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.documentElement.dataset.sidebar === 'closed'")
+        assert page.evaluate("document.activeElement.id") == "toggle-sidebar", choice
 
     # Back to a desktop's width: the list as the user left it there (open), no scrim.
     page.set_viewport_size({"width": 1280, "height": 800})
