@@ -45,6 +45,9 @@ _INPUT_UNCOVERED = """() => {
   return r.width > 150 && r.right <= innerWidth && document.elementFromPoint(x, y)?.id === 'input';
 }"""
 
+# Focus is on something the open phone-width list covers.
+_FOCUS_BEHIND = "() => Boolean(document.activeElement.closest('main'))"
+
 
 def needs_a_symbol_font(char: str) -> bool:
     """A pictograph, dingbat or arrow: drawn only where an emoji or symbol font is installed."""
@@ -160,6 +163,10 @@ def test_the_layout_follows_the_window_from_desktop_to_phone_and_back(
     page.wait_for_function("() => sidebar.getBoundingClientRect().left >= 0")
     assert page.is_visible("#close-sidebar")
     assert page.evaluate("document.activeElement.id") == "new-thread"
+    # The keyboard stays in the list: the chat it covers is out of reach.
+    for key in ["Tab"] * 8 + ["Shift+Tab"] * 12:
+        page.keyboard.press(key)
+        assert page.evaluate(_FOCUS_BEHIND) is False, key
     page.click("#close-sidebar")
     page.wait_for_function("() => document.documentElement.dataset.sidebar === 'closed'")
     assert page.evaluate("document.activeElement.id") == "toggle-sidebar"
@@ -169,6 +176,14 @@ def test_the_layout_follows_the_window_from_desktop_to_phone_and_back(
     page.wait_for_selector("#scrim:not([hidden])")
     page.keyboard.press("Escape")
     page.wait_for_function("() => document.documentElement.dataset.sidebar === 'closed'")
+    # A choice made in the list with the keyboard closes it, and focus is not lost.
+    for choice in ("#new-thread", "#thread-list .thread-open"):
+        page.click("#toggle-sidebar")
+        page.wait_for_selector("#scrim:not([hidden])")
+        page.focus(choice)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.documentElement.dataset.sidebar === 'closed'")
+        assert page.evaluate("document.activeElement.id") == "toggle-sidebar", choice
 
     # Back to a desktop's width: the list as the user left it there (open), no scrim.
     page.set_viewport_size({"width": 1280, "height": 800})

@@ -215,3 +215,101 @@ def test_axe_finds_no_serious_violation_with_the_panel_open(
         assert tab.errors == [], tab.errors
     finally:
         context.close()
+
+
+def test_careless_input_keeps_servers_and_focus(
+    browser: Any, runtime: RuntimeProcess, closed_port: int
+) -> None:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        tab = Page(context.new_page(), runtime.url).open()
+        page = tab.page
+        # A failed load says so, and not also that there are no servers.
+        page.route(
+            "**/api/mcp/servers",
+            lambda route: route.fulfill(
+                status=500,
+                body='{"error": "internal", "detail": "<b>boom</b>"}',
+                headers={"content-type": "application/json"},
+            ),
+        )
+        page.click("#open-servers")
+        page.wait_for_selector(f"{DIALOG} .servers-load-error:not([hidden])")
+        assert "<b>boom</b>" in page.inner_text(f"{DIALOG} .servers-load-error")
+        assert page.query_selector(f"{DIALOG} .servers-empty") is None
+        page.keyboard.press("Escape")
+        page.unroute("**/api/mcp/servers")
+
+        url = f"http://127.0.0.1:{closed_port}/mcp?q=<img/src=x/onerror=alert(1)>"
+        assert page.evaluate(ADD_SERVER, ["taken", url]) == 201
+        page.click("#open-servers")
+        page.wait_for_selector(item("taken"))
+        assert page.inner_text(f"{item('taken')} .server-url") == url
+        assert page.query_selector(f"{DIALOG} img") is None
+
+        # Adding under a stored name is refused beside the name: it would replace that server.
+        page.click(f"{DIALOG} button.servers-add")
+        page.fill("#server-name", "taken")
+        page.fill("#server-url", "http://127.0.0.1:9/other")
+        page.click(f"{DIALOG} .server-form button[type=submit]")
+        page.wait_for_selector("#server-name-error:not([hidden])")
+        assert "already" in page.inner_text("#server-name-error")
+        assert focused(page) == "server-name|"
+        [taken] = [s for s in page.evaluate(LIST_SERVERS) if s["name"] == "taken"]
+        assert taken["url"] == url
+
+        # Header rows are named by their place, also after one is removed.
+        for _ in range(3):
+            page.click(f"{DIALOG} .server-add-header")
+        labels = "els => els.map(e => e.getAttribute('aria-label'))"
+        page.click(f"{DIALOG} .header-row:first-child .server-remove-header")
+        assert page.eval_on_selector_all(f"{DIALOG} .header-row > *", labels) == [
+            "Header 1 name",
+            "Header 1 value",
+            "Remove header 1",
+            "Header 2 name",
+            "Header 2 value",
+            "Remove header 2",
+        ]
+
+        # A refusal of the whole form keeps focus in it.
+        page.route(
+            "**/api/mcp/servers",
+            lambda route: (
+                route.fulfill(
+                    status=409,
+                    body='{"error": "too_many", "detail": "at most 10 MCP servers per client"}',
+                    headers={"content-type": "application/json"},
+                )
+                if route.request.method == "POST"
+                else route.continue_()
+            ),
+        )
+        for row in page.query_selector_all(f"{DIALOG} .header-row .server-remove-header"):
+            row.click()
+        page.fill("#server-name", "eleventh")
+        page.click(f"{DIALOG} .server-form button[type=submit]")
+        page.wait_for_selector(f"{DIALOG} .form-error:not([hidden])")
+        assert "at most 10" in page.inner_text(f"{DIALOG} .form-error")
+        assert page.evaluate(
+            "() => document.querySelector('dialog').contains(document.activeElement)"
+        )
+        assert page.evaluate("() => document.activeElement.type") == "submit"
+        page.unroute("**/api/mcp/servers")
+
+        # Removing the server being edited closes its form: saving it would add it again.
+        # A double click on Remove removes it once, and says so.
+        deletes: list[str] = []
+        page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
+        page.click(f"{DIALOG} .server-form button:text('Cancel')")
+        page.click(f'{item("taken")} [data-action="edit"]')
+        page.click(f'{item("taken")} [data-action="remove"]')
+        page.dblclick(f'{item("taken")} [data-action="confirm-remove"]')
+        page.wait_for_selector(item("taken"), state="detached")
+        page.wait_for_selector(f'{DIALOG} .servers-message:text("Removed taken.")')
+        assert len(deletes) == 1, deletes
+        assert page.is_hidden(f"{DIALOG} .server-form")
+        assert page.is_visible(f"{DIALOG} button.servers-add")
+        assert tab.errors == [], tab.errors
+    finally:
+        context.close()

@@ -76,6 +76,8 @@ function setSidebar(visible, { remember = true } = {}) {
   button.setAttribute("aria-expanded", String(visible));
   button.setAttribute("aria-label", visible ? "Hide conversations" : "Show conversations");
   $("scrim").hidden = !(visible && PHONE.matches);
+  // On a phone the open list covers the chat: the keyboard stays in the list too.
+  document.querySelector("main").inert = visible && PHONE.matches;
   if (remember && !PHONE.matches) store.set(SIDEBAR_KEY, visible ? "open" : "closed");
 }
 
@@ -89,6 +91,14 @@ function toggleSidebar() {
   safeTrack(EVENT.CONVERSATION_LIST_TOGGLED, { visible });
   // On a phone the list covers the chat: focus goes into it, and back to its button after.
   if (PHONE.matches) (visible ? $("new-thread") : $("toggle-sidebar")).focus();
+}
+
+/** A choice in the phone-width list (a thread, a new chat) closes it; focus, which was in
+ * the list now hidden, goes back to its button rather than to the page. */
+function closeListOnPhone() {
+  if (!PHONE.matches) return;
+  setSidebar(false, { remember: false });
+  $("toggle-sidebar").focus();
 }
 
 /** The window crossed the phone width: the list follows, as if the page had loaded so. */
@@ -193,7 +203,7 @@ function renderThreads() {
     open.addEventListener("click", () => {
       if (thread.id !== state.currentId) safeTrack(EVENT.THREAD_SWITCHED, { new_thread: false });
       selectThread(thread.id);
-      if (PHONE.matches) setSidebar(false, { remember: false });
+      closeListOnPhone();
     });
     const rename = el("button", "icon-btn thread-rename");
     rename.append(icon("pencil"));
@@ -277,7 +287,7 @@ function renderSearchResults() {
     if (hit.snippet) open.append(el("span", "hit-snippet", hit.snippet));
     open.addEventListener("click", () => {
       selectThread(hit.thread.id);
-      if (PHONE.matches) setSidebar(false, { remember: false });
+      closeListOnPhone();
     });
     item.append(open);
     list.append(item);
@@ -1193,7 +1203,7 @@ function bindUi() {
   $("new-thread").addEventListener("click", async () => {
     try {
       await newThread();
-      if (PHONE.matches) setSidebar(false, { remember: false });
+      closeListOnPhone();
     } catch (e) {
       showBanner(`Could not create a conversation: ${e.message}`);
     }

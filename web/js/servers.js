@@ -108,6 +108,7 @@ export class ServersPanel {
     this.opener = null;
     this.focusName = null;
     this.confirming = null; // name of the server whose removal waits for confirmation
+    this.removing = null; // name of the server whose removal is on its way
     this.editing = null; // the view being edited; null: adding
     this.loadSeq = 0;
     this.timer = null;
@@ -239,7 +240,8 @@ export class ServersPanel {
     const activeItem = active && this.list.contains(active) ? active.closest("li.server-item") : null;
     const keep = activeItem ? { server: activeItem.dataset.server, action: active.dataset.action } : null;
     this.list.replaceChildren(...this.configs.map((view) => this.renderServer(view)));
-    if (this.configs.length === 0) {
+    // An empty list says "none" only when it was loaded: not beside a failed load.
+    if (this.configs.length === 0 && this.listError.hidden) {
       this.list.append(el("li", "servers-empty", "No MCP servers yet."));
     }
     if (keep) {
@@ -397,10 +399,15 @@ export class ServersPanel {
   }
 
   async remove(name) {
+    // A second click while the first removal is on its way would be told "no such server".
+    if (this.removing === name) return;
+    this.removing = name;
     try {
       await this.api.deleteMcpServer(name);
       this.confirming = null;
       this.configs = this.configs.filter((c) => c.name !== name);
+      // Its form goes too: saving it would add the server again.
+      if (this.editing && this.editing.name === name) this.hideForm({ restoreFocus: false });
       this.addButton.focus();
       this.say(`Removed ${name}.`);
       await this.load();
@@ -408,6 +415,8 @@ export class ServersPanel {
       this.confirming = null;
       this.render();
       this.say(`Could not remove ${name}: ${e.message}`);
+    } finally {
+      this.removing = null;
     }
   }
 
@@ -520,31 +529,39 @@ export class ServersPanel {
   }
 
   addHeaderRow(name = "", kept = false) {
-    const n = ++uid;
     const row = el("div", "header-row");
     if (kept) row.dataset.kept = name;
     const nameInput = el("input", "header-name");
     nameInput.value = name;
     nameInput.maxLength = 64;
     nameInput.autocomplete = "off";
-    nameInput.setAttribute("aria-label", `Header ${n} name`);
     nameInput.placeholder = "X-Api-Key";
     const valueInput = el("input", "header-value");
     valueInput.type = "password";
     valueInput.autocomplete = "off";
     valueInput.maxLength = 4000;
-    valueInput.setAttribute("aria-label", `Header ${n} value`);
     valueInput.placeholder = kept ? "stored value kept" : "value";
     const remove = button("server-remove-header icon-btn", "", () => {
       const next = row.nextElementSibling || row.previousElementSibling;
       row.remove();
+      this.numberHeaderRows();
       (next ? next.querySelector("input") : this.form.querySelector(".server-add-header")).focus();
-    }, `Remove header ${n}`);
+    });
     remove.classList.remove("btn", "btn-small");
     remove.append(icon("close", "icon-small"));
     row.append(nameInput, valueInput, remove);
     this.headerRows.append(row);
+    this.numberHeaderRows();
     return row;
+  }
+
+  /** Each row's fields are named by its place: "Header 1 name", "Remove header 1", … */
+  numberHeaderRows() {
+    [...this.headerRows.children].forEach((row, i) => {
+      row.querySelector(".header-name").setAttribute("aria-label", `Header ${i + 1} name`);
+      row.querySelector(".header-value").setAttribute("aria-label", `Header ${i + 1} value`);
+      row.querySelector(".server-remove-header").setAttribute("aria-label", `Remove header ${i + 1}`);
+    });
   }
 
   showForm(view) {
@@ -604,6 +621,10 @@ export class ServersPanel {
     const url = this.urlInput.value.trim();
     if (!name) errors.push(["name", "Enter a name."]);
     else if (!NAME_RE.test(name)) errors.push(["name", NAME_RULE]);
+    else if (!this.editing && this.configs.some((c) => c.name === name && c.source !== "default")) {
+      // Adding under a stored name would replace that server, its headers with it.
+      errors.push(["name", `There is a server named ${name} already: edit it, or choose another name.`]);
+    }
     if (!url) errors.push(["url", "Enter the server's URL."]);
     else if (!/^https?:\/\/\S+$/i.test(url)) errors.push(["url", "Use an http:// or https:// URL."]);
     const headers = {};
@@ -668,7 +689,10 @@ export class ServersPanel {
       const errors = fields.length
         ? fields.map((f) => [FIELD_OF[f.field] || null, f.message])
         : [[null, e.detail || e.message]];
+      // Disabling the focused button dropped focus to the page: it comes back in the form.
+      this.saveButton.disabled = false;
       this.showErrors(errors);
+      if (!this.form.contains(document.activeElement)) this.saveButton.focus();
       return;
     } finally {
       this.saveButton.disabled = false;

@@ -6,6 +6,7 @@ Talks to AI Gateway, Workers AI's OpenAI endpoint, OpenAI, Ollama and vLLM alike
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,9 +28,11 @@ from albert.ai.sse import parse_sse_batches
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     try:
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
         return None
+    # "nan", "inf" and "-5" parse as floats but say no wait at all.
+    return seconds if seconds is not None and 0 <= seconds < math.inf else None
 
 
 class OpenAICompatibleClient:

@@ -8,14 +8,22 @@ error body (`ModelError.gateway_said`) stays in the log, never in the detail.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from albert.ai.gateway_errors import redact
 from albert.ai.model import ModelError
 
 # The technical detail is short: one line under the message.
 MAX_DETAIL_CHARS = 400
+# A host is a name of letters, digits, dots and hyphens, or an IPv6 literal: anything else
+# in it ("gw.example.com;key=…") is not a host to show.
+_HOST_NAME = re.compile(r"[\w.-]+")
+_IPV6 = re.compile(r"[0-9a-f:.]+")
+# A wait longer than a day is no wait to tell.
+MAX_WAIT_SECONDS = 86_400
 
 
 class PlainError(NamedTuple):
@@ -39,7 +47,11 @@ def endpoint_host(base_url: str) -> str:
     if not host:
         return ""
     if ":" in host:  # an IPv6 literal
+        if not _IPV6.fullmatch(host):
+            return ""
         host = f"[{host}]"
+    elif not _HOST_NAME.fullmatch(host):
+        return ""
     return f"{host}:{port}" if port else host
 
 
@@ -57,10 +69,25 @@ def explain_model_error(
     if host:
         detail += f", {host}"
     detail += f": {exc}"
-    detail = redact(detail, secrets)
+    detail = redact(detail, (*secrets, *_url_secrets(base_url)))
     if len(detail) > MAX_DETAIL_CHARS:
         detail = detail[: MAX_DETAIL_CHARS - 1] + "…"
     return PlainError(message, detail)
+
+
+def _url_secrets(base_url: str) -> tuple[str, ...]:
+    """The parts of the endpoint's address that may hold a credential (the address itself,
+    its user info, path and query values), to redact wherever an error repeats them."""
+    if not base_url:
+        return ()
+    try:
+        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+        found = [base_url, parts.username or "", parts.password or "", parts.path]
+        found += [parts.query, parts.fragment, *(v for _, v in parse_qsl(parts.query))]
+    except ValueError:
+        return (base_url,)
+    found += [pair.partition("=")[2] for pair in parts.query.split("&")]
+    return tuple({*found, *map(unquote, found)} - {""})
 
 
 def _message(exc: ModelError, *, service: str, host: str, model_name: str) -> str:
@@ -77,7 +104,10 @@ def _message(exc: ModelError, *, service: str, host: str, model_name: str) -> st
             "check that MODEL_BASE_URL points at a working service."
         )
     if exc.kind == "rate_limited":
-        wait = f" about {exc.retry_after:g} s" if exc.retry_after else " a moment"
+        after = exc.retry_after
+        wait = " a moment"
+        if after is not None and math.isfinite(after) and 0 < after <= MAX_WAIT_SECONDS:
+            wait = f" about {after:g} s"
         if status == 429:
             return f"{_cap(service)} is limiting requests right now. Wait{wait} and try again."
         return f"The model's budget is used up for now. Wait{wait} and try again."

@@ -8,6 +8,7 @@ words, without the opening that carries no subject, and ends at a word.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_TITLE_CHARS = 60
 
@@ -53,13 +54,29 @@ _GREETING = re.compile(
     r"^(?:(?:hi|hey|hello)\s*[,:;!.-]+|(?:(?:hi|hey|hello)\s+)?albert\b[,:;!.-]*)\s*",
     re.IGNORECASE,
 )
-_TRAILING = re.compile(r"[\s?!.,;:]+$")
+_TRAILING = re.compile(r"[\s?!.,;:？！。、؟*_~\"'”’»]+$")
+# Quote and markdown marks before the words ("> ", "# ", "**", a bullet, a quote).
+_LEADING_MARKS = re.compile(r"^(?:[#>*_~\"'“”„‘’«»]+|[-+](?=\s)|\s+)+")
+# Invisible characters a pasted question may carry: controls, zero-width spaces, byte
+# order marks and direction overrides. Joiners stay: they are part of emoji and scripts.
+_KEPT_FORMATS = {"\u200c", "\u200d"}
+
+
+def _visible(text: str) -> str:
+    return "".join(
+        ch
+        for ch in text
+        if ch.isspace()
+        or unicodedata.category(ch) not in ("Cc", "Cf")
+        or ch in _KEPT_FORMATS
+        or "\U000e0020" <= ch <= "\U000e007f"  # the tags of a flag emoji
+    )
 
 
 def title_from_question(text: str, limit: int = MAX_TITLE_CHARS) -> str:
     """The title of a thread whose first question is `text` ("" when it has no words)."""
-    words = " ".join(text.split())
-    subject = words
+    words = " ".join(_visible(text).split())
+    subject = _LEADING_MARKS.sub("", words)
     for _ in range(len(_OPENINGS)):
         shorter = _GREETING.sub("", _OPENING.sub("", subject, count=1), count=1)
         if shorter == subject:
@@ -74,4 +91,5 @@ def title_from_question(text: str, limit: int = MAX_TITLE_CHARS) -> str:
         title = (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:-") + "…"
     first = title.split(" ", 1)[0]
     # "best yields" → "Best yields", but a mixed-case ticker ("stETH") keeps its case.
-    return title[:1].upper() + title[1:] if first.islower() else title
+    head = title[:1].title()
+    return head + title[1:] if first.islower() and len(head) == 1 else title

@@ -13,6 +13,7 @@ import pytest
 
 from albert.ai.gateway_errors import http_error
 from albert.ai.model import ModelError, ModelEvent, ModelRequest
+from albert.ai.openai_client import _retry_after
 from albert.ai.plain_errors import endpoint_host, explain_model_error
 from albert.composition import build_chat_service
 from miniflare import install_shims
@@ -151,3 +152,51 @@ async def test_a_rate_limited_turn_says_when_to_try_again_and_keeps_it(tmp_path:
         "detail": error["detail"],
         "retryable": True,
     }
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://gw.example.com;key=AIzaSyQUERYKEY1/v1",
+        "https://gw.example.com%3Bkey=AIzaSyQUERYKEY1/v1",
+        "https://[::1%25AIzaSyQUERYKEY1]/v1",
+    ],
+)
+def test_a_host_with_more_than_a_name_in_it_is_not_shown(url: str) -> None:
+    assert endpoint_host(url) == ""
+    plain = explain_model_error(
+        ModelError("network", "cannot reach"), base_url=url, model_name="m", secrets=(KEY,)
+    )
+    for text in plain:
+        assert "QUERYKEY" not in text.upper(), text
+
+
+def test_an_error_that_repeats_the_address_keeps_its_credentials_out() -> None:
+    url = "https://user:pw-hunter2@gw.example.com/v1/account-7?key=AIzaSyQUERYKEY1&sig=a%2Bb9z"
+    for error in (
+        ModelError("network", f"cannot reach {url}"),
+        ModelError("http", "the model gateway stopped: bad key AIzaSyQUERYKEY1", status=502),
+        ModelError("http", "denied for user pw-hunter2 with sig a+b9z", status=401),
+    ):
+        plain = explain_model_error(error, base_url=url, model_name="m", secrets=(KEY,))
+        for text in plain:
+            for secret in ("pw-hunter2", "QUERYKEY1", "a+b9z", "account-7"):
+                assert secret not in text, text
+        assert "gw.example.com" in plain.detail
+
+
+@pytest.mark.parametrize("after", [float("inf"), float("nan"), -5.0, 0.0, 1e12])
+def test_a_wait_that_is_no_wait_is_not_told(after: float) -> None:
+    error = http_error(429, "slow down", [KEY], retry_after=after)
+    message, _ = explain(error)
+    assert "Wait a moment" in message, message
+
+
+@pytest.mark.parametrize(
+    ("header", "after"), [("7", 7.0), ("nan", None), ("inf", None), ("-5", None)]
+)
+def test_a_retry_after_header_that_says_no_wait_is_dropped(
+    header: str, after: float | None
+) -> None:
+    response = httpx.Response(429, headers={"retry-after": header})
+    assert _retry_after(response) == after

@@ -55,3 +55,31 @@ def test_a_long_token_is_cut_not_dropped() -> None:
 
 def test_no_words_no_title() -> None:
     assert title_from_question(" \n\t") == ""
+
+
+@pytest.mark.parametrize(
+    ("question", "title"),
+    [
+        ("\u200b\u200bwhat is Aave", "Aave"),
+        ("\ufeffwhat is the\u200b best pool?", "Best pool"),
+        ("\x00\x07what is PEPE", "PEPE"),
+        ("\u202eevahc", "Evahc"),
+        ("\u2066what is Lido\u2069", "Lido"),
+        ('"what is Aave?"', "Aave"),
+        ("“what is Aave”", "Aave"),
+        ("# what is Aave", "Aave"),
+        ("**what is the best pool**", "Best pool"),
+        ("> what is the best pool", "Best pool"),
+        ("- what are the top vaults", "Top vaults"),
+        ("`stETH` price", "`stETH` price"),
+        ("什么是以太坊？", "什么是以太坊"),
+        ("ما هو أفضل عائد؟", "ما هو أفضل عائد"),
+        ("ß yields", "ß yields"),
+        ("👨‍👩‍👧 fund", "👨‍👩‍👧 fund"),
+        ("-1% yield pools", "-1% yield pools"),
+        ("\u200b", ""),
+        ("'", "'"),
+    ],
+)
+def test_invisible_characters_and_marks_are_not_the_title(question: str, title: str) -> None:
+    assert title_from_question(question) == title
