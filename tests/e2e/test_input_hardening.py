@@ -269,7 +269,7 @@ async def test_a_first_message_with_bidi_overrides_makes_a_clean_title(runtime) 
         thread = await client.new_thread()
         await client.turn(thread, "\u202eanalyse\x00 PEPE\u2066")
         title = (await client.thread(thread))["thread"]["title"]
-        assert title == "analyse PEPE", repr(title)
+        assert title == "Analyse PEPE", repr(title)
 
 
 def test_scripts_that_need_joiners_keep_them() -> None:

@@ -98,6 +98,15 @@ class OpenAICompatibleClient:
                 if not answered and attempt == 1:
                     continue
                 raise ModelError("stream_cut", "the model stream was cut off") from exc
+            except httpx.ConnectError as exc:
+                # Nothing was answered: one fresh try, as OpenAI's own SDK makes. On workerd
+                # every failure before the response head is a ConnectError (the platform's
+                # fetch says no more), a pooled connection the gateway just closed included.
+                if attempt == 1:
+                    continue
+                raise ModelError(
+                    "network", "cannot reach the model gateway (ConnectError)"
+                ) from exc
             except httpx.TransportError as exc:
                 kind = type(exc).__name__
                 raise ModelError("network", f"cannot reach the model gateway ({kind})") from exc

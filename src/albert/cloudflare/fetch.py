@@ -201,7 +201,9 @@ class FetchTransport(httpx.AsyncBaseTransport):
         except (httpx.TimeoutException, asyncio.CancelledError):
             raise
         except Exception as exc:
-            # fetch rejects with a TypeError for DNS, TLS and connection failures.
+            # fetch rejects for DNS, TLS and connection failures; workerd says only "Network
+            # connection lost." for a refused connection and a dropped pooled one alike
+            # (a plain Error, not the standard's TypeError: cloudflare/workerd#7195).
             raise httpx.ConnectError(str(exc), request=request) from exc
         return httpx.Response(
             status_code=int(py_value(js_response.status)),

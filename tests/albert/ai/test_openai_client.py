@@ -194,13 +194,25 @@ async def test_unreachable_gateway_is_a_network_error(closed_port: int) -> None:
     assert caught.value.kind == "network"
 
 
-async def test_a_pooled_connection_closed_before_any_answer_is_retried_once() -> None:
+# A pooled connection the gateway closed as it was reused, as httpx says it and as the
+# platform's fetch transport on workerd does (albert.cloudflare.fetch: "Network connection
+# lost." before any response head).
+FIRST_FAILURES = [
+    httpx.RemoteProtocolError("Server disconnected without sending a response."),
+    httpx.ConnectError("Network connection lost."),
+]
+
+
+@pytest.mark.parametrize("failure", FIRST_FAILURES, ids=["protocol", "connect"])
+async def test_a_pooled_connection_closed_before_any_answer_is_retried_once(
+    failure: httpx.TransportError,
+) -> None:
     attempts: list[int] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         attempts.append(1)
         if len(attempts) == 1:
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+            raise failure
         body = (
             'data: {"choices":[{"index":0,"delta":{"content":"again"}}]}\n\n'
             'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -215,15 +227,22 @@ async def test_a_pooled_connection_closed_before_any_answer_is_retried_once() ->
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["again"]
 
 
-async def test_a_connection_that_keeps_failing_is_reported_not_retried_forever() -> None:
+@pytest.mark.parametrize(
+    ("failure", "kind"),
+    zip(FIRST_FAILURES, ["stream_cut", "network"], strict=True),
+    ids=["protocol", "connect"],
+)
+async def test_a_connection_that_keeps_failing_is_reported_not_retried_forever(
+    failure: httpx.TransportError, kind: str
+) -> None:
     attempts: list[int] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         attempts.append(1)
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        raise failure
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
         client = OpenAICompatibleClient(http, base_url="http://gateway/v1", api_key="", model="m")
         with pytest.raises(ModelError) as caught:
             [e async for e in client.stream(REQUEST)]
-    assert caught.value.kind == "stream_cut" and len(attempts) == 2
+    assert caught.value.kind == kind and len(attempts) == 2
