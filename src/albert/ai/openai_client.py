@@ -35,6 +35,17 @@ def _retry_after(response: httpx.Response) -> float | None:
     return seconds if seconds is not None and 0 <= seconds < math.inf else None
 
 
+def _unreachable(exc: httpx.TransportError) -> ModelError:
+    """A transport failure as a network error: its class and its own words (the detail the
+    user unfolds and the log line; redacted there), e.g. "ConnectError: [Errno 111]
+    Connection refused" or, on workerd, "ConnectError: Network connection lost."."""
+    said = " ".join(str(exc).split())[:200]
+    kind = type(exc).__name__
+    return ModelError(
+        "network", f"cannot reach the model gateway ({kind}{': ' + said if said else ''})"
+    )
+
+
 class OpenAICompatibleClient:
     """A streaming chat-completions client; one instance per object, reusing its httpx client."""
 
@@ -104,12 +115,9 @@ class OpenAICompatibleClient:
                 # fetch says no more), a pooled connection the gateway just closed included.
                 if attempt == 1:
                     continue
-                raise ModelError(
-                    "network", "cannot reach the model gateway (ConnectError)"
-                ) from exc
+                raise _unreachable(exc) from exc
             except httpx.TransportError as exc:
-                kind = type(exc).__name__
-                raise ModelError("network", f"cannot reach the model gateway ({kind})") from exc
+                raise _unreachable(exc) from exc
 
     async def _raise_for_status(self, response: httpx.Response) -> None:
         body = b""
