@@ -229,7 +229,7 @@ async def test_a_pooled_connection_closed_before_any_answer_is_retried_once(
 
 @pytest.mark.parametrize(
     ("failure", "kind"),
-    zip(FIRST_FAILURES, ["stream_cut", "network"], strict=True),
+    list(zip(FIRST_FAILURES, ["stream_cut", "network"], strict=True)),
     ids=["protocol", "connect"],
 )
 async def test_a_connection_that_keeps_failing_is_reported_not_retried_forever(
