@@ -19,7 +19,7 @@ from albert.mcp.configs import McpServerConfig, McpServerIn, McpServerList, McpS
 from albert.mcp.manager import McpManager, UnknownServer
 from albert.mcp.oauth_state import CALLBACK_PATH
 from albert.mcp.oauth_store import AuthorizationFailed
-from albert.mcp.secret_binding import SecretBinding, SecretRefused
+from albert.mcp.secret_binding import SecretBinding, SecretRefused, origin_of
 from albert.mcp.ssrf import Resolver, UrlRefused, check_url, system_resolver
 from albert.protocol.frames import McpServerStatus
 from albert.settings import Settings
@@ -257,14 +257,11 @@ def _friendly(parse: Callable[[], McpServerIn]) -> McpServerIn:
         raise
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
+def _same_origin(stored: str, given: str) -> bool:
     try:
-        port = parts.port
+        return origin_of(stored) == origin_of(given)
     except ValueError:
-        port = -1
-    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port or default
+        return False  # not an http(s) origin: nothing stored goes there
 
 
 def _with_kept_headers(body: McpServerIn, existing: McpServerConfig | None) -> McpServerIn:
@@ -278,7 +275,7 @@ def _with_kept_headers(body: McpServerIn, existing: McpServerConfig | None) -> M
             error="invalid_body",
             field="keep_headers",
         )
-    if _origin(existing.url) != _origin(body.url):
+    if not _same_origin(existing.url, body.url):
         raise BadRequest(
             "the URL's origin changed, so stored header values cannot be kept: "
             "enter them again for the new URL",
