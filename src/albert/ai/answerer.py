@@ -43,7 +43,7 @@ def answerer(settings: Settings, *, planner: bool | None = None) -> Answerer:
     binding's use in durable_objects/chat.py: a gateway first; without one, the demo
     planner where it is installed (the local runtimes, which have no AI binding), else
     Workers AI). `planner`: whether the demo planner is installed (looked up if None)."""
-    if settings.model_base_url:
+    if not settings.uses_demo_planner:
         host = endpoint_host(settings.model_base_url) or None
         where = f" at {host}" if host else ""
         return Answerer(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from typing import NamedTuple
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from albert.ai.gateway_errors import redact
 from albert.ai.model import ModelError
@@ -33,13 +33,18 @@ class PlainError(NamedTuple):
     detail: str
 
 
+def _split(base_url: str) -> SplitResult:
+    """The endpoint's address in parts, read as a host where it has no scheme."""
+    return urlsplit(base_url if "//" in base_url else f"//{base_url}")
+
+
 def endpoint_host(base_url: str) -> str:
     """The host (and port) of a model endpoint, without user info, path or query: safe to
     show ("" when there is none)."""
     if not base_url:
         return ""
     try:
-        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+        parts = _split(base_url)
         host = parts.hostname or ""
         port = parts.port
     except ValueError:
@@ -81,7 +86,7 @@ def _url_secrets(base_url: str) -> tuple[str, ...]:
     if not base_url:
         return ()
     try:
-        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+        parts = _split(base_url)
         found = [base_url, parts.username or "", parts.password or "", parts.path]
         found += [parts.query, parts.fragment, *(v for _, v in parse_qsl(parts.query))]
     except ValueError:
