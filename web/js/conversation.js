@@ -16,11 +16,12 @@ function parseArgs(raw) {
   }
 }
 
-/** The error a failed turn's browser was told (its stored `meta.error`), or a general one. */
-function storedError(error) {
-  if (!error || typeof error.message !== "string" || !error.message) {
-    return { code: "failed", message: "This answer did not finish.", retryable: true };
-  }
+const UNFINISHED = { code: "failed", message: "This answer did not finish.", retryable: true };
+
+/** A failed turn's error as shown: from an error frame, or the one its browser was told
+ * (the stored `meta.error`); a general one where there is none. */
+function turnError(error) {
+  if (!error || typeof error.message !== "string" || !error.message) return { ...UNFINISHED };
   const shown = { code: String(error.code || "failed"), message: error.message, retryable: Boolean(error.retryable) };
   if (typeof error.detail === "string" && error.detail) shown.detail = error.detail;
   return shown;
@@ -130,7 +131,7 @@ export class Conversation {
           ? { code: "interrupted", message: RESTART_NOTE, retryable: true }
           : endedBy === "storage"
             ? { code: "storage_unavailable", message: STORAGE_NOTE, retryable: true }
-            : storedError(m.meta?.error);
+            : turnError(m.meta?.error);
     } else if (turn.state === "loading") {
       turn.state = "partial";
     }
@@ -273,7 +274,7 @@ export class Conversation {
         else if (frame.finish_reason === "cancelled") turn.state = "cancelled";
         else turn.state = "error";
         if (turn.state === "error" && !turn.error) {
-          turn.error = { code: "failed", message: "This answer did not finish.", retryable: true };
+          turn.error = { ...UNFINISHED };
         }
         return turn;
       }
@@ -289,8 +290,7 @@ export class Conversation {
         if (!frame.turn_id) return null;
         const turn = this.turn(frame.turn_id);
         turn.state = "error";
-        turn.error = { code: frame.code, message: frame.message, retryable: Boolean(frame.retryable) };
-        if (frame.detail) turn.error.detail = frame.detail; // shown folded under the message
+        turn.error = turnError(frame); // its detail shown folded under the message
         return turn;
       }
       default:
