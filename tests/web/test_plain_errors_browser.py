@@ -3,13 +3,13 @@ technical detail folded; the empty screen says what answers."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.runtime_process import RuntimeProcess
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -17,16 +17,9 @@ TIMEOUT_MS = 10_000
 KEY = "sk-test-secret-123456"
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (taken from the kernel, then let go)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def broken(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RuntimeProcess, int]]:
-    port = closed_port()
+    port = free_port()
     variables = {
         "ALBERT_MODE": "local",
         "MODEL_BASE_URL": f"http://127.0.0.1:{port}/v1",
