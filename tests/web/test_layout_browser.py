@@ -36,7 +36,8 @@ _NAMELESS_CONTROLS = """() => [...document.querySelectorAll('button, summary')]
 _EMPTY_ICONS = """() => [...document.querySelectorAll('button svg.icon, summary svg.icon')]
   .filter(s => s.closest('button, summary').getClientRects().length)
   .filter(s => getComputedStyle(s).display !== 'none')
-  .filter(s => { const r = s.getBoundingClientRect(); return r.width < 8 || r.height < 8; })
+  .filter(s => { const r = s.getBoundingClientRect();
+    return r.width < 8 || r.height < 8 || !s.querySelector('path'); })
   .map(s => s.closest('button, summary').outerHTML.slice(0, 80))"""
 # The element at the middle of the message box is the box itself: nothing covers it.
 _INPUT_UNCOVERED = """() => {

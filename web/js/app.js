@@ -5,7 +5,7 @@ import { EVENT, safeTrack, startAnalytics } from "./analytics.js";
 import { renderCards } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { HostLink, embedding } from "./embed.js";
-import { icon } from "./icons.js";
+import { drawPageIcons, icon } from "./icons.js";
 import { appendLinkified, renderMarkdown } from "./markdown.js";
 import { ServersPanel, serverChip } from "./servers.js";
 import { ChatConnection } from "./socket.js";
@@ -1186,6 +1186,7 @@ function followUnfinishedTurn(id) {
 // --- start ---------------------------------------------------------------------------------
 
 function bindUi() {
+  drawPageIcons();
   setInterval(tickRunningTools, 1000);
   $("toggle-theme").addEventListener("click", toggleTheme);
   $("open-servers").addEventListener("click", () => state.servers.open({ opener: $("open-servers") }));

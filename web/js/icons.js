@@ -29,19 +29,29 @@ const PATHS = {
 /** The names `icon()` draws. */
 export const ICON_NAMES = Object.freeze(Object.keys(PATHS));
 
-/** An SVG icon, hidden from screen readers: the control around it carries the label. */
-export function icon(name, className = "") {
+function draw(svg, name) {
   const paths = PATHS[name];
   if (!paths) throw new Error(`no icon named ${name}`);
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
-  svg.setAttribute("class", `icon icon-${name} ${className}`.trim());
   for (const d of paths) {
     const path = document.createElementNS(SVG, "path");
     path.setAttribute("d", d);
     svg.append(path);
   }
+}
+
+/** An SVG icon, hidden from screen readers: the control around it carries the label. */
+export function icon(name, className = "") {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  svg.setAttribute("class", `icon icon-${name} ${className}`.trim());
+  draw(svg, name);
   return svg;
+}
+
+/** Draw the page's own icons: each empty `<svg data-icon="name">` of index.html (sized by
+ * its class from the first paint) gets its outline from the one table above. */
+export function drawPageIcons(root = document) {
+  for (const svg of root.querySelectorAll("svg[data-icon]:empty")) draw(svg, svg.dataset.icon);
 }
